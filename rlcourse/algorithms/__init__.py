@@ -1,0 +1,1 @@
+"""Algorithms built from the shared EnvRunner / Learner / Algorithm pieces."""

@@ -1,0 +1,81 @@
+"""EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
+
+With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvRunner actors sample
+in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. New weights are put
+into Ray's object store once per sync and every runner receives the same reference.
+"""
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+
+from rlcourse.env_runner import EnvRunner
+from rlcourse.episode import SingleAgentEpisode
+from rlcourse.registry import EnvCreator
+
+STARTUP_TIMEOUT_S = 120
+
+
+class EnvRunnerGroup:
+    """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
+
+    def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None):
+        self.config = config
+        n = config.num_env_runners if num_env_runners is None else num_env_runners
+        self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
+        remote_cls = ray.remote(EnvRunner).options(
+            num_cpus=config.num_cpus_per_env_runner, num_gpus=config.num_gpus_per_env_runner)
+        self.remote_env_runners = [remote_cls.remote(config, env_creator, worker_index=i)
+                                   for i in range(1, n + 1)]
+        if self.remote_env_runners:  # wait for every actor, so a broken env fails here
+            ray.get([r.ping.remote() for r in self.remote_env_runners], timeout=STARTUP_TIMEOUT_S)
+        self.weights_seq_no = 0
+
+    @property
+    def num_remote_env_runners(self) -> int:
+        return len(self.remote_env_runners)
+
+    def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
+        """Sample `num_timesteps` (or `num_episodes`) in total, split evenly over the runners.
+
+        Returns the episodes and each runner's metrics (finished episodes' returns and lengths).
+        """
+        if self.local_env_runner is not None:
+            episodes = self.local_env_runner.sample(num_timesteps, num_episodes, explore)
+            return episodes, [self.local_env_runner.get_metrics()]
+        n = self.num_remote_env_runners
+        per_runner = {"num_timesteps": None if num_timesteps is None else math.ceil(num_timesteps / n),
+                      "num_episodes": None if num_episodes is None else math.ceil(num_episodes / n)}
+        episode_refs = [r.sample.remote(**per_runner, explore=explore)
+                        for r in self.remote_env_runners]
+        metric_refs = [r.get_metrics.remote() for r in self.remote_env_runners]
+        results = ray.get(episode_refs + metric_refs)
+        episodes = [ep for runner_episodes in results[:n] for ep in runner_episodes]
+        return episodes, results[n:]
+
+    def sync_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Send new weights to every runner: one `ray.put`, then one small call per runner."""
+        self.weights_seq_no += 1
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_weights(weights, self.weights_seq_no)
+        if self.remote_env_runners:
+            ref = ray.put(weights)
+            ray.get([r.set_weights.remote(ref, self.weights_seq_no)
+                     for r in self.remote_env_runners])
+
+    def foreach_env_runner(self, fn: Callable[[EnvRunner], Any]) -> list[Any]:
+        """Call `fn(runner)` on every runner (in its own process for actors) and return results."""
+        if self.local_env_runner is not None:
+            return [fn(self.local_env_runner)]
+        return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
+
+    def stop(self) -> None:
+        if self.local_env_runner is not None:
+            self.local_env_runner.stop()
+        for runner in self.remote_env_runners:
+            ray.kill(runner)
+        self.remote_env_runners = []

@@ -1,0 +1,54 @@
+"""Metrics: episode statistics smoothed over recent episodes, and per-iteration timers."""
+
+import time
+from collections import deque
+from contextlib import contextmanager
+
+import numpy as np
+
+
+class EpisodeStats:
+    """Returns and lengths of the last `window` finished episodes (RLlib smooths over 100)."""
+
+    def __init__(self, window: int = 100):
+        self.returns: deque[float] = deque(maxlen=window)
+        self.lens: deque[int] = deque(maxlen=window)
+        self.num_episodes_lifetime = 0
+        self.num_env_steps_sampled_lifetime = 0
+
+    def add(self, runner_metrics: list[dict]) -> dict:
+        """Add what the runners reported this iteration; return the `env_runners/...` results."""
+        new_returns = [r for m in runner_metrics for r in m["episode_returns"]]
+        self.returns.extend(new_returns)
+        self.lens.extend(length for m in runner_metrics for length in m["episode_lens"])
+        steps = sum(m["num_env_steps_sampled"] for m in runner_metrics)
+        self.num_episodes_lifetime += len(new_returns)
+        self.num_env_steps_sampled_lifetime += steps
+        return {**self.summary(), "num_episodes": len(new_returns),
+                "num_episodes_lifetime": self.num_episodes_lifetime,
+                "num_env_steps_sampled": steps,
+                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime}
+
+    def summary(self) -> dict:
+        if not self.returns:
+            return {"episode_return_mean": float("nan"), "episode_return_min": float("nan"),
+                    "episode_return_max": float("nan"), "episode_len_mean": float("nan")}
+        return {"episode_return_mean": float(np.mean(self.returns)),
+                "episode_return_min": float(np.min(self.returns)),
+                "episode_return_max": float(np.max(self.returns)),
+                "episode_len_mean": float(np.mean(self.lens))}
+
+
+class Timers:
+    """`with timers.time("name"):` records how long the block took, in seconds."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+
+    @contextmanager
+    def time(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.last[name] = time.perf_counter() - start

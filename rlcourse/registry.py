@@ -1,0 +1,83 @@
+"""Where environments come from: gymnasium ids, `register_env` names, or env classes.
+
+The driver resolves the creator once and ships it to each EnvRunner actor when the actor is built,
+so a name registered in a notebook works on every runner (they do not share this module's dict).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+EnvCreator = Callable[["EnvContext"], gym.Env]
+
+_REGISTRY: dict[str, EnvCreator] = {}
+
+
+class EnvContext(dict):
+    """The `env_config` dict, plus which runner and which sub-env slot the env is built for."""
+
+    def __init__(self, env_config: dict, worker_index: int = 0, vector_index: int = 0,
+                 num_workers: int = 0):
+        super().__init__(env_config or {})
+        self.worker_index = worker_index
+        self.vector_index = vector_index
+        self.num_workers = num_workers
+
+    def __reduce__(self):
+        return (EnvContext, (dict(self), self.worker_index, self.vector_index, self.num_workers))
+
+
+def register_env(name: str, env_creator: EnvCreator) -> None:
+    """Register `env_creator(env_context) -> gym.Env` under `name`, as RLlib's `register_env` does."""
+    if not callable(env_creator):
+        raise TypeError(f"register_env({name!r}, ...): the creator must be callable, "
+                        f"got {type(env_creator).__name__}.")
+    _REGISTRY[name] = env_creator
+
+
+def _make_gym_id(env_id: str) -> EnvCreator:
+    def creator(ctx: EnvContext) -> gym.Env:
+        return gym.make(env_id, **ctx)
+    return creator
+
+
+def _make_class(env_cls: type) -> EnvCreator:
+    def creator(ctx: EnvContext) -> gym.Env:
+        return env_cls(ctx)
+    return creator
+
+
+def get_env_creator(env: Any) -> EnvCreator:
+    """Resolve the `env` setting of `AlgorithmConfig.environment()` to a creator function."""
+    if isinstance(env, str):
+        if env in _REGISTRY:
+            return _REGISTRY[env]
+        try:
+            gym.spec(env)
+        except gym.error.Error as e:
+            raise ValueError(
+                f"environment(env={env!r}): no env is registered under this name. Use a gymnasium "
+                f"id such as 'CartPole-v1', call rlcourse.register_env({env!r}, creator) first, "
+                f"or pass a gymnasium.Env subclass. ({e})") from None
+        return _make_gym_id(env)
+    if isinstance(env, type) and issubclass(env, gym.Env):
+        return _make_class(env)
+    if callable(env):
+        return env
+    raise ValueError(f"environment(env={env!r}): expected a gymnasium id, a name given to "
+                     "register_env, a gymnasium.Env subclass, or a creator function.")
+
+
+def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, gym.Space]:
+    """Build one env in the driver to learn its spaces; a broken env fails here, with its error."""
+    try:
+        env = env_creator(EnvContext(env_config))
+    except Exception as e:
+        raise RuntimeError(f"Creating the env failed: {type(e).__name__}: {e}. Check the env "
+                           "passed to config.environment() and its env_config.") from e
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"The env creator returned {type(env).__name__}, not a gymnasium.Env.")
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces

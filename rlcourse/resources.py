@@ -1,0 +1,57 @@
+"""Starting Ray small and quiet, and checking a config's resource requests before any actor exists.
+
+Ray queues an actor whose resources no node has and waits forever; a course cannot hang in front of
+a room, so the requests are checked against the cluster first and fail within seconds.
+"""
+
+import logging
+
+import ray
+
+from rlcourse.validation import ConfigError, setter_of
+
+
+def init_ray(num_cpus: int | None = None, **kwargs) -> None:
+    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again."""
+    if ray.is_initialized():
+        return
+    ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True,
+             logging_level=logging.WARNING, **kwargs)
+
+
+def _fail(config, setting: str, fix: str) -> None:
+    raise ConfigError(setting, getattr(config, setting), fix, setter_of(config, setting))
+
+
+def check_gpus(config) -> None:
+    """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
+    import torch
+
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not torch.cuda.is_available():
+        _fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
+              "set num_gpus_per_learner=0 to train on the CPU.")
+    if not ray.is_initialized():
+        return
+    have = ray.available_resources().get("GPU", 0)
+    for setting, count in (("num_gpus_per_env_runner", config.num_env_runners),
+                           ("num_gpus_per_learner", config.num_learners)):
+        need = count * getattr(config, setting)
+        if need > have:
+            _fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
+                  f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
+
+
+def check_cpus(config) -> None:
+    """Runner and learner actors together must fit into the cluster's free CPUs."""
+    runners = config.num_env_runners * config.num_cpus_per_env_runner
+    learners = config.num_learners * config.num_cpus_per_learner
+    have = ray.available_resources().get("CPU", 0)
+    if runners + learners <= have + 1e-9:
+        return
+    setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
+    _fail(config, setting, (
+        f"{config.num_env_runners} env runners x {config.num_cpus_per_env_runner} CPU + "
+        f"{config.num_learners} learners x {config.num_cpus_per_learner} CPU = "
+        f"{runners + learners:g} CPUs, but the Ray cluster has {have:g} free. Ask for fractions "
+        "(e.g. num_cpus_per_env_runner=0.5) or fewer actors; if an earlier Algorithm still runs "
+        "in this kernel, call its stop()."))

@@ -1,0 +1,119 @@
+"""Checks for every setting, so a bad config fails at build time with a message that says the fix."""
+
+import inspect
+import numbers
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting is invalid. `setting` names it; the message says which setter and how to fix it."""
+
+    def __init__(self, setting: str, value: Any, fix: str, setter: str | None = None):
+        self.setting = setting
+        where = f"config.{setter}({setting}=...)" if setter else setting
+        super().__init__(f"Invalid setting {setting}={value!r} in {where}: {fix}")
+
+
+def setter_of(config: Any, setting: str) -> str | None:
+    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'."""
+    for name in ("environment", "env_runners", "learners", "training", "rl_module", "evaluation",
+                 "reporting", "debugging", "callbacks"):
+        if setting in inspect.signature(getattr(config, name)).parameters:
+            return name
+    return None
+
+
+def fail(config: Any, setting: str, fix: str) -> None:
+    raise ConfigError(setting, getattr(config, setting, None), fix, setter_of(config, setting))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(config: Any, setting: str, minimum: int) -> None:
+    value = getattr(config, setting)
+    if not _is_int(value) or value < minimum:
+        fail(config, setting, f"use a whole number >= {minimum}.")
+
+
+def check_number(config: Any, setting: str, low: float, high: float = float("inf"),
+                 low_open: bool = False, hint: str = "") -> None:
+    value = getattr(config, setting)
+    ok = _is_number(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
+        fail(config, setting, fix)
+
+
+def validate_config(config: Any) -> None:
+    """Check the settings every algorithm shares."""
+    if config.env is None:
+        fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
+    if not isinstance(config.env_config, dict):
+        fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
+    check_int(config, "num_env_runners", 0)
+    check_int(config, "num_envs_per_env_runner", 1)
+    if config.rollout_fragment_length != "auto":
+        check_int(config, "rollout_fragment_length", 1)
+    check_number(config, "num_cpus_per_env_runner", 0, hint="Fractions such as 0.5 let several "
+                 "runners share one core.")
+    check_number(config, "num_gpus_per_env_runner", 0)
+    if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
+        fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
+             "process) or 'ASYNC' (one subprocess per sub-env).")
+    check_int(config, "num_learners", 0)
+    check_number(config, "num_cpus_per_learner", 0)
+    check_number(config, "num_gpus_per_learner", 0)
+    check_number(config, "gamma", 0.0, 1.0)
+    check_number(config, "lr", 0.0, low_open=True)
+    check_int(config, "train_batch_size_per_learner", 1)
+    check_int(config, "minibatch_size", 1)
+    if config.minibatch_size > config.train_batch_size_per_learner:
+        fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
+             f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
+    check_int(config, "num_epochs", 1)
+    if config.grad_clip is not None:
+        check_number(config, "grad_clip", 0.0, low_open=True, hint="Or None for no clipping.")
+    _validate_model_config(config)
+    if config.evaluation_interval is not None:
+        check_int(config, "evaluation_interval", 1)
+    check_int(config, "evaluation_duration", 1)
+    if config.evaluation_duration_unit not in ("episodes", "timesteps"):
+        fail(config, "evaluation_duration_unit", "use 'episodes' or 'timesteps'.")
+    check_int(config, "metrics_num_episodes_for_smoothing", 1)
+    if config.seed is not None and not _is_int(config.seed):
+        fail(config, "seed", "use a whole number, or None for an unseeded run.")
+    _validate_callbacks(config)
+
+
+def _validate_model_config(config: Any) -> None:
+    from rlcourse.numpy_mlp import ACTIVATIONS
+
+    if config.rl_module_class is not None:
+        from rlcourse.rl_module import RLModule
+        if not (isinstance(config.rl_module_class, type)
+                and issubclass(config.rl_module_class, RLModule)):
+            fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
+        return
+    hiddens = config.model_config.get("fcnet_hiddens")
+    if not (isinstance(hiddens, list | tuple) and hiddens and all(
+            _is_int(h) and h > 0 for h in hiddens)):
+        fail(config, "model_config", "fcnet_hiddens must be a non-empty list of positive layer "
+             "sizes, e.g. [256, 256].")
+    if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
+        fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
+
+
+def _validate_callbacks(config: Any) -> None:
+    if config.callbacks_class is None:
+        return
+    from rlcourse.callbacks import Callbacks
+    if not (isinstance(config.callbacks_class, type)
+            and issubclass(config.callbacks_class, Callbacks)):
+        fail(config, "callbacks_class", "pass a subclass of rlcourse.Callbacks.")

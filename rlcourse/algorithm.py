@@ -110,11 +110,16 @@ class Algorithm:
         runner.set_weights(self.learner_group.get_weights(inference_only=True))
         with self.timers.time("evaluation"):
             if self.config.evaluation_duration_unit == "episodes":
-                runner.sample(num_episodes=self.config.evaluation_duration)
+                episodes = runner.sample(num_episodes=self.config.evaluation_duration)
+                metrics = {"episode_returns": [e.get_return() for e in episodes],
+                           "episode_lens": [len(e) for e in episodes],
+                           "num_env_steps_sampled": sum(len(e) for e in episodes)}
             else:
                 runner.sample(num_timesteps=self.config.evaluation_duration)
+                metrics = runner.get_metrics()
+        runner.get_metrics()  # forget what this evaluation counted; the next one starts afresh
         stats = EpisodeStats(window=max(1, self.config.evaluation_duration))
-        return {"env_runners": stats.add([runner.get_metrics()])}
+        return {"env_runners": stats.add([metrics])}
 
     def get_module(self):
         """The trained torch RLModule (a copy when the learners are remote actors)."""

@@ -5,10 +5,13 @@ a room, so the requests are checked against the cluster first and fail within se
 """
 
 import logging
+import time
 
 import ray
 
 from rlcourse.validation import ConfigError, setter_of
+
+RELEASE_WAIT_S = 5.0
 
 
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
@@ -45,8 +48,13 @@ def check_cpus(config) -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
     runners = config.num_env_runners * config.num_cpus_per_env_runner
     learners = config.num_learners * config.num_cpus_per_learner
-    have = ray.available_resources().get("CPU", 0)
-    if runners + learners <= have + 1e-9:
+    # Actors killed a moment ago (an Algorithm just stopped) release their CPUs within seconds.
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while (have := ray.available_resources().get("CPU", 0)) < runners + learners - 1e-9:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    else:
         return
     setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
     _fail(config, setting, (

@@ -66,7 +66,7 @@ class RLModule(nn.Module):
         return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        self.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()}, strict=True)
+        self.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, strict=True)
 
     def get_inference_module(self, seed: int | None = None):
         """The form an EnvRunner holds: here the torch module itself behind a NumPy interface."""

@@ -1,0 +1,53 @@
+"""Resource requests the machine cannot meet fail within seconds, naming the setting."""
+
+import time
+
+import pytest
+import ray
+
+from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _config():
+    return PPOConfig().environment("CartPole-v1")
+
+
+@pytest.mark.parametrize(("setter", "settings", "setting"), [
+    ("learners", {"num_learners": 0, "num_gpus_per_learner": 1}, "num_gpus_per_learner"),
+    ("learners", {"num_learners": 1, "num_gpus_per_learner": 1}, "num_gpus_per_learner"),
+    ("env_runners", {"num_env_runners": 1, "num_gpus_per_env_runner": 1}, "num_gpus_per_env_runner"),
+    ("env_runners", {"num_env_runners": 3, "num_cpus_per_env_runner": 1}, "num_cpus_per_env_runner"),
+    ("learners", {"num_learners": 2, "num_cpus_per_learner": 2}, "num_cpus_per_learner"),
+])
+def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session):
+    config = getattr(_config(), setter)(**settings)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        config.build_algo()
+    assert time.perf_counter() - start < 10
+    assert err.value.setting == setting and setting in str(err.value)
+    # Nothing half-built is left holding the cluster's CPUs.
+    assert ray.available_resources().get("CPU", 0) == pytest.approx(2)
+
+
+def test_fractional_cpus_let_more_runners_share_two_cores(ray_session, algo_factory):
+    algo = algo_factory(_config().env_runners(num_env_runners=4, num_cpus_per_env_runner=0.25))
+    assert algo.env_runner_group.num_remote_env_runners == 4
+    pids = set(algo.env_runner_group.foreach_env_runner(lambda r: __import__("os").getpid()))
+    assert len(pids) == 4
+    # Runners run the default MLP in NumPy: torch never enters their processes.
+    assert not any(algo.env_runner_group.foreach_env_runner(
+        lambda r: "torch" in __import__("sys").modules))
+
+
+def test_stop_releases_actors(ray_session):
+    algo = _config().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5).build_algo()
+    assert ray.available_resources().get("CPU", 0) == pytest.approx(1)
+    algo.stop()
+    deadline = time.time() + 20
+    while ray.available_resources().get("CPU", 0) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == pytest.approx(2)

@@ -1,0 +1,93 @@
+"""The runner's NumPy policy computes exactly the torch module's action distribution."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.env_runner import build_inference_module
+from rlcourse.rl_module import RLModule, build_module
+
+SPACES = {
+    "box_obs_discrete_actions": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),
+    "image_obs_box_actions": (gym.spaces.Box(0, 1, (2, 3)), gym.spaces.Box(-2, 2, (2,))),
+    "discrete_obs": (gym.spaces.Discrete(5), gym.spaces.Discrete(2)),
+}
+
+
+def _modules(obs_space, act_space, activation="tanh"):
+    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [32, 16],
+                                                 "fcnet_activation": activation})
+    torch.manual_seed(0)
+    module = build_module(config, obs_space, act_space)
+    for p in module.parameters():  # make outputs far from uniform so differences would show
+        torch.nn.init.normal_(p, std=0.5)
+    runner_module = build_inference_module(config, obs_space, act_space, seed=0)
+    runner_module.set_state(module.get_state(inference_only=True))
+    return module, runner_module
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_numpy_inference_matches_torch(name, activation):
+    obs_space, act_space = SPACES[name]
+    module, runner_module = _modules(obs_space, act_space, activation)
+    obs_space.seed(1)
+    obs = np.stack([obs_space.sample() for _ in range(64)])
+    with torch.no_grad():
+        inputs = module.forward_inference({"obs": torch.as_tensor(obs)})["action_dist_inputs"]
+    np.testing.assert_allclose(runner_module.action_dist_inputs(obs), inputs.numpy(),
+                               rtol=1e-5, atol=1e-5)
+    # The log-probability the runner records for its sampled actions is the torch module's.
+    out = runner_module.forward_exploration(obs)
+    torch_logp = module.get_action_dist(inputs).log_prob(torch.as_tensor(out["actions"]))
+    np.testing.assert_allclose(out["action_logp"], torch_logp.numpy(), rtol=1e-4, atol=1e-4)
+    greedy = runner_module.forward_inference(obs)["actions"]
+    np.testing.assert_allclose(greedy, module.greedy_actions(inputs).numpy(), atol=1e-5)
+
+
+def test_sampled_action_frequencies_follow_the_torch_distribution():
+    obs_space, act_space = SPACES["box_obs_discrete_actions"]
+    module, runner_module = _modules(obs_space, act_space)
+    obs = np.repeat(obs_space.sample()[None], 20_000, axis=0)
+    counts = np.bincount(runner_module.forward_exploration(obs)["actions"], minlength=3)
+    with torch.no_grad():
+        inputs = module.forward_inference({"obs": torch.as_tensor(obs[:1])})["action_dist_inputs"]
+    probs = torch.softmax(inputs, -1).numpy()[0]
+    np.testing.assert_allclose(counts / counts.sum(), probs, atol=0.02)
+
+
+def test_inference_state_holds_only_the_policy():
+    module, _ = _modules(*SPACES["box_obs_discrete_actions"])
+    state = module.get_state(inference_only=True)
+    assert state and all(k.startswith("pi.") for k in state)
+    assert any(k.startswith("vf.") for k in module.get_state())
+
+
+class TinyModule(RLModule):
+    """A custom module: one linear layer each for logits and value."""
+
+    def setup(self):
+        self.logits = torch.nn.Linear(4, 2)
+        self.value = torch.nn.Linear(4, 1)
+
+    def _forward(self, batch):
+        return {"action_dist_inputs": self.logits(batch["obs"].float())}
+
+    def compute_values(self, batch):
+        return self.value(batch["obs"].float()).squeeze(-1)
+
+
+def test_custom_module_runs_on_runner_in_torch():
+    obs_space, act_space = SPACES["box_obs_discrete_actions"][0], gym.spaces.Discrete(2)
+    config = PPOConfig().rl_module(rl_module_class=TinyModule)
+    module = build_module(config, obs_space, act_space)
+    runner_module = build_inference_module(config, obs_space, act_space, seed=0)
+    runner_module.set_state(module.get_state(inference_only=True))
+    obs = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    with torch.no_grad():
+        expected = module.logits(torch.as_tensor(obs)).argmax(-1).numpy()
+    np.testing.assert_array_equal(runner_module.forward_inference(obs)["actions"], expected)
+    out = runner_module.forward_exploration(obs)
+    assert out["actions"].shape == (8,) and np.all(out["action_logp"] <= 0)

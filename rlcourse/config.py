@@ -58,7 +58,7 @@ class AlgorithmConfig:
         self.num_epochs = 10
         self.grad_clip: float | None = None
         # rl_module()
-        self.model_config: dict = dict(DEFAULT_MODEL_CONFIG)
+        self.model_config: dict = copy.deepcopy(DEFAULT_MODEL_CONFIG)
         self.rl_module_class: type | None = None
         # evaluation()
         self.evaluation_interval: int | None = None
@@ -117,7 +117,7 @@ class AlgorithmConfig:
                   rl_module_class: type | None = NotProvided) -> "AlgorithmConfig":
         """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class."""
         if model_config is not NotProvided:
-            model_config = {**DEFAULT_MODEL_CONFIG, **model_config}
+            model_config = copy.deepcopy({**DEFAULT_MODEL_CONFIG, **model_config})
         return self._set(model_config=model_config, rl_module_class=rl_module_class)
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,

@@ -57,16 +57,16 @@ def get_env_creator(env: Any) -> EnvCreator:
             gym.spec(env)
         except gym.error.Error as e:
             raise ValueError(
-                f"environment(env={env!r}): no env is registered under this name. Use a gymnasium "
-                f"id such as 'CartPole-v1', call rlcourse.register_env({env!r}, creator) first, "
-                f"or pass a gymnasium.Env subclass. ({e})") from None
+                f"no env is registered under this name ({e}). Use a gymnasium id such as "
+                f"'CartPole-v1', call rlcourse.register_env({env!r}, creator) first, or pass a "
+                "gymnasium.Env subclass.") from None
         return _make_gym_id(env)
     if isinstance(env, type) and issubclass(env, gym.Env):
         return _make_class(env)
     if callable(env):
         return env
-    raise ValueError(f"environment(env={env!r}): expected a gymnasium id, a name given to "
-                     "register_env, a gymnasium.Env subclass, or a creator function.")
+    raise ValueError("expected a gymnasium id, a name given to register_env, a gymnasium.Env "
+                     "subclass, or a creator function.")
 
 
 def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, gym.Space]:

@@ -18,8 +18,10 @@ def setter_of(config: Any, setting: str) -> str | None:
     """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'."""
     for name in ("environment", "env_runners", "learners", "training", "rl_module", "evaluation",
                  "reporting", "debugging", "callbacks"):
-        if setting in inspect.signature(getattr(config, name)).parameters:
-            return name
+        for cls in type(config).__mro__:  # a subclass's setter may take the rest as **kwargs
+            method = cls.__dict__.get(name)
+            if method is not None and setting in inspect.signature(method).parameters:
+                return name
     return None
 
 
@@ -55,6 +57,10 @@ def validate_config(config: Any) -> None:
     """Check the settings every algorithm shares."""
     if config.env is None:
         fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
+    try:
+        config.get_env_creator()
+    except ValueError as e:
+        fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
     check_int(config, "num_env_runners", 0)
@@ -67,6 +73,8 @@ def validate_config(config: Any) -> None:
     if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
         fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
              "process) or 'ASYNC' (one subprocess per sub-env).")
+    if not isinstance(config.explore, bool):
+        fail(config, "explore", "use True (sample actions) or False (greedy actions).")
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
@@ -86,6 +94,12 @@ def validate_config(config: Any) -> None:
     check_int(config, "evaluation_duration", 1)
     if config.evaluation_duration_unit not in ("episodes", "timesteps"):
         fail(config, "evaluation_duration_unit", "use 'episodes' or 'timesteps'.")
+    if not isinstance(config.evaluation_config, dict):
+        fail(config, "evaluation_config", "pass a dict of settings, e.g. {'explore': False}.")
+    unknown = set(config.evaluation_config) - set(vars(config))
+    if unknown:
+        fail(config, "evaluation_config", f"unknown settings {sorted(unknown)}; use setting names "
+             "such as 'explore' or 'num_envs_per_env_runner'.")
     check_int(config, "metrics_num_episodes_for_smoothing", 1)
     if config.seed is not None and not _is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")

@@ -152,9 +152,11 @@ def test_configs_do_not_share_the_default_model_config(monkeypatch):
     (2000, 2, 2, 0, 50, 50),        # an explicit length is used as it is
 ])
 def test_rollout_fragment_length(batch, runners, envs, learners, fragment, expected):
-    config = valid_config().training(train_batch_size_per_learner=batch, minibatch_size=10).env_runners(
-        num_env_runners=runners, num_envs_per_env_runner=envs, rollout_fragment_length=fragment
-    ).learners(num_learners=learners)
+    config = (valid_config()
+              .training(train_batch_size_per_learner=batch, minibatch_size=10)
+              .env_runners(num_env_runners=runners, num_envs_per_env_runner=envs,
+                           rollout_fragment_length=fragment)
+              .learners(num_learners=learners))
     assert config.get_rollout_fragment_length() == expected
     if fragment == "auto":  # one sample() round from every sub-env covers the train batch
         sub_envs = max(1, runners) * envs
@@ -277,9 +279,9 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize("modify, setting, setter", [row[1:] for row in INVALID],
+@pytest.mark.parametrize("modify, setting", [row[1:3] for row in INVALID],
                          ids=[row[0] for row in INVALID])
-def test_invalid_setting_raises_config_error_naming_it(modify, setting, setter):
+def test_invalid_setting_raises_config_error_naming_it(modify, setting):
     config = modify(valid_config())
     with pytest.raises(ConfigError) as info:
         config.validate()
@@ -312,11 +314,11 @@ def test_config_error_is_a_value_error():
 
 # -- errors found when building --------------------------------------------------------------
 
-def test_unknown_env_id_fails_when_building_and_names_env():
+def test_unknown_env_id_fails_validation_and_names_env():
     config = PPOConfig().environment("NoSuchEnv-v0")
-    config.validate()  # the name is only resolved when building
-    with pytest.raises(ValueError, match=r"environment\(env='NoSuchEnv-v0'\)"):
+    with pytest.raises(ConfigError, match=r"environment\(env=\.\.\.\).*register_env") as err:
         config.build_algo()
+    assert err.value.setting == "env"
 
 
 class SpacesEnv(gym.Env):

@@ -13,6 +13,8 @@ _EXPORTS = {
     "Algorithm": "rlcourse.algorithm",
     "PPOConfig": "rlcourse.algorithms.ppo",
     "PPO": "rlcourse.algorithms.ppo",
+    "IMPALAConfig": "rlcourse.algorithms.impala",
+    "IMPALA": "rlcourse.algorithms.impala",
     "SingleAgentEpisode": "rlcourse.episode",
     "EnvRunner": "rlcourse.env_runner",
     "EnvRunnerGroup": "rlcourse.env_runner_group",

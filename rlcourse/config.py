@@ -54,7 +54,7 @@ class AlgorithmConfig:
         self.gamma = 0.99
         self.lr = 3e-4
         self.train_batch_size_per_learner = 4000
-        self.minibatch_size = 128
+        self.minibatch_size: int | None = 128  # None: the whole batch in one step
         self.num_epochs = 10
         self.grad_clip: float | None = None
         # rl_module()
@@ -155,6 +155,12 @@ class AlgorithmConfig:
             return int(self.rollout_fragment_length)
         sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner
         return math.ceil(self.total_train_batch_size / sub_envs)
+
+    def get_num_minibatches_per_epoch(self) -> int:
+        """The same for every learner, so that data-parallel learners take the same steps."""
+        if self.minibatch_size is None:
+            return 1
+        return math.ceil(self.train_batch_size_per_learner / self.minibatch_size)
 
     def get_env_creator(self):
         from rlcourse.registry import get_env_creator

@@ -93,6 +93,10 @@ class EnvRunner:
             steps = math.ceil(num_timesteps / self.num_envs)
         return self._sample_steps(steps, explore)
 
+    def sample_and_get_metrics(self, **kwargs) -> tuple[list[SingleAgentEpisode], dict]:
+        """`sample()` and `get_metrics()` in one call: one ObjectRef per asynchronous request."""
+        return self.sample(**kwargs), self.get_metrics()
+
     def _reset(self) -> None:
         seed = self.seed if self._num_env_steps_lifetime == 0 else None
         self._obs, _ = self.env.reset(seed=seed)
@@ -140,8 +144,10 @@ class EnvRunner:
             start = 0
             for t in np.flatnonzero(done[:, i]):
                 ep_obs = np.concatenate([obs[start:t + 1, i], final_obs[t, i][None]])
+                # An env may report both at its time limit; a termination means no future.
                 episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
-                                                 terminated[t, i], truncated[t, i]))
+                                                 terminated[t, i],
+                                                 truncated[t, i] and not terminated[t, i]))
                 start = t + 1
             if start < steps:
                 episodes.append(self._make_chunk(i, obs[start:, i], outputs, rewards, start, steps,

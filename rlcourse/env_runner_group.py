@@ -32,7 +32,9 @@ class EnvRunnerGroup:
                                    for i in range(1, n + 1)]
         if self.remote_env_runners:  # wait for every actor, so a broken env fails here
             ray.get([r.ping.remote() for r in self.remote_env_runners], timeout=STARTUP_TIMEOUT_S)
-        self.weights_seq_no = 0
+        self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
+        self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+        self._runner_seq_no = [-1] * n
 
     @property
     def num_remote_env_runners(self) -> int:
@@ -57,9 +59,45 @@ class EnvRunnerGroup:
         episodes = [ep for runner_episodes in results[:n] for ep in runner_episodes]
         return episodes, results[n:]
 
+    def fetch_ready_async_samples(self, max_requests_in_flight: int,
+                                  weights: tuple[Any, int] | None = None,
+                                  timeout_s: float = 1.0) -> list[tuple[list, dict]]:
+        """Asynchronous sampling: keep up to `max_requests_in_flight` `sample()` requests running on
+        each runner and return the (episodes, metrics) of those that are done, without waiting for
+        the slowest runner. `weights` is (weights, version), the weights as an ObjectRef when the
+        runners are actors: a runner whose request came back gets them before its next request, if
+        it holds an older version.
+        """
+        if self.local_env_runner is not None:  # no actors: sample here, synchronously
+            runner = self.local_env_runner
+            if weights is not None and runner.weights_seq_no < weights[1]:
+                runner.set_weights(*weights)
+            return [runner.sample_and_get_metrics()]
+        self._top_up_requests(max_requests_in_flight)
+        refs = list(self._in_flight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:  # take everything else that is done by now, too
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        results = []
+        for ref in ready:
+            i = self._in_flight.pop(ref)
+            results.append(ray.get(ref))
+            if weights is not None and self._runner_seq_no[i] < weights[1]:
+                self.remote_env_runners[i].set_weights.remote(weights[0], weights[1])
+                self._runner_seq_no[i] = weights[1]
+        self._top_up_requests(max_requests_in_flight)
+        return results
+
+    def _top_up_requests(self, max_requests_in_flight: int) -> None:
+        counts = np.bincount(list(self._in_flight.values()), minlength=len(self.remote_env_runners))
+        for i, runner in enumerate(self.remote_env_runners):
+            for _ in range(max_requests_in_flight - counts[i]):
+                self._in_flight[runner.sample_and_get_metrics.remote()] = i
+
     def sync_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Send new weights to every runner: one `ray.put`, then one small call per runner."""
         self.weights_seq_no += 1
+        self._runner_seq_no = [self.weights_seq_no] * len(self.remote_env_runners)
         if self.local_env_runner is not None:
             self.local_env_runner.set_weights(weights, self.weights_seq_no)
         if self.remote_env_runners:
@@ -74,6 +112,7 @@ class EnvRunnerGroup:
         return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
 
     def stop(self) -> None:
+        self._in_flight.clear()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
         for runner in self.remote_env_runners:

@@ -86,16 +86,15 @@ class Learner:
         batch = self.build_batch(episodes)
         size = len(batch["actions"])
         if num_minibatches is None:
-            num_minibatches = math.ceil(self.config.train_batch_size_per_learner
-                                        / self.config.minibatch_size)
+            num_minibatches = self.config.get_num_minibatches_per_epoch()
         stats: dict[str, list[float]] = {}
         for _ in range(self.config.num_epochs):
-            for index in np.array_split(self.rng.permutation(size), num_minibatches):
+            for index in self.minibatch_indices(size, num_minibatches):
                 minibatch = {k: v[index] for k, v in batch.items()}
                 loss, metrics = self.compute_loss(minibatch)
                 self.optimizer.zero_grad(set_to_none=False)
                 loss.backward()
-                metrics["gradients_global_norm"] = self.apply_gradients(len(index))
+                metrics["gradients_global_norm"] = self.apply_gradients(len(minibatch["actions"]))
                 for name, value in metrics.items():
                     stats.setdefault(name, []).append(float(value))
         self.num_updates += 1
@@ -103,6 +102,10 @@ class Learner:
         results["num_env_steps_trained"] = size
         results["curr_lr"] = self.optimizer.param_groups[0]["lr"]
         return results
+
+    def minibatch_indices(self, size: int, num_minibatches: int) -> list[np.ndarray | slice]:
+        """A shuffled split of the batch; learners that need steps in order override this."""
+        return np.array_split(self.rng.permutation(size), num_minibatches)
 
     def apply_gradients(self, minibatch_size: int) -> float:
         """Average gradients over learners (weighted by shard size), clip, and step."""

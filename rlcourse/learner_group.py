@@ -6,7 +6,6 @@ hold the same weights after each step (see `Learner.apply_gradients`).
 This module does not import torch: the Learner class named by the config does.
 """
 
-import math
 from importlib import import_module
 
 import gymnasium as gym
@@ -62,8 +61,7 @@ class LearnerGroup:
 
     def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:
         """One update on all episodes; returns loss statistics averaged over the learners."""
-        num_minibatches = math.ceil(self.config.train_batch_size_per_learner
-                                    / self.config.minibatch_size)
+        num_minibatches = self.config.get_num_minibatches_per_epoch()
         if self.is_local:
             return self.local_learner.update(episodes, num_minibatches)
         shards = shard_episodes(episodes, len(self.remote_learners))

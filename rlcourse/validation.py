@@ -81,8 +81,9 @@ def validate_config(config: Any) -> None:
     check_number(config, "gamma", 0.0, 1.0)
     check_number(config, "lr", 0.0, low_open=True)
     check_int(config, "train_batch_size_per_learner", 1)
-    check_int(config, "minibatch_size", 1)
-    if config.minibatch_size > config.train_batch_size_per_learner:
+    if config.minibatch_size is not None:  # None: one minibatch, the whole batch
+        check_int(config, "minibatch_size", 1)
+    if config.minibatch_size is not None and config.minibatch_size > config.train_batch_size_per_learner:
         fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
              f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
     check_int(config, "num_epochs", 1)

@@ -1,0 +1,102 @@
+"""IMPALA: asynchronous sampling really overlaps learning, it learns, and bad settings are named."""
+
+import sys
+import time
+
+import numpy as np
+import pytest
+import ray.cloudpickle
+
+from rlcourse.algorithms.impala import IMPALAConfig
+from rlcourse.algorithms.impala_learner import IMPALALearner
+from rlcourse.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(400)
+
+
+class SlowIMPALALearner(IMPALALearner):
+    """A learner whose every update takes at least half a second (sleeping releases the GIL)."""
+
+    def update(self, episodes, num_minibatches=None):
+        time.sleep(0.5)
+        return super().update(episodes, num_minibatches)
+
+
+class SlowIMPALAConfig(IMPALAConfig):
+    learner_class = f"{__name__}:SlowIMPALALearner"
+
+
+# Runner actors cannot import this test module: ship the config class to them by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _config(config_cls=IMPALAConfig, runners=2, learners=0):
+    return (config_cls().environment("CartPole-v1").debugging(seed=0)
+            .env_runners(num_env_runners=runners, num_envs_per_env_runner=4,
+                         num_cpus_per_env_runner=0.5)
+            .learners(num_learners=learners, num_cpus_per_learner=0.5))
+
+
+def test_runners_keep_sampling_while_the_learner_is_busy(ray_session, algo_factory):
+    algo = algo_factory(_config(SlowIMPALAConfig))
+    start = time.perf_counter()
+    for _ in range(4):
+        result = algo.train()
+    elapsed = time.perf_counter() - start
+    sampled = result["num_env_steps_sampled_lifetime"]
+    trained = result["num_env_steps_trained_lifetime"]
+    updates = result["learners"]["default_policy"]["num_updates_lifetime"]
+    # A synchronous algorithm would sample one batch per update; here runners sample throughout.
+    assert updates <= elapsed / 0.5 + 1
+    assert sampled >= 3 * trained, (sampled, trained)
+    assert result["learner_queue"]["num_drops_lifetime"] > 0  # the bounded queue overflowed
+    assert result["learners"]["default_policy"]["policy_lag"] >= 0
+
+
+def test_runners_receive_new_weights(ray_session, algo_factory):
+    algo = algo_factory(_config())
+    for _ in range(5):
+        algo.train()
+    versions = algo.env_runner_group.foreach_env_runner(lambda r: r.weights_seq_no)
+    assert min(versions) >= 1  # every runner got weights newer than the initial ones
+
+
+@pytest.mark.parametrize("learners", [1, 2])
+def test_remote_learners_update_together(learners, ray_session, algo_factory):
+    algo = algo_factory(_config(runners=1, learners=learners))
+    before = algo.learner_group.get_weights()
+    for _ in range(3):
+        result = algo.train()
+    assert result["learners"]["default_policy"]["num_updates_lifetime"] >= 3
+    weights = algo.learner_group.foreach_learner("get_weights")
+    assert any(not np.array_equal(weights[0][k], before[k]) for k in before)
+    for other in weights[1:]:
+        for key in before:
+            np.testing.assert_array_equal(weights[0][key], other[key])
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize("runners", [0, 2])
+def test_impala_solves_cartpole(runners, ray_session, algo_factory):
+    algo = algo_factory(_config(runners=runners))
+    deadline = time.perf_counter() + 240
+    result = algo.train()
+    while result["env_runners"]["episode_return_mean"] < 400 and time.perf_counter() < deadline:
+        result = algo.train()
+    assert result["env_runners"]["episode_return_mean"] >= 400, result["env_runners"]
+
+
+@pytest.mark.parametrize(("settings", "setting"), [
+    ({"vtrace_clip_rho_threshold": 0.0}, "vtrace_clip_rho_threshold"),
+    ({"vtrace_clip_pg_rho_threshold": -1.0}, "vtrace_clip_pg_rho_threshold"),
+    ({"learner_queue_size": 0}, "learner_queue_size"),
+    ({"max_requests_in_flight_per_env_runner": 0}, "max_requests_in_flight_per_env_runner"),
+    ({"broadcast_interval": 0}, "broadcast_interval"),
+    ({"vtrace": "yes"}, "vtrace"),
+    ({"minibatch_size": 100}, "minibatch_size"),  # IMPALA cannot split a batch for V-trace
+])
+def test_bad_settings_are_named(settings, setting):
+    config = IMPALAConfig().environment("CartPole-v1").training(**settings)
+    with pytest.raises(ConfigError) as err:
+        config.validate()
+    assert err.value.setting == setting and setting in str(err.value)

@@ -1,5 +1,7 @@
 """Shared fixtures: one small, quiet Ray instance for the whole session, shut down at the end."""
 
+import time
+
 import pytest
 import ray
 
@@ -27,3 +29,11 @@ def algo_factory():
     yield build
     for algo in built:
         algo.stop()
+
+
+def free_cpus_after_release(expected: float, timeout_s: float = 20) -> float:
+    """Free CPUs once killed actors have released theirs (Ray updates this within a second)."""
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0) < expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ray.available_resources().get("CPU", 0)

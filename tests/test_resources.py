@@ -4,6 +4,7 @@ import time
 
 import pytest
 import ray
+from conftest import free_cpus_after_release
 
 from rlcourse.algorithms.ppo import PPOConfig
 from rlcourse.validation import ConfigError
@@ -30,7 +31,7 @@ def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session):
     assert time.perf_counter() - start < 10
     assert err.value.setting == setting and setting in str(err.value)
     # Nothing half-built is left holding the cluster's CPUs.
-    assert ray.available_resources().get("CPU", 0) == pytest.approx(2)
+    assert free_cpus_after_release(2) == pytest.approx(2)
 
 
 def test_fractional_cpus_let_more_runners_share_two_cores(ray_session, algo_factory):
@@ -44,10 +45,8 @@ def test_fractional_cpus_let_more_runners_share_two_cores(ray_session, algo_fact
 
 
 def test_stop_releases_actors(ray_session):
+    free_cpus_after_release(2)
     algo = _config().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5).build_algo()
     assert ray.available_resources().get("CPU", 0) == pytest.approx(1)
     algo.stop()
-    deadline = time.time() + 20
-    while ray.available_resources().get("CPU", 0) < 2 and time.time() < deadline:
-        time.sleep(0.2)
-    assert ray.available_resources().get("CPU", 0) == pytest.approx(2)
+    assert free_cpus_after_release(2) == pytest.approx(2)

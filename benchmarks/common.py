@@ -1,8 +1,8 @@
 """Small helpers shared by the benchmark scripts: timing, medians, memory, Ray, and printed tables.
 
-The scripts import this module as `common` (Python puts the script's own folder on `sys.path`), so
-run them as `python benchmarks/<name>.py` from the repository root. Nothing here imports torch or
-Ray at import time: some benchmarks measure exactly what those imports cost.
+The scripts import this module as `common` (Python puts a script's own folder on `sys.path`), so run
+them as scripts: `python benchmarks/<name>.py`. Nothing here imports torch or Ray at import time:
+some benchmarks measure exactly what those imports cost.
 """
 
 import statistics

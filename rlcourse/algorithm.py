@@ -72,9 +72,13 @@ class Algorithm:
         interval = self.config.evaluation_interval
         if interval and self.iteration % interval == 0:
             result["evaluation"] = self.evaluate()
-        self.timers.last["training_iteration"] = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        self.timers.last["training_iteration"] = elapsed
         result.update({
             "training_iteration": self.iteration,
+            "num_env_steps_sampled_throughput": result["env_runners"]["num_env_steps_sampled"] / elapsed,
+            "num_env_steps_trained_throughput":
+                result["learners"][DEFAULT_POLICY]["num_env_steps_trained"] / elapsed,
             "num_env_steps_sampled_lifetime":
                 result["env_runners"]["num_env_steps_sampled_lifetime"],
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,

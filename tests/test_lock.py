@@ -1,6 +1,7 @@
 """The Makefile, environment.yml and binder/ all install exactly what requirements.lock pins."""
 
 import re
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -64,3 +65,14 @@ def test_this_environment_matches_the_lock():
     for name, version in LOCK.items():
         installed = metadata.version(name)
         assert installed.split("+")[0] == version, f"{name}: installed {installed}, lock {version}"
+
+
+def test_nothing_outside_the_lock_is_installed():
+    """Every installed distribution is pinned: an unpinned transitive dependency would show up here.
+
+    Keeps out rfc3987-syntax in particular (see the lock's header): it costs every Ray process 2.6 s.
+    """
+    allowed = set(LOCK) | {"rlcourse", "pip"}
+    site_packages = sysconfig.get_paths()["purelib"]  # not Ray's vendored ray/thirdparty_files
+    installed = {canonical(d.metadata["Name"]) for d in metadata.distributions(path=[site_packages])}
+    assert installed - allowed == set()

@@ -36,7 +36,9 @@ lab: install
 bench: install
 	$(BIN)/python benchmarks/sampling.py
 	$(BIN)/python benchmarks/startup_memory.py
-	$(BIN)/python benchmarks/solve_cartpole.py
+	$(BIN)/python benchmarks/solve_cartpole.py --algo ppo
+	$(BIN)/python benchmarks/impala_vs_ppo.py
+	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
 
 clean:
 	rm -rf $(VENV) .pytest_cache

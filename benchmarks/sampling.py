@@ -1,13 +1,14 @@
 """Sampling speed: one EnvRunner against the loop a person would write by hand.
 
 What is measured: environment steps per second on CartPole-v1 with N = 1, 8 and 32 sub-envs, for
-  * a plain torch loop (CleanRL style): `gym.make_vec(..., vectorization_mode="sync")`, the default
-    [256, 256] tanh policy MLP in torch under `torch.no_grad()`, `Categorical` sampling, and the
-    rollout written into preallocated arrays;
+  * a plain torch loop (CleanRL style): `gym.make_vec(..., vectorization_mode="sync")`, a
+    [256, 256] tanh policy MLP (RLlib's default size; rlcourse's default is [64, 64]) in torch
+    under `torch.no_grad()`, `Categorical` sampling, and the rollout written into preallocated
+    arrays;
   * the same plain loop with the MLP and the sampling written in NumPy;
   * `rlcourse.env_runner.EnvRunner.sample(num_timesteps=...)`, which does the same work and also
     cuts the arrays into `SingleAgentEpisode`s.
-All three hold the same weights (from a freshly built default torch module) and run in this process
+All three hold the same weights (from a freshly built [256, 256] torch module) and run in this process
 with one BLAS/torch thread, as a runner actor does. Each is warmed up, then timed `--repeats`
 times (interleaved, so a slow moment of the machine hits all three alike); the table shows medians.
 
@@ -41,6 +42,7 @@ from rlcourse.env_runner import EnvRunner
 from rlcourse.rl_module import build_module
 
 ENV_ID = "CartPole-v1"
+MODEL_CONFIG = {"fcnet_hiddens": [256, 256]}
 SIZES = (1, 8, 32)
 SEED = 0
 
@@ -52,10 +54,11 @@ def make_vec_env(num_envs: int) -> gym.vector.VectorEnv:
 
 
 def policy_weights() -> dict[str, np.ndarray]:
-    """The policy half (`pi.*`) of a freshly built default module, as NumPy arrays."""
+    """The policy half (`pi.*`) of a freshly built [256, 256] module, as NumPy arrays."""
     torch.manual_seed(SEED)
     env = gym.make(ENV_ID)
-    module = build_module(PPOConfig(), env.observation_space, env.action_space)
+    module = build_module(PPOConfig().rl_module(model_config=MODEL_CONFIG), env.observation_space,
+                          env.action_space)
     env.close()
     return module.get_state(inference_only=True)
 
@@ -133,7 +136,7 @@ class RLCourseRunner:
     """rlcourse's EnvRunner with the same weights, behind the same `sample(num_steps)` call."""
 
     def __init__(self, num_envs: int, weights: dict[str, np.ndarray]):
-        config = (PPOConfig().environment(ENV_ID)
+        config = (PPOConfig().environment(ENV_ID).rl_module(model_config=MODEL_CONFIG)
                   .env_runners(num_envs_per_env_runner=num_envs).debugging(seed=SEED))
         self.runner = EnvRunner(config, config.get_env_creator())
         self.runner.set_weights(weights)

@@ -54,7 +54,9 @@ class Algorithm:
             init_ray()
             check_cpus(config)
         self.env_runner_group = EnvRunnerGroup(config, self.env_creator)
+        # While the runner actors start, build the learners here (importing torch takes seconds).
         self.learner_group = LearnerGroup(config, self.observation_space, self.action_space)
+        self.env_runner_group.wait_until_ready()
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 

@@ -29,7 +29,8 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
                                            config.num_env_runners))
            for i in range(config.num_envs_per_env_runner)]
     vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
-    return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    # copy=False: the runner copies each step's observations into its own buffer straight away.
+    return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
 
 
 def build_inference_module(config, observation_space, action_space, seed: int | None):
@@ -129,8 +130,9 @@ class EnvRunner:
             if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
                 actions = np.clip(actions, self.action_space.low, self.action_space.high)
             obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
-            for i in np.flatnonzero(terminated[t] | truncated[t]):
-                final_obs[t, i] = infos["final_obs"][i]
+            if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
+                for i in np.flatnonzero(infos["_final_obs"]):
+                    final_obs[t, i] = infos["final_obs"][i]
         self._obs = obs[steps]
         self._num_env_steps += steps * n_envs
         self._num_env_steps_lifetime += steps * n_envs

@@ -30,11 +30,16 @@ class EnvRunnerGroup:
             num_cpus=config.num_cpus_per_env_runner, num_gpus=config.num_gpus_per_env_runner)
         self.remote_env_runners = [remote_cls.remote(config, env_creator, worker_index=i)
                                    for i in range(1, n + 1)]
-        if self.remote_env_runners:  # wait for every actor, so a broken env fails here
-            ray.get([r.ping.remote() for r in self.remote_env_runners], timeout=STARTUP_TIMEOUT_S)
+        # The actors start in the background (a new process each); wait_until_ready() collects
+        # these answers, so the driver can build its learners meanwhile.
+        self._pings = [r.ping.remote() for r in self.remote_env_runners]
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
         self._runner_seq_no = [-1] * n
+
+    def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until every runner actor is up; a runner whose env fails to build raises here."""
+        ray.get(self._pings, timeout=timeout_s)
 
     @property
     def num_remote_env_runners(self) -> int:

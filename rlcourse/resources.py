@@ -4,7 +4,11 @@ Ray queues an actor whose resources no node has and waits forever; a course cann
 a room, so the requests are checked against the cluster first and fail within seconds.
 """
 
+import contextlib
+import importlib
 import logging
+import sys
+import threading
 import time
 
 import ray
@@ -18,19 +22,42 @@ def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     """Start (or join) Ray without the dashboard and with quiet logs; safe to call again."""
     if ray.is_initialized():
         return
+    _import_torch_in_background()
     ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True,
              logging_level=logging.WARNING, **kwargs)
+
+
+def _import_torch_in_background() -> None:
+    """Start importing torch (and torch._dynamo, which the first optimizer loads) in a thread.
+
+    The Learner will need both: about 4 s of CPU in a fresh process. `ray.init` mostly waits for
+    Ray's own processes to start, so the driver's core is free meanwhile. The standard-library
+    modules that both imports load are loaded first, so the two never wait on one import lock.
+    """
+    if "torch._dynamo" in sys.modules:
+        return
+    for name in ("argparse", "ctypes.util", "gettext", "gzip", "pkgutil", "timeit"):
+        importlib.import_module(name)
+    threading.Thread(target=_import_torch, name="rlcourse-import-torch", daemon=True).start()
+
+
+def _import_torch() -> None:
+    with contextlib.suppress(Exception):  # an import error surfaces where torch is really used
+        importlib.import_module("torch._dynamo")
 
 
 def _fail(config, setting: str, fix: str) -> None:
     raise ConfigError(setting, getattr(config, setting), fix, setter_of(config, setting))
 
 
+def _local_cuda() -> bool:
+    import torch  # only when a GPU is asked for: importing torch takes seconds
+    return torch.cuda.is_available()
+
+
 def check_gpus(config) -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
-    import torch
-
-    if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not torch.cuda.is_available():
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not _local_cuda():
         _fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
               "set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized():

@@ -50,11 +50,15 @@ class RLModule(nn.Module):
         return self._forward(batch)
 
     def get_action_dist(self, action_dist_inputs: torch.Tensor) -> torch.distributions.Distribution:
-        """Categorical over logits, or a diagonal Gaussian from [mean, log_std] halves."""
+        """Categorical over logits, or a diagonal Gaussian from [mean, log_std] halves.
+
+        Argument validation is off: it checks every minibatch's inputs, costing ~7% of a step.
+        """
         if self.discrete_actions:
-            return torch.distributions.Categorical(logits=action_dist_inputs)
+            return torch.distributions.Categorical(logits=action_dist_inputs, validate_args=False)
         mean, log_std = action_dist_inputs.chunk(2, dim=-1)
-        return torch.distributions.Independent(torch.distributions.Normal(mean, log_std.exp()), 1)
+        normal = torch.distributions.Normal(mean, log_std.exp(), validate_args=False)
+        return torch.distributions.Independent(normal, 1, validate_args=False)
 
     def greedy_actions(self, action_dist_inputs: torch.Tensor) -> torch.Tensor:
         if self.discrete_actions:

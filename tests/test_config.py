@@ -117,13 +117,13 @@ def test_from_dict_refuses_unknown_settings():
 # -- model_config ----------------------------------------------------------------------------
 
 def test_default_model_config():
-    assert PPOConfig().model_config == {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh"}
+    assert PPOConfig().model_config == {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 
 
 @pytest.mark.parametrize("given, expected", [
     ({"fcnet_hiddens": [32]}, {"fcnet_hiddens": [32], "fcnet_activation": "tanh"}),
-    ({"fcnet_activation": "relu"}, {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}),
-    ({"custom_key": 1}, {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh", "custom_key": 1}),
+    ({"fcnet_activation": "relu"}, {"fcnet_hiddens": [64, 64], "fcnet_activation": "relu"}),
+    ({"custom_key": 1}, {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "custom_key": 1}),
 ])
 def test_rl_module_merges_model_config_with_the_defaults(given, expected):
     assert PPOConfig().rl_module(model_config=given).model_config == expected

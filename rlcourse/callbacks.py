@@ -18,3 +18,14 @@ class Callbacks:
 
     def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         """After each `Algorithm.train()`, with the result dict (you may add keys to it)."""
+
+    def on_evaluate_end(self, *, algorithm: Any, evaluation_metrics: dict, **kwargs: Any) -> None:
+        """After each evaluation, with its results (the `evaluation` part of a result dict)."""
+
+    def on_env_runners_recreated(self, *, algorithm: Any, env_runner_indices: list[int],
+                                 is_evaluation: bool, **kwargs: Any) -> None:
+        """After Ray restarted failed runner actors and they answered their health probe
+        (indices count from 0 within their EnvRunnerGroup)."""
+
+    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
+        """After `restore_from_path` or `Algorithm.from_checkpoint` restored a checkpoint."""

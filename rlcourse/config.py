@@ -49,6 +49,7 @@ class AlgorithmConfig:
         self.num_gpus_per_env_runner: float = 0
         self.gym_env_vectorize_mode = "SYNC"
         self.explore = True
+        self.sample_timeout_s: float = 60.0
         # learners()
         self.num_learners = 0
         self.num_cpus_per_learner: float = 1
@@ -68,6 +69,14 @@ class AlgorithmConfig:
         self.evaluation_duration = 10
         self.evaluation_duration_unit = "episodes"
         self.evaluation_config: dict = {"explore": False}
+        self.evaluation_num_env_runners = 0
+        self.evaluation_parallel_to_training = False
+        # fault_tolerance()
+        self.restart_failed_env_runners = True
+        self.max_num_env_runner_restarts = 1000
+        self.ignore_env_runner_failures = False
+        self.restart_failed_sub_environments = False
+        self.env_runner_health_probe_timeout_s: float = 30.0
         # reporting(), debugging(), callbacks()
         self.metrics_num_episodes_for_smoothing = 100
         self.seed: int | None = None
@@ -92,14 +101,20 @@ class AlgorithmConfig:
                     num_cpus_per_env_runner: float = NotProvided,
                     num_gpus_per_env_runner: float = NotProvided,
                     gym_env_vectorize_mode: str = NotProvided,
-                    explore: bool = NotProvided) -> "AlgorithmConfig":
-        """How many runner actors, how many sub-envs each, and what each actor reserves."""
+                    explore: bool = NotProvided,
+                    sample_timeout_s: float = NotProvided) -> "AlgorithmConfig":
+        """How many runner actors, how many sub-envs each, and what each actor reserves.
+
+        `sample_timeout_s`: a runner actor that does not answer a sample request within this time
+        is treated as failed (see fault_tolerance()), so a hung env cannot hang training.
+        """
         return self._set(num_env_runners=num_env_runners,
                          num_envs_per_env_runner=num_envs_per_env_runner,
                          rollout_fragment_length=rollout_fragment_length,
                          num_cpus_per_env_runner=num_cpus_per_env_runner,
                          num_gpus_per_env_runner=num_gpus_per_env_runner,
-                         gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore)
+                         gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore,
+                         sample_timeout_s=sample_timeout_s)
 
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
@@ -126,12 +141,41 @@ class AlgorithmConfig:
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
                    evaluation_duration_unit: str = NotProvided,
-                   evaluation_config: dict = NotProvided) -> "AlgorithmConfig":
-        """Evaluate every `evaluation_interval` iterations (None: only when you call evaluate())."""
+                   evaluation_config: dict = NotProvided,
+                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_parallel_to_training: bool = NotProvided) -> "AlgorithmConfig":
+        """Evaluate every `evaluation_interval` iterations (None: only when you call evaluate()).
+
+        `evaluation_config` overrides settings for evaluation (by default greedy actions);
+        `evaluation_num_env_runners=0` evaluates in this process, N > 0 on N runner actors of their
+        own, which with `evaluation_parallel_to_training` sample while training runs.
+        """
         return self._set(evaluation_interval=evaluation_interval,
                          evaluation_duration=evaluation_duration,
                          evaluation_duration_unit=evaluation_duration_unit,
-                         evaluation_config=evaluation_config)
+                         evaluation_config=evaluation_config,
+                         evaluation_num_env_runners=evaluation_num_env_runners,
+                         evaluation_parallel_to_training=evaluation_parallel_to_training)
+
+    def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
+                        max_num_env_runner_restarts: int = NotProvided,
+                        ignore_env_runner_failures: bool = NotProvided,
+                        restart_failed_sub_environments: bool = NotProvided,
+                        env_runner_health_probe_timeout_s: float = NotProvided
+                        ) -> "AlgorithmConfig":
+        """What happens when a runner actor dies or a sub-env raises (RLlib's names and defaults).
+
+        `restart_failed_env_runners`: Ray restarts a dead runner actor (up to
+        `max_num_env_runner_restarts` times); it answers a health probe within
+        `env_runner_health_probe_timeout_s` and samples again with the current weights.
+        `ignore_env_runner_failures`: go on with the healthy runners instead of raising.
+        `restart_failed_sub_environments`: rebuild a sub-env that raises and drop its broken episode.
+        """
+        return self._set(restart_failed_env_runners=restart_failed_env_runners,
+                         max_num_env_runner_restarts=max_num_env_runner_restarts,
+                         ignore_env_runner_failures=ignore_env_runner_failures,
+                         restart_failed_sub_environments=restart_failed_sub_environments,
+                         env_runner_health_probe_timeout_s=env_runner_health_probe_timeout_s)
 
     def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
                   ) -> "AlgorithmConfig":

@@ -10,24 +10,31 @@ the step returns the new episode's first observation, and the old episode's last
 """
 
 import math
+import os
 from functools import partial
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
+from rlcourse.env_state import from_plain, get_env_state, set_env_state, to_plain
 from rlcourse.episode import SingleAgentEpisode
 from rlcourse.numpy_mlp import NumpyMLPModule, space_info
 from rlcourse.registry import EnvContext, EnvCreator
+from rlcourse.sub_env_restarts import RestartOnFailure
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
 
 
 def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> gym.vector.VectorEnv:
-    """`num_envs_per_env_runner` sub-envs, each built with its own EnvContext."""
-    fns = [partial(env_creator, EnvContext(config.env_config, worker_index, i,
-                                           config.num_env_runners))
-           for i in range(config.num_envs_per_env_runner)]
+    """`num_envs_per_env_runner` sub-envs, each built with its own EnvContext; with
+    `restart_failed_sub_environments`, each is rebuilt when it raises (`sub_env_restarts.py`)."""
+    contexts = [EnvContext(config.env_config, worker_index, i, config.num_env_runners)
+                for i in range(config.num_envs_per_env_runner)]
+    if config.restart_failed_sub_environments:
+        fns = [partial(RestartOnFailure, env_creator, context) for context in contexts]
+    else:
+        fns = [partial(env_creator, context) for context in contexts]
     vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
     # copy=False: the runner copies each step's observations into its own buffer straight away.
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
@@ -61,6 +68,7 @@ class EnvRunner:
         self._episode_lens: list[int] = []
         self._num_env_steps = 0
         self._num_env_steps_lifetime = 0
+        self._num_sub_env_restarts = 0  # broken episodes dropped since the last get_metrics()
 
     # -- weights and health -----------------------------------------------------------------
 
@@ -70,8 +78,8 @@ class EnvRunner:
         self.weights_seq_no = weights_seq_no
 
     def ping(self) -> int:
-        """Health probe: answers with the worker index."""
-        return self.worker_index
+        """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
+        return os.getpid()
 
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         return self.observation_space, self.action_space
@@ -85,6 +93,10 @@ class EnvRunner:
         """
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
+        if self.weights_seq_no < 0:
+            raise RuntimeError("This EnvRunner has no policy weights yet: call set_weights() with a "
+                               "Learner's get_weights(inference_only=True) first (an Algorithm "
+                               "does this for its runners).")
         explore = self.config.explore if explore is None else explore
         if num_episodes is not None:
             return self._sample_episodes(num_episodes, explore)
@@ -94,8 +106,16 @@ class EnvRunner:
             steps = math.ceil(num_timesteps / self.num_envs)
         return self._sample_steps(steps, explore)
 
-    def sample_and_get_metrics(self, **kwargs) -> tuple[list[SingleAgentEpisode], dict]:
-        """`sample()` and `get_metrics()` in one call: one ObjectRef per asynchronous request."""
+    def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
+                               weights_seq_no: int = -1, **kwargs
+                               ) -> tuple[list[SingleAgentEpisode], dict]:
+        """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
+
+        The group sends its latest weights (one ObjectRef, resolved by Ray) with every request: one
+        call per sample, and a runner that Ray has just restarted samples with current weights.
+        """
+        if weights is not None and weights_seq_no > self.weights_seq_no:
+            self.set_weights(weights, weights_seq_no)
         return self.sample(**kwargs), self.get_metrics()
 
     def _reset(self) -> None:
@@ -118,6 +138,7 @@ class EnvRunner:
         truncated = np.empty((steps, n_envs), dtype=bool)
         outputs: dict[str, np.ndarray] = {}
         final_obs: dict[tuple[int, int], np.ndarray] = {}
+        failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
         obs[0] = self._obs
         box = isinstance(self.action_space, gym.spaces.Box)
         for t in range(steps):
@@ -129,22 +150,35 @@ class EnvRunner:
             actions = out["actions"]
             if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
                 actions = np.clip(actions, self.action_space.low, self.action_space.high)
-            obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
+            try:
+                obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
+            except Exception as e:
+                self._needs_reset = True  # some sub-envs stepped, others did not
+                e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
+                           "sub-envs and drop their broken episodes, set config.fault_tolerance("
+                           "restart_failed_sub_environments=True).")
+                raise
             if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
                 for i in np.flatnonzero(infos["_final_obs"]):
                     final_obs[t, i] = infos["final_obs"][i]
+                if "_env_failure" in infos["final_info"]:
+                    failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
         self._obs = obs[steps]
         self._num_env_steps += steps * n_envs
         self._num_env_steps_lifetime += steps * n_envs
-        return self._to_episodes(obs, outputs, rewards, terminated, truncated, final_obs)
+        return self._to_episodes(obs, outputs, rewards, terminated, truncated, final_obs, failed)
 
-    def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs):
+    def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs, failed):
         episodes = []
         steps = len(rewards)
         done = terminated | truncated
         for i in range(self.num_envs):
             start = 0
             for t in np.flatnonzero(done[:, i]):
+                if (t, i) in failed:  # a broken episode: its last chunk never reaches a batch
+                    self._drop_broken_episode(i)
+                    start = t + 1
+                    continue
                 ep_obs = np.concatenate([obs[start:t + 1, i], final_obs[t, i][None]])
                 # An env may report both at its time limit; a termination means no future.
                 episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
@@ -173,6 +207,11 @@ class EnvRunner:
             self._t_started[i] = episode.t
         return episode
 
+    def _drop_broken_episode(self, i: int) -> None:
+        self._num_sub_env_restarts += 1
+        self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
+        self._running_returns[i] = 0.0
+
     def _sample_episodes(self, num_episodes: int, explore: bool) -> list[SingleAgentEpisode]:
         """Fresh episodes run to their end; chunks are joined, unfinished ones dropped."""
         self._needs_reset = True
@@ -195,9 +234,43 @@ class EnvRunner:
         """Episodes finished and steps taken since the last call (then forgets them)."""
         metrics = {"episode_returns": self._episode_returns, "episode_lens": self._episode_lens,
                    "num_env_steps_sampled": self._num_env_steps,
-                   "weights_seq_no": self.weights_seq_no}
+                   "num_sub_env_restarts": self._num_sub_env_restarts,
+                   "weights_seq_no": self.weights_seq_no, "pid": os.getpid()}
         self._episode_returns, self._episode_lens, self._num_env_steps = [], [], 0
+        self._num_sub_env_restarts = 0
         return metrics
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> dict:
+        """Everything needed to continue sampling exactly here, as plain data (see env_state.py).
+
+        Sub-envs of an ASYNC vector env live in other processes: their episodes restart instead.
+        """
+        state = {"num_env_steps_lifetime": self._num_env_steps_lifetime,
+                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
+                 "episodes": None}
+        if not self._needs_reset and isinstance(self.env, SyncVectorEnv):
+            state["episodes"] = {
+                "obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
+                "running_returns": self._running_returns,
+                "envs": [get_env_state(env) for env in self.env.envs]}
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Continue from `get_state()` of a runner built with the same config."""
+        self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
+        if state["module_rng"] is not None and hasattr(self.module, "rng"):
+            self.module.rng = from_plain(state["module_rng"])
+        episodes = state["episodes"]
+        self._needs_reset = episodes is None or not isinstance(self.env, SyncVectorEnv)
+        if self._needs_reset:
+            return
+        for env, env_state in zip(self.env.envs, episodes["envs"], strict=True):
+            set_env_state(env, env_state)
+        self._obs = from_plain(episodes["obs"])
+        self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
+        self._running_returns = list(episodes["running_returns"])
 
     def stop(self) -> None:
         self.env.close()

@@ -9,12 +9,14 @@ all-reduce their gradients, so every Learner takes the same step with the same w
 import math
 import os
 import socket
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from rlcourse.env_state import from_plain, to_plain
 from rlcourse.episode import SingleAgentEpisode
 from rlcourse.rl_module import build_module
 
@@ -134,3 +136,19 @@ class Learner:
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.module.set_state(weights)
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything an update depends on. `module`, `optimizer` and `torch_rng` hold tensors
+        (saved with torch); the rest is plain data (saved as JSON)."""
+        return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
+                "num_updates": self.num_updates}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.module.load_state_dict(state["module"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.rng = from_plain(state["rng"])
+        self.num_updates = state["num_updates"]

@@ -11,6 +11,7 @@ from importlib import import_module
 import gymnasium as gym
 import numpy as np
 import ray
+from ray.exceptions import RayActorError
 
 from rlcourse.episode import SingleAgentEpisode
 
@@ -32,6 +33,10 @@ def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
         shards[i].append(episode)
         sizes[i] += len(episode)
     return shards
+
+
+class LearnerFailure(RuntimeError):
+    """A Learner actor died (learners are not restarted)."""
 
 
 class LearnerGroup:
@@ -68,8 +73,8 @@ class LearnerGroup:
         if any(not shard for shard in shards):
             raise ValueError(f"Only {len(episodes)} episode chunks for {len(shards)} learners: "
                              "raise train_batch_size_per_learner or lower num_learners.")
-        results = ray.get([learner.update.remote(shard, num_minibatches)
-                           for learner, shard in zip(self.remote_learners, shards, strict=True)])
+        results = self._get([learner.update.remote(shard, num_minibatches)
+                             for learner, shard in zip(self.remote_learners, shards, strict=True)])
         merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
         merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
         return merged
@@ -78,17 +83,45 @@ class LearnerGroup:
         """Call a Learner method on every learner and return the results."""
         if self.is_local:
             return [getattr(self.local_learner, method)(*args, **kwargs)]
-        return ray.get([getattr(learner, method).remote(*args, **kwargs)
-                        for learner in self.remote_learners])
+        return self._get([getattr(learner, method).remote(*args, **kwargs)
+                          for learner in self.remote_learners])
 
     def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """The weights of learner 0 (all learners hold the same ones)."""
         if self.is_local:
             return self.local_learner.get_weights(inference_only)
-        return ray.get(self.remote_learners[0].get_weights.remote(inference_only))
+        return self._get([self.remote_learners[0].get_weights.remote(inference_only)])[0]
+
+    @staticmethod
+    def _get(refs: list) -> list:
+        """ray.get, with a clear error when a Learner actor has died."""
+        try:
+            return ray.get(refs)
+        except RayActorError as e:
+            raise LearnerFailure(
+                "A Learner actor died. Learners are not restarted: the data-parallel group shares "
+                "one optimizer state, which died with it. Build the algorithm again, or continue "
+                "from a checkpoint with Algorithm.from_checkpoint(path).") from e
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.foreach_learner("set_weights", weights)
+
+    def get_state(self) -> dict:
+        """Learner 0's state (all hold the same weights), with every learner's own RNG in `rngs`."""
+        states = self.foreach_learner("get_state")
+        return {**states[0], "rngs": [state.pop("rng") for state in states]}
+
+    def set_state(self, state: dict) -> None:
+        """Give every learner the saved state (and its own RNG, if the learner count is the same)."""
+        rngs = state["rngs"] if len(state["rngs"]) == max(1, self.config.num_learners) else None
+        learners = [self.local_learner] if self.is_local else self.remote_learners
+        calls = []
+        for rank, learner in enumerate(learners):
+            own = {k: v for k, v in state.items() if k != "rngs"}
+            own["rng"] = rngs[rank] if rngs else state["rngs"][0]
+            calls.append(learner.set_state(own) if self.is_local else learner.set_state.remote(own))
+        if not self.is_local:
+            ray.get(calls)
 
     def stop(self) -> None:
         for learner in self.remote_learners:

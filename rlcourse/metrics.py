@@ -15,6 +15,7 @@ class EpisodeStats:
         self.lens: deque[int] = deque(maxlen=window)
         self.num_episodes_lifetime = 0
         self.num_env_steps_sampled_lifetime = 0
+        self.num_sub_env_restarts_lifetime = 0
 
     def add(self, runner_metrics: list[dict]) -> dict:
         """Add what the runners reported this iteration; return the `env_runners/...` results."""
@@ -22,12 +23,16 @@ class EpisodeStats:
         self.returns.extend(new_returns)
         self.lens.extend(length for m in runner_metrics for length in m["episode_lens"])
         steps = sum(m["num_env_steps_sampled"] for m in runner_metrics)
+        restarts = sum(m.get("num_sub_env_restarts", 0) for m in runner_metrics)
         self.num_episodes_lifetime += len(new_returns)
         self.num_env_steps_sampled_lifetime += steps
+        self.num_sub_env_restarts_lifetime += restarts
         return {**self.summary(), "num_episodes": len(new_returns),
                 "num_episodes_lifetime": self.num_episodes_lifetime,
                 "num_env_steps_sampled": steps,
-                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime}
+                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+                "num_sub_env_restarts": restarts,
+                "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime}
 
     def summary(self) -> dict:
         if not self.returns:

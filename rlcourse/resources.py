@@ -73,7 +73,8 @@ def check_gpus(config) -> None:
 
 def check_cpus(config) -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
-    runners = config.num_env_runners * config.num_cpus_per_env_runner
+    runners = ((config.num_env_runners + config.evaluation_num_env_runners)
+               * config.num_cpus_per_env_runner)
     learners = config.num_learners * config.num_cpus_per_learner
     # Actors killed a moment ago (an Algorithm just stopped) release their CPUs within seconds.
     deadline = time.monotonic() + RELEASE_WAIT_S
@@ -85,7 +86,8 @@ def check_cpus(config) -> None:
         return
     setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
     _fail(config, setting, (
-        f"{config.num_env_runners} env runners x {config.num_cpus_per_env_runner} CPU + "
+        f"{config.num_env_runners + config.evaluation_num_env_runners} env runners (training "
+        f"and evaluation) x {config.num_cpus_per_env_runner} CPU + "
         f"{config.num_learners} learners x {config.num_cpus_per_learner} CPU = "
         f"{runners + learners:g} CPUs, but the Ray cluster has {have:g} free. Ask for fractions "
         "(e.g. num_cpus_per_env_runner=0.5) or fewer actors; if an earlier Algorithm still runs "

@@ -17,7 +17,7 @@ class ConfigError(ValueError):
 def setter_of(config: Any, setting: str) -> str | None:
     """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'."""
     for name in ("environment", "env_runners", "learners", "training", "rl_module", "evaluation",
-                 "reporting", "debugging", "callbacks"):
+                 "fault_tolerance", "reporting", "debugging", "callbacks"):
         for cls in type(config).__mro__:  # a subclass's setter may take the rest as **kwargs
             method = cls.__dict__.get(name)
             if method is not None and setting in inspect.signature(method).parameters:
@@ -41,6 +41,11 @@ def check_int(config: Any, setting: str, minimum: int) -> None:
     value = getattr(config, setting)
     if not _is_int(value) or value < minimum:
         fail(config, setting, f"use a whole number >= {minimum}.")
+
+
+def check_bool(config: Any, setting: str, meaning: str) -> None:
+    if not isinstance(getattr(config, setting), bool):
+        fail(config, setting, f"use {meaning}.")
 
 
 def check_number(config: Any, setting: str, low: float, high: float = float("inf"),
@@ -73,8 +78,9 @@ def validate_config(config: Any) -> None:
     if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
         fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
              "process) or 'ASYNC' (one subprocess per sub-env).")
-    if not isinstance(config.explore, bool):
-        fail(config, "explore", "use True (sample actions) or False (greedy actions).")
+    check_bool(config, "explore", "True (sample actions) or False (greedy actions)")
+    check_number(config, "sample_timeout_s", 0.0, low_open=True,
+                 hint="Seconds a runner may take for one sample request.")
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
@@ -101,6 +107,21 @@ def validate_config(config: Any) -> None:
     if unknown:
         fail(config, "evaluation_config", f"unknown settings {sorted(unknown)}; use setting names "
              "such as 'explore' or 'num_envs_per_env_runner'.")
+    check_int(config, "evaluation_num_env_runners", 0)
+    check_bool(config, "evaluation_parallel_to_training",
+               "True (evaluate on the evaluation runners while training) or False")
+    if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
+        fail(config, "evaluation_parallel_to_training", "it needs runner actors of its own: set "
+             "evaluation_num_env_runners >= 1, or evaluation_parallel_to_training=False.")
+    if config.evaluation_parallel_to_training and config.evaluation_interval is None:
+        fail(config, "evaluation_parallel_to_training", "it needs an evaluation_interval (e.g. 1) "
+             "saying which iterations to evaluate in.")
+    for setting in ("restart_failed_env_runners", "ignore_env_runner_failures",
+                    "restart_failed_sub_environments"):
+        check_bool(config, setting, "True or False")
+    check_int(config, "max_num_env_runner_restarts", 0)
+    check_number(config, "env_runner_health_probe_timeout_s", 0.0, low_open=True,
+                 hint="Seconds a restarted runner has to answer its health probe.")
     check_int(config, "metrics_num_episodes_for_smoothing", 1)
     if config.seed is not None and not _is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")

@@ -9,12 +9,11 @@ V-trace (`vtrace.py`) corrects the learner's targets for it.
 from typing import Any
 
 import numpy as np
-import ray
 
 from rlcourse.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.config import AlgorithmConfig, NotProvided
 from rlcourse.learner_thread import LearnerThread
-from rlcourse.validation import check_int, check_number, fail
+from rlcourse.validation import check_bool, check_int, check_number, fail
 
 
 class IMPALAConfig(AlgorithmConfig):
@@ -56,8 +55,7 @@ class IMPALAConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        if not isinstance(self.vtrace, bool):
-            fail(self, "vtrace", "use True (V-trace targets) or False (treat data as on-policy).")
+        check_bool(self, "vtrace", "True (V-trace targets) or False (treat data as on-policy)")
         check_number(self, "vtrace_clip_rho_threshold", 0.0, low_open=True)
         check_number(self, "vtrace_clip_pg_rho_threshold", 0.0, low_open=True)
         check_number(self, "vf_loss_coeff", 0.0)
@@ -79,19 +77,15 @@ class IMPALA(Algorithm):
         self.learner_thread = LearnerThread(self.learner_group, config.learner_queue_size,
                                             config.broadcast_interval)
         self.learner_thread.start()
-        self._weights: tuple[Any, int] = (self.learner_group.get_weights(inference_only=True), 0)
         self._batch: list = []
         self._batch_steps = 0
         self._batch_version = np.inf
 
-    def _newest_weights(self) -> tuple[Any, int]:
-        """The learner thread's latest weights, put into the object store once per version."""
+    def _sync_newest_weights(self) -> None:
+        """Hand the learner thread's latest weights to the runner group (one ray.put a version)."""
         published = self.learner_thread.weights
-        if published is not None and published[1] > self._weights[1]:
-            weights, version = published
-            local = self.env_runner_group.local_env_runner is not None
-            self._weights = (weights if local else ray.put(weights), version)
-        return self._weights
+        if published is not None and published[1] > self.env_runner_group.weights_seq_no:
+            self.env_runner_group.sync_weights(*published)
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -101,8 +95,9 @@ class IMPALA(Algorithm):
         sampled = 0
         with self.timers.time("sample_and_learn"):
             while sampled < target or not learner_results:
+                self._sync_newest_weights()
                 for episodes, metrics in self.env_runner_group.fetch_ready_async_samples(
-                        cfg.max_requests_in_flight_per_env_runner, self._newest_weights()):
+                        cfg.max_requests_in_flight_per_env_runner):
                     runner_metrics.append(metrics)
                     sampled += metrics["num_env_steps_sampled"]
                     self._add_to_batch(episodes, metrics["weights_seq_no"])

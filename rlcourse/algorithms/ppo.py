@@ -7,7 +7,7 @@ from typing import Any
 
 from rlcourse.algorithm import Algorithm
 from rlcourse.config import AlgorithmConfig, NotProvided
-from rlcourse.validation import check_number, fail
+from rlcourse.validation import check_bool, check_number
 
 
 class PPOConfig(AlgorithmConfig):
@@ -50,8 +50,7 @@ class PPOConfig(AlgorithmConfig):
         check_number(self, "vf_clip_param", 0.0, low_open=True)
         check_number(self, "vf_loss_coeff", 0.0)
         check_number(self, "entropy_coeff", 0.0)
-        if not isinstance(self.use_kl_loss, bool):
-            fail(self, "use_kl_loss", "use True or False.")
+        check_bool(self, "use_kl_loss", "True or False")
         check_number(self, "kl_coeff", 0.0)
         check_number(self, "kl_target", 0.0, low_open=True)
 

@@ -58,6 +58,13 @@ class PPOLearner(Learner):
                        "vf_loss": vf_loss.detach(), "entropy": entropy.detach(),
                        "mean_kl_loss": mean_kl.detach(), "curr_kl_coeff": self.curr_kl_coeff}
 
+    def get_state(self):
+        return {**super().get_state(), "curr_kl_coeff": self.curr_kl_coeff}
+
+    def set_state(self, state):
+        super().set_state(state)
+        self.curr_kl_coeff = state["curr_kl_coeff"]
+
     def update(self, episodes, num_minibatches=None):
         results = super().update(episodes, num_minibatches)
         if self.config.use_kl_loss:  # adapt the KL penalty towards kl_target, as RLlib does

@@ -1,0 +1,107 @@
+"""An environment's state as plain data, so a checkpoint can continue episodes exactly where they were.
+
+A gymnasium env keeps its state in attributes: CartPole's `state`, the TimeLimit wrapper's
+`_elapsed_steps`, the random generator `_np_random`. `get_env_state` collects the attributes of the
+env and of each wrapper around it that hold plain data (numbers, strings, NumPy arrays, random
+generators, and lists, tuples and string-keyed dicts of those); `set_env_state` puts them back into a
+freshly built env of the same kind. Attributes holding anything else (spaces, renderers, simulator
+handles) are rebuilt by the env's constructor. An env whose state needs more can define
+`get_state() -> dict` and `set_state(dict)` itself, returning plain data; those are used instead.
+
+`to_plain` / `from_plain` turn such state into JSON-compatible values: no pickle, so loading a
+checkpoint can never run code.
+"""
+
+import base64
+import contextlib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+class NotPlainData(TypeError):
+    """A value that cannot be stored as plain data (e.g. an object with methods and references)."""
+
+
+def to_plain(value: Any) -> Any:
+    """A JSON-compatible form of `value`; raises NotPlainData for anything that is not plain data."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return {"__numpy_scalar__": value.item(), "dtype": value.dtype.str}
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        data = np.ascontiguousarray(value)
+        return {"__ndarray__": base64.b64encode(data.tobytes()).decode(), "dtype": data.dtype.str,
+                "shape": list(data.shape)}
+    if isinstance(value, np.random.Generator):
+        return {"__generator__": value.bit_generator.state}
+    if isinstance(value, list | tuple):
+        items = [to_plain(v) for v in value]
+        return items if isinstance(value, list) else {"__tuple__": items}
+    if isinstance(value, dict) and all(isinstance(k, str) and not k.startswith("__") for k in value):
+        return {k: to_plain(v) for k, v in value.items()}
+    raise NotPlainData(f"{type(value).__name__} is not plain data")
+
+
+def from_plain(value: Any) -> Any:
+    """The inverse of `to_plain`."""
+    if isinstance(value, list):
+        return [from_plain(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__ndarray__" in value:
+        data = base64.b64decode(value["__ndarray__"])
+        return np.frombuffer(data, dtype=np.dtype(value["dtype"])).reshape(value["shape"]).copy()
+    if "__numpy_scalar__" in value:
+        return np.dtype(value["dtype"]).type(value["__numpy_scalar__"])
+    if "__generator__" in value:
+        state = value["__generator__"]
+        generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
+        generator.bit_generator.state = state
+        return generator
+    if "__tuple__" in value:
+        return tuple(from_plain(v) for v in value["__tuple__"])
+    return {k: from_plain(v) for k, v in value.items()}
+
+
+def _layers(env: gym.Env) -> list[gym.Env]:
+    """The env and each wrapper around it, outermost first."""
+    layers = [env]
+    while isinstance(layers[-1], gym.Wrapper):
+        layers.append(layers[-1].env)
+    return layers
+
+
+def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
+    """Plain-data state of each layer of `env` (outermost wrapper first), JSON-compatible."""
+    states = []
+    for layer in _layers(env):
+        if hasattr(type(layer), "get_state") and hasattr(type(layer), "set_state"):
+            states.append({"__custom__": to_plain(layer.get_state())})
+            continue
+        state = {}
+        for name, value in vars(layer).items():
+            if name == "env":
+                continue
+            # Spaces, renderers, handles are not plain data: the env's constructor makes them anew.
+            with contextlib.suppress(NotPlainData):
+                state[name] = to_plain(value)
+        states.append(state)
+    return states
+
+
+def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
+    """Put the state from `get_env_state` back into an env built the same way."""
+    layers = _layers(env)
+    if len(layers) != len(states):
+        raise ValueError(f"The saved env state has {len(states)} layers (env and wrappers), but this "
+                         f"env has {len(layers)}: it was built differently from the saved one.")
+    for layer, state in zip(layers, states, strict=True):
+        if "__custom__" in state:
+            layer.set_state(from_plain(state["__custom__"]))
+            continue
+        for name, value in state.items():
+            setattr(layer, name, from_plain(value))

@@ -22,7 +22,7 @@ from rlcourse.learner_group import LearnerGroup
 from rlcourse.metrics import EpisodeStats, Timers
 from rlcourse.numpy_mlp import space_info
 from rlcourse.registry import probe_spaces
-from rlcourse.resources import check_cpus, check_gpus, init_ray
+from rlcourse.resources import check_cpus, check_custom_resources, check_gpus, init_ray
 
 DEFAULT_POLICY = "default_policy"
 EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
@@ -57,6 +57,7 @@ class Algorithm:
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             init_ray()
             check_cpus(config)
+            check_custom_resources(config)
         self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
                                                on_recreated=self._on_recreated)
         if config.evaluation_num_env_runners > 0:

@@ -50,6 +50,9 @@ class AlgorithmConfig:
         self.gym_env_vectorize_mode = "SYNC"
         self.explore = True
         self.sample_timeout_s: float = 60.0
+        self.custom_resources_per_env_runner: dict[str, float] = {}
+        # resources()
+        self.placement_strategy: str | None = None
         # learners()
         self.num_learners = 0
         self.num_cpus_per_learner: float = 1
@@ -102,11 +105,15 @@ class AlgorithmConfig:
                     num_gpus_per_env_runner: float = NotProvided,
                     gym_env_vectorize_mode: str = NotProvided,
                     explore: bool = NotProvided,
-                    sample_timeout_s: float = NotProvided) -> "AlgorithmConfig":
+                    sample_timeout_s: float = NotProvided,
+                    custom_resources_per_env_runner: dict[str, float] = NotProvided
+                    ) -> "AlgorithmConfig":
         """How many runner actors, how many sub-envs each, and what each actor reserves.
 
         `sample_timeout_s`: a runner actor that does not answer a sample request within this time
         is treated as failed (see fault_tolerance()), so a hung env cannot hang training.
+        `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
+        {"worker-node": 0.5} to place runners only on nodes started with that resource.
         """
         return self._set(num_env_runners=num_env_runners,
                          num_envs_per_env_runner=num_envs_per_env_runner,
@@ -114,7 +121,14 @@ class AlgorithmConfig:
                          num_cpus_per_env_runner=num_cpus_per_env_runner,
                          num_gpus_per_env_runner=num_gpus_per_env_runner,
                          gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore,
-                         sample_timeout_s=sample_timeout_s)
+                         sample_timeout_s=sample_timeout_s,
+                         custom_resources_per_env_runner=custom_resources_per_env_runner)
+
+    def resources(self, *, placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
+        """How runner actors are placed on a cluster's nodes: None (Ray's default scheduling), or a
+        placement group of one bundle per runner with strategy "PACK" (few nodes), "SPREAD" (many
+        nodes), "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each)."""
+        return self._set(placement_strategy=placement_strategy)
 
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":

@@ -15,6 +15,7 @@ from functools import partial
 
 import gymnasium as gym
 import numpy as np
+import ray
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlcourse.env_state import from_plain, get_env_state, set_env_state, to_plain
@@ -62,6 +63,8 @@ class EnvRunner:
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed)
         self.callbacks = config.callbacks_class() if config.callbacks_class else None
+        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
+        self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
         self.weights_seq_no = -1  # which weights version the module holds; -1: none yet
         self._needs_reset = True
         self._episode_returns: list[float] = []  # finished since the last get_metrics()

@@ -20,13 +20,17 @@ from typing import Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rlcourse.env_runner import EnvRunner
 from rlcourse.episode import SingleAgentEpisode
 from rlcourse.registry import EnvCreator
+from rlcourse.validation import ConfigError
 
 STARTUP_TIMEOUT_S = 120
 PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
+PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
 
 
 class EnvRunnerFailure(RuntimeError):
@@ -42,12 +46,15 @@ class EnvRunnerGroup:
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
         options: dict[str, Any] = {"num_cpus": config.num_cpus_per_env_runner,
-                                   "num_gpus": config.num_gpus_per_env_runner}
+                                   "num_gpus": config.num_gpus_per_env_runner,
+                                   "resources": dict(config.custom_resources_per_env_runner)}
         if config.restart_failed_env_runners:
             options["max_restarts"] = config.max_num_env_runner_restarts
-        remote_cls = ray.remote(EnvRunner).options(**options)
-        self.remote_env_runners = [remote_cls.remote(config, env_creator, worker_index=i)
-                                   for i in range(1, n + 1)]
+        self.placement_group = self._make_placement_group(n) if n and config.placement_strategy else None
+        self.remote_env_runners = [
+            ray.remote(EnvRunner).options(**options, **self._placement(i)).remote(
+                config, env_creator, worker_index=i + 1)
+            for i in range(n)]
         # The actors start in the background (a new process each); wait_until_ready() collects
         # these answers, so the driver can build its learners meanwhile.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
@@ -61,10 +68,37 @@ class EnvRunnerGroup:
         self._weights_ref: ray.ObjectRef | None = None
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
 
+    def _make_placement_group(self, n: int) -> PlacementGroup:
+        """One bundle of resources per runner, placed on the nodes by `placement_strategy`."""
+        config = self.config
+        bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
+                  **config.custom_resources_per_env_runner}
+        bundle = {name: amount for name, amount in bundle.items() if amount > 0}
+        group = placement_group([bundle] * n, strategy=config.placement_strategy)
+        try:
+            ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
+        except GetTimeoutError:
+            remove_placement_group(group)
+            raise ConfigError("placement_strategy", config.placement_strategy,
+                              f"the cluster cannot place {n} runner bundles {bundle} this way "
+                              f"within {PLACEMENT_TIMEOUT_S:g} s (nodes: {len(ray.nodes())}). "
+                              "Use 'PACK' or 'SPREAD', or fewer runners.", "resources") from None
+        return group
+
+    def _placement(self, i: int) -> dict[str, Any]:
+        if self.placement_group is None:
+            return {}
+        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
+            self.placement_group, placement_group_bundle_index=i)}
+
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
         for i, pid in enumerate(ray.get(self._pings, timeout=timeout_s)):
             self._pids[i] = pid
+
+    def get_node_ids(self) -> list[str | None]:
+        """The Ray node each runner actor runs on (None for a runner in this process)."""
+        return self.foreach_env_runner(lambda runner: runner.node_id)
 
     @property
     def num_remote_env_runners(self) -> int:
@@ -262,3 +296,6 @@ class EnvRunnerGroup:
         for runner in self.remote_env_runners:
             ray.kill(runner)
         self.remote_env_runners = []
+        if self.placement_group is not None:
+            remove_placement_group(self.placement_group)
+            self.placement_group = None

@@ -71,6 +71,18 @@ def check_gpus(config) -> None:
                   f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
 
 
+def check_custom_resources(config) -> None:
+    """Custom resources the runners ask for must exist in the cluster (else Ray waits forever)."""
+    have = ray.cluster_resources()
+    runners = config.num_env_runners + config.evaluation_num_env_runners
+    for name, amount in config.custom_resources_per_env_runner.items():
+        if runners * amount > have.get(name, 0) + 1e-9:
+            _fail(config, "custom_resources_per_env_runner", (
+                f"{runners} runners x {amount} {name!r} = {runners * amount:g}, but the Ray "
+                f"cluster has {have.get(name, 0):g} in all. Start nodes with that resource "
+                "(ray start --resources='{...}') or ask for less."))
+
+
 def check_cpus(config) -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
     runners = ((config.num_env_runners + config.evaluation_num_env_runners)

@@ -4,6 +4,8 @@ import inspect
 import numbers
 from typing import Any
 
+PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
 
 class ConfigError(ValueError):
     """A setting is invalid. `setting` names it; the message says which setter and how to fix it."""
@@ -16,8 +18,8 @@ class ConfigError(ValueError):
 
 def setter_of(config: Any, setting: str) -> str | None:
     """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'."""
-    for name in ("environment", "env_runners", "learners", "training", "rl_module", "evaluation",
-                 "fault_tolerance", "reporting", "debugging", "callbacks"):
+    for name in ("environment", "env_runners", "resources", "learners", "training", "rl_module",
+                 "evaluation", "fault_tolerance", "reporting", "debugging", "callbacks"):
         for cls in type(config).__mro__:  # a subclass's setter may take the rest as **kwargs
             method = cls.__dict__.get(name)
             if method is not None and setting in inspect.signature(method).parameters:
@@ -81,6 +83,16 @@ def validate_config(config: Any) -> None:
     check_bool(config, "explore", "True (sample actions) or False (greedy actions)")
     check_number(config, "sample_timeout_s", 0.0, low_open=True,
                  hint="Seconds a runner may take for one sample request.")
+    custom = config.custom_resources_per_env_runner
+    if not (isinstance(custom, dict) and all(isinstance(k, str) and _is_number(v) and v >= 0
+                                             for k, v in custom.items())):
+        fail(config, "custom_resources_per_env_runner", "pass a dict of resource name -> amount, "
+             "e.g. {'worker-node': 0.5}.")
+    if config.placement_strategy not in PLACEMENT_STRATEGIES:
+        fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
+    if config.placement_strategy and not (config.num_cpus_per_env_runner > 0 or any(custom.values())):
+        fail(config, "placement_strategy", "a placement group needs each runner to reserve "
+             "something: set num_cpus_per_env_runner > 0 (e.g. 0.5).")
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)

@@ -50,3 +50,37 @@ def test_stop_releases_actors(ray_session):
     assert ray.available_resources().get("CPU", 0) == pytest.approx(1)
     algo.stop()
     assert free_cpus_after_release(2) == pytest.approx(2)
+
+
+@pytest.mark.parametrize("strategy", ["PACK", "SPREAD"])
+def test_placement_strategy_puts_runners_in_a_placement_group(strategy, ray_session, algo_factory):
+    algo = algo_factory(_config().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
+                        .resources(placement_strategy=strategy))
+    group = algo.env_runner_group
+    table = ray.util.placement_group_table(group.placement_group)
+    assert table["strategy"] == strategy and table["state"] == "CREATED"
+    assert len(table["bundles"]) == 2
+    assert group.get_node_ids() == [ray.get_runtime_context().get_node_id()] * 2  # one node here
+    algo.train()
+
+
+def test_a_placement_the_cluster_cannot_make_fails_fast_and_names_the_setting(ray_session):
+    config = (_config().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
+              .resources(placement_strategy="STRICT_SPREAD"))  # two nodes needed, one exists
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        config.build_algo()
+    assert err.value.setting == "placement_strategy" and "resources(" in str(err.value)
+    assert time.perf_counter() - start < 30
+    assert free_cpus_after_release(2) == pytest.approx(2)
+    assert not [pg for pg in ray.util.placement_group_table().values() if pg["state"] == "CREATED"]
+
+
+def test_a_custom_resource_no_node_has_fails_fast_and_names_the_setting(ray_session):
+    config = _config().env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5,
+                                   custom_resources_per_env_runner={"gpu-node": 1})
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        config.build_algo()
+    assert err.value.setting == "custom_resources_per_env_runner" and "gpu-node" in str(err.value)
+    assert time.perf_counter() - start < 10

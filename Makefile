@@ -19,7 +19,7 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check rlcourse tests benchmarks
+	$(BIN)/ruff check rlcourse tests benchmarks tools
 
 # Everything: lint, unit and fault tests, learning tests, and every lesson under nbval.
 test: lint

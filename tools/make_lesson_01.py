@@ -1,11 +1,10 @@
 """Writes lessons/01_ray_and_rl_basics.ipynb from the cells below (outputs stripped)."""
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from lesson_cells import code, md, write_lesson
 
-md, code = new_markdown_cell, new_code_cell
+NAME = "01_ray_and_rl_basics.ipynb"
 
-cells = [
+CELLS = [
     md("""# Lesson 01 — Ray and RL basics: your first PPO agent
 
 **By the end of this lesson you can**
@@ -155,7 +154,5 @@ ray.shutdown()
 print("Lesson 01 complete.")"""),
 ]
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "language_info": {"name": "python"}})
-nbformat.write(nb, "lessons/01_ray_and_rl_basics.ipynb")
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

@@ -24,8 +24,10 @@ class IMPALAConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lr = 5e-4
-        self.train_batch_size_per_learner = 1000
+        # Tuned on CartPole with 2 runners (lr 1e-3 .. 4e-3, batches 250 .. 1000): 2e-3 and 500
+        # learn fastest without collapsing; RLlib's own default (5e-4) needs ~5x the env steps.
+        self.lr = 2e-3
+        self.train_batch_size_per_learner = 500
         self.minibatch_size = None  # V-trace runs backwards through whole fragments
         self.num_epochs = 1
         self.rollout_fragment_length = 50

@@ -1,0 +1,275 @@
+"""Writes lessons/05_impala.ipynb (outputs stripped): python tools/make_lesson_05.py"""
+
+from lesson_cells import code, md, write_lesson
+
+NAME = "05_impala.ipynb"
+
+CELLS = [
+    md("""
+# Lesson 05 — IMPALA: acting and learning at the same time
+
+**By the end of this lesson you can**
+1. show, with measured timers, where PPO's runners and learner wait for each other;
+2. explain how IMPALA removes that waiting: requests in flight, a learner thread, a bounded queue;
+3. read *policy lag* in IMPALA's results and say where it comes from;
+4. derive V-trace's value targets and compute them for a small fragment (the exercise);
+5. compare IMPALA and PPO on this machine: env steps per second and learning curves.
+
+The lesson takes about two minutes on two CPU cores.
+"""),
+    code("""
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import ray
+from IPython.display import display
+
+from rlcourse import IMPALAConfig, PPOConfig
+from rlcourse.resources import init_ray
+
+init_ray(num_cpus=2)
+
+def layout(config):
+    \"\"\"The same two runner actors for every algorithm in this lesson.\"\"\"
+    return (config.environment("CartPole-v1").debugging(seed=0)
+            .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5))
+"""),
+    md("""
+## 1. Where PPO waits
+
+One PPO iteration is three phases, one after the other: the runners **sample** a batch with the
+current weights, the learner runs several epochs of **updates** on it, and the new **weights** go
+back to the runners. While the learner updates, the runners have nothing to do; while they sample,
+the learner waits. The result dict times each phase:
+"""),
+    code("""
+with layout(PPOConfig()).build_algo() as ppo:
+    for _ in range(3):
+        timers = ppo.train()["timers"]
+phases = [("sample", timers["env_runner_sampling_timer"]), ("update", timers["learner_update_timer"]),
+          ("sync weights", timers["synch_weights"])]
+
+fig, ax = plt.subplots(figsize=(8, 2.2))
+start = 0.0
+for (name, seconds), color in zip(phases, ["tab:blue", "tab:orange", "tab:green"]):
+    row = 1 if name == "sample" else 0
+    ax.barh(row, seconds, left=start, color=color, label=f"{name} ({seconds:.2f} s)")
+    start += seconds
+ax.set_yticks([0, 1], ["learner", "runners"])
+ax.set_xlabel("seconds into one PPO iteration")
+ax.legend(loc="upper right", fontsize=8)
+ax.set_title("PPO: one side works while the other waits")
+plt.show()
+busy = timers["env_runner_sampling_timer"] / timers["training_iteration"]
+print(f"The runners were busy for {busy:.0%} of the iteration.")
+"""),
+    md("""
+## 2. IMPALA: runners and learner never wait for each other
+
+IMPALA (Espeholt et al., 2018) keeps the runners sampling all the time and learns concurrently:
+
+* every runner has up to `max_requests_in_flight_per_env_runner` `sample()` requests running; the
+  driver collects **whichever are done** with `ray.wait` and sends a new request at once;
+* finished batches of `train_batch_size_per_learner` steps go into a **bounded queue**
+  (`learner_queue_size`); a **learner thread** takes them out and updates (torch releases Python's
+  lock while it computes, so sampling goes on); when learning falls behind, the oldest batch is
+  dropped;
+* every `broadcast_interval` updates the new weights are put into Ray's object store once and ride
+  along with the next request of each runner whose request came back.
+"""),
+    code("""
+fig, ax = plt.subplots(figsize=(9, 2.6))
+ax.axis("off")
+boxes = {"runner 1": (0.02, 0.62), "runner 2": (0.02, 0.12), "driver\\nray.wait": (0.3, 0.38),
+         "queue": (0.52, 0.38), "learner\\nthread": (0.74, 0.38)}
+for name, (x, y) in boxes.items():
+    ax.add_patch(plt.Rectangle((x, y), 0.15, 0.25, fill=False, lw=1.5))
+    ax.text(x + 0.075, y + 0.125, name, ha="center", va="center")
+arrow = dict(arrowstyle="->", lw=1.2)
+for y in (0.74, 0.24):
+    ax.annotate("", xy=(0.3, 0.5), xytext=(0.17, y), arrowprops=arrow)
+ax.annotate("", xy=(0.52, 0.5), xytext=(0.45, 0.5), arrowprops=arrow)
+ax.annotate("", xy=(0.74, 0.5), xytext=(0.67, 0.5), arrowprops=arrow)
+ax.annotate("weights every broadcast_interval updates", xy=(0.17, 0.95), xytext=(0.81, 0.95),
+            arrowprops=arrow, va="center", ha="right", fontsize=9)
+ax.text(0.2, 0.02, "episodes (up to N requests in flight per runner)", fontsize=9)
+plt.show()
+"""),
+    code("""
+config = layout(IMPALAConfig()).training(max_requests_in_flight_per_env_runner=2,
+                                         learner_queue_size=4, broadcast_interval=1)
+with config.build_algo() as impala:
+    for _ in range(5):
+        result = impala.train()
+learner = result["learners"]["default_policy"]
+print(f"sampled {result['env_runners']['num_env_steps_sampled']:,} env steps and made "
+      f"{learner['num_updates']} updates in {result['timers']['training_iteration']:.2f} s")
+print("queue:", result["learner_queue"], "| mean policy lag:", round(learner["policy_lag"], 2))
+"""),
+    md("""
+## 3. Policy lag
+
+A runner acts with the weights it last received. By the time its fragment is trained on, the
+learner may have made more updates: the **policy lag** of a batch is how many updates separate the
+weights that sampled it from the weights being trained. Sending weights less often
+(`broadcast_interval`) makes the lag grow:
+"""),
+    code("""
+lags = {}
+for interval in (1, 4):
+    with layout(IMPALAConfig()).training(broadcast_interval=interval).build_algo() as impala:
+        lags[interval] = [impala.train()["learners"]["default_policy"]["policy_lag"]
+                          for _ in range(8)]
+fig, ax = plt.subplots(figsize=(6, 3))
+for interval, values in lags.items():
+    ax.plot(range(1, len(values) + 1), values, marker="o", label=f"broadcast_interval={interval}")
+ax.set_xlabel("training iteration")
+ax.set_ylabel("mean policy lag (updates)")
+ax.legend()
+plt.show()
+"""),
+    md(r"""
+## 4. V-trace: learning from slightly old data
+
+The data was sampled by the **behaviour policy** $\mu$ (the runner's old weights) but the learner
+improves the **target policy** $\pi$. V-trace corrects the value targets with importance ratios
+$\pi(a_t|x_t)/\mu(a_t|x_t)$, **truncated** so that one unlikely action cannot blow the update up:
+
+$$\rho_t = \min\left(\bar\rho, \frac{\pi(a_t|x_t)}{\mu(a_t|x_t)}\right), \qquad
+  c_t = \min\left(\bar c, \frac{\pi(a_t|x_t)}{\mu(a_t|x_t)}\right)$$
+
+$$\delta_t = \rho_t \left(r_t + \gamma V(x_{t+1}) - V(x_t)\right), \qquad
+  v_s = V(x_s) + \delta_s + \gamma c_s \left(v_{s+1} - V(x_{s+1})\right)$$
+
+computed backwards from the end of the fragment, where $v_T - V(x_T) = 0$ and $V(x_T)$ is the
+bootstrap value (the value of the fragment's last observation). After a **termination** there is no
+future: the discount of that step is 0. The policy gradient uses
+$\rho^{pg}_t (r_t + \gamma v_{t+1} - V(x_t))$ with its own clip ($\bar\rho^{pg}$).
+
+When $\pi = \mu$ every ratio is 1, and $v_s$ is the ordinary **n-step return** bootstrapped from
+$V(x_T)$: V-trace generalizes what on-policy methods already do. A four-step example:
+"""),
+    code("""
+from rlcourse.algorithms.vtrace import vtrace
+
+rewards = np.array([1.0, 1.0, 1.0, 1.0])
+values = np.array([3.0, 2.5, 2.0, 1.5])
+bootstrap, gamma = 1.0, 0.9
+next_values = np.append(values[1:], bootstrap)
+ends = np.array([False, False, False, True])    # the fragment ends at step 3 (not terminated)
+behaviour_logp = np.log([0.5, 0.5, 0.5, 0.5])
+
+def targets(target_probs):
+    vs, _ = vtrace(behaviour_logp, np.log(target_probs), rewards, values, next_values,
+                   np.zeros(4, bool), ends, gamma)
+    return vs
+
+n_step = [sum(gamma**k * rewards[s + k] for k in range(4 - s)) + gamma ** (4 - s) * bootstrap
+          for s in range(4)]
+print("on-policy V-trace:", targets([0.5] * 4).round(3))
+print("n-step returns:   ", np.round(n_step, 3))
+print("pi likes a_1 less:", targets([0.5, 0.1, 0.5, 0.5]).round(3), "(the correction is cut at step 1)")
+print("pi likes a_1 more:", targets([0.5, 0.9, 0.5, 0.5]).round(3), "(ratio 1.8, clipped to 1)")
+"""),
+    md("""
+### Exercise: write V-trace
+
+Complete `my_vtrace` for one fragment of `T` steps: arrays of length `T`, `bootstrap_value` is
+$V(x_T)$, and `terminated` says whether the fragment's last step ended the episode. Loop backwards
+over the steps. The checker compares your targets with rlcourse's on on-policy, off-policy, clipped
+and terminated fragments, and says which case fails. (A working answer is filled in; try writing
+your own first.)
+"""),
+    code("""
+from rlcourse.exercises import check_vtrace
+
+def my_vtrace(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,
+              rho_bar=1.0, c_bar=1.0):
+    ratios = np.exp(target_logp - behaviour_logp)
+    rho, c = np.minimum(rho_bar, ratios), np.minimum(c_bar, ratios)
+    vs = np.zeros(len(rewards))
+    next_value, next_correction = bootstrap_value, 0.0    # V(x_{t+1}) and v_{t+1} - V(x_{t+1})
+    for t in reversed(range(len(rewards))):
+        discount = 0.0 if (terminated and t == len(rewards) - 1) else gamma
+        delta = rho[t] * (rewards[t] + discount * next_value - values[t])
+        next_correction = delta + discount * c[t] * next_correction
+        vs[t] = values[t] + next_correction
+        next_value = values[t]
+    return vs
+
+check_vtrace(my_vtrace)
+"""),
+    md("""
+## 5. IMPALA against PPO, side by side
+
+Both algorithms get the same two runners and their own default settings, and train until the mean
+return of the last 100 episodes reaches 450, or for at most 40 seconds. We record the return and the
+env steps sampled against wall time.
+"""),
+    code("""
+def race(config, budget_s=40.0, target=450.0):
+    \"\"\"Train until `target` or `budget_s`; return (seconds, return, env steps) per iteration.\"\"\"
+    curve, line = [], display("building...", display_id=True)
+    with config.build_algo() as algo:
+        start = time.perf_counter()
+        while time.perf_counter() - start < budget_s:
+            result = algo.train()
+            ret = result["env_runners"]["episode_return_mean"]
+            curve.append((time.perf_counter() - start, ret, result["num_env_steps_sampled_lifetime"]))
+            line.update(f"{type(algo).__name__}: {curve[-1][0]:5.1f} s | return {ret:6.1f} | "
+                        f"{curve[-1][2]:8,d} env steps")
+            if ret >= target:
+                break
+    return np.array(curve)
+
+curves = {"PPO": race(layout(PPOConfig())), "IMPALA": race(layout(IMPALAConfig()))}
+"""),
+    code("""
+rates = {name: c[-1, 2] / c[-1, 0] for name, c in curves.items()}
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.5))
+for name, c in curves.items():
+    left.plot(c[:, 0], c[:, 1], label=name)
+left.set_xlabel("seconds of training")
+left.set_ylabel("mean return (last 100 episodes)")
+left.set_title("learning curves")
+left.legend()
+right.bar(list(rates), list(rates.values()), color=["tab:blue", "tab:orange"])
+right.set_ylabel("env steps sampled per second")
+right.set_title(f"throughput: IMPALA {rates['IMPALA'] / rates['PPO']:.1f}x PPO")
+plt.show()
+"""),
+    md("""
+IMPALA samples several times as many env steps per second: its runners never wait. It also needs
+more of them to learn, because each batch gets one gradient step (PPO makes several epochs over
+every batch) and because its data is slightly off-policy. Which one wins the race depends on what
+is expensive: when env steps are cheap and plentiful (a fast simulator, many machines), IMPALA's
+throughput wins; when every env step is precious, PPO's sample efficiency does.
+
+## Summary
+
+- PPO alternates sampling and learning; each side waits for the other.
+- IMPALA keeps requests in flight on every runner, learns in a thread fed by a bounded queue, and
+  sends weights every `broadcast_interval` updates: nobody waits, at the price of **policy lag**.
+- V-trace corrects the value targets for that lag with truncated importance ratios; on-policy it is
+  the n-step return.
+
+**Read next in the source**
+- `rlcourse/algorithms/impala.py`, `IMPALA.training_step`: the asynchronous loop.
+- `rlcourse/env_runner_group.py`, `fetch_ready_async_samples`: requests in flight and `ray.wait`.
+- `rlcourse/learner_thread.py`: the bounded queue, dropped batches and policy lag.
+- `rlcourse/algorithms/vtrace.py` and `rlcourse/algorithms/impala_learner.py`: V-trace and the loss.
+"""),
+    code("""
+# Lesson check: IMPALA out-samples PPO on the same runners, learns, and lags a little behind.
+assert rates["IMPALA"] >= 1.3 * rates["PPO"], rates
+assert curves["IMPALA"][:, 1].max() >= 150, curves["IMPALA"][-1]
+assert curves["PPO"][:, 1].max() >= 150, curves["PPO"][-1]
+assert np.mean(lags[4]) > np.mean(lags[1]) >= 0, lags
+ray.shutdown()
+print("Lesson 05 complete.")
+"""),
+]
+
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

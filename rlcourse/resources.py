@@ -7,6 +7,7 @@ a room, so the requests are checked against the cluster first and fail within se
 import contextlib
 import importlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -16,13 +17,20 @@ import ray
 from rlcourse.validation import ConfigError, setter_of
 
 RELEASE_WAIT_S = 5.0
+OBJECT_STORE_MB = 200
 
 
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
-    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again."""
+    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again.
+
+    A new local Ray gets a small object store (OBJECT_STORE_MB): the course's objects are weights
+    and episodes of a few MB, and a small store fits Binder's 2 GiB and a container's small /dev/shm.
+    """
     if ray.is_initialized():
         return
     _import_torch_in_background()
+    if "address" not in kwargs and not os.environ.get("RAY_ADDRESS"):
+        kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
     ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True,
              logging_level=logging.WARNING, **kwargs)
 

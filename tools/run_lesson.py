@@ -3,8 +3,9 @@
     python tools/run_lesson.py lessons/01_ray_and_rl_basics.ipynb [--runs 2]
 
 Each run executes every cell in one kernel (the second run re-uses it, as a learner who presses
-"Run All" twice does). Memory is the peak, sampled every 0.2 s, of the summed private memory (USS)
-of the kernel and every process it starts, Ray's included. Exits 1 if any cell fails.
+"Run All" twice does). Memory is the peak, sampled every 0.2 s, of the summed proportional set size
+(PSS: private pages, plus shared ones divided among the processes sharing them) of the kernel and
+every process it starts, Ray's included: what the tree costs a machine. Exits 1 if any cell fails.
 """
 
 import argparse
@@ -22,7 +23,7 @@ MB = 1024 * 1024
 
 
 class PeakMemory(threading.Thread):
-    """Samples the summed USS of a process and all its descendants until stopped."""
+    """Samples the summed PSS of a process and all its descendants until stopped."""
 
     def __init__(self, pid: int, interval_s: float = 0.2):
         super().__init__(daemon=True)
@@ -39,7 +40,7 @@ class PeakMemory(threading.Thread):
             total = 0.0
             for process in processes:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # it ended
-                    total += process.memory_full_info().uss / MB
+                    total += process.memory_full_info().pss / MB
             self.peak_mb = max(self.peak_mb, total)
             self._stop_event.wait(self.interval_s)
 

@@ -182,7 +182,9 @@ class EnvRunner:
                     self._drop_broken_episode(i)
                     start = t + 1
                     continue
-                ep_obs = np.concatenate([obs[start:t + 1, i], final_obs[t, i][None]])
+                # A Discrete env may return a Python int: make it a row of the buffer's dtype.
+                last = np.asarray(final_obs[t, i], dtype=obs.dtype)[None]
+                ep_obs = np.concatenate([obs[start:t + 1, i], last])
                 # An env may report both at its time limit; a termination means no future.
                 episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
                                                  terminated[t, i],

@@ -93,6 +93,8 @@ class EnvRunnerGroup:
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
+        if not self._pings:  # no actors (and ray.get([]) would start Ray just to return [])
+            return
         for i, pid in enumerate(ray.get(self._pings, timeout=timeout_s)):
             self._pids[i] = pid
 

@@ -4,10 +4,12 @@ The driver resolves the creator once and ships it to each EnvRunner actor when t
 so a name registered in a notebook works on every runner (they do not share this module's dict).
 """
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
 
@@ -43,6 +45,13 @@ def _make_gym_id(env_id: str) -> EnvCreator:
 
 
 def _make_class(env_cls: type) -> EnvCreator:
+    try:
+        inspect.signature(env_cls).bind(EnvContext({}))
+    except TypeError:
+        raise ValueError(f"{env_cls.__name__} is built as {env_cls.__name__}(env_config), with the "
+                         "EnvContext: give its __init__ a config argument, e.g. "
+                         "def __init__(self, config=None).") from None
+
     def creator(ctx: EnvContext) -> gym.Env:
         return env_cls(ctx)
     return creator
@@ -70,14 +79,23 @@ def get_env_creator(env: Any) -> EnvCreator:
 
 
 def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, gym.Space]:
-    """Build one env in the driver to learn its spaces; a broken env fails here, with its error."""
+    """Build and reset one env in the driver to learn its spaces. A broken env fails here, at
+    build_algo(), with its own error, instead of later inside a runner actor."""
     try:
         env = env_creator(EnvContext(env_config))
     except Exception as e:
-        raise RuntimeError(f"Creating the env failed: {type(e).__name__}: {e}. Check the env "
-                           "passed to config.environment() and its env_config.") from e
+        raise RuntimeError(f"Creating the env failed: {type(e).__name__}: {str(e).rstrip('.')}. "
+                           "Check the env passed to config.environment() and its env_config.") from e
     if not isinstance(env, gym.Env):
         raise TypeError(f"The env creator returned {type(env).__name__}, not a gymnasium.Env.")
-    spaces = env.observation_space, env.action_space
-    env.close()
-    return spaces
+    try:
+        obs, _ = env.reset(seed=0)
+        if not env.observation_space.contains(obs):
+            raise ValueError(
+                f"The env's reset() returned an observation that is not in its observation_space "
+                f"{env.observation_space}: {obs!r} (type {type(obs).__name__}, dtype "
+                f"{getattr(obs, 'dtype', '-')}, shape {np.shape(obs)}). Make the two agree, e.g. "
+                "return np.array(..., dtype=np.float32) for a float32 Box.")
+        return env.observation_space, env.action_space
+    finally:
+        env.close()

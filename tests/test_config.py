@@ -405,3 +405,37 @@ def test_supported_custom_spaces_build(algo_factory):
     algo = algo_factory(config)
     assert isinstance(algo.observation_space, gym.spaces.Discrete)
     assert algo.action_space.shape == (2,)
+
+
+class WrongDtypeEnv(gym.Env):
+    """Declares float32 observations but returns float64 ones: a classic custom-env slip."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        return np.zeros(2), 0.0, True, False, {}
+
+
+def test_an_observation_outside_the_observation_space_fails_at_build_time():
+    with pytest.raises(ValueError, match=r"reset\(\) returned an observation that is not in its "
+                                         r"observation_space.*dtype float64"):
+        PPOConfig().environment(WrongDtypeEnv).build_algo()
+
+
+class NoConfigEnv(WrongDtypeEnv):
+    def __init__(self):
+        pass
+
+
+def test_an_env_class_without_a_config_argument_is_named_with_the_fix():
+    fix = r"NoConfigEnv\(env_config\).*def __init__\(self, config=None\)"
+    with pytest.raises(ConfigError, match=fix):
+        PPOConfig().environment(NoConfigEnv).validate()

@@ -291,3 +291,34 @@ def test_explore_true_samples_and_config_explore_false_is_the_default(make_runne
     config = make_config(num_envs=2, fragment=10)
     config.env_runners(explore=False)
     assert all("action_logp" not in ep.extra_model_outputs for ep in make_runner(config).sample())
+
+
+def test_discrete_observations_returned_as_python_ints_train():
+    """FrozenLake returns ints: final observations join the episode's int64 array."""
+    config = (PPOConfig().environment("FrozenLake-v1").debugging(seed=0)
+              .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1))
+    with config.build_algo() as algo:
+        result = algo.train()
+    assert result["env_runners"]["num_episodes"] > 0
+
+
+LOCAL_BUILD = """
+import ray
+from rlcourse import PPOConfig
+config = PPOConfig().environment("CartPole-v1").training(train_batch_size_per_learner=400,
+                                                         minibatch_size=100, num_epochs=1)
+with config.build_algo() as algo:
+    algo.train()
+    algo.evaluate()
+print("ray started:", ray.is_initialized())
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_local_algorithm_never_starts_ray():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", LOCAL_BUILD], capture_output=True, text=True,
+                         timeout=100)
+    assert out.returncode == 0, out.stderr
+    assert "ray started: False" in out.stdout

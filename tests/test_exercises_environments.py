@@ -1,0 +1,122 @@
+"""check_env_implementation accepts a Corridor built to the spec and explains typical mistakes."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlcourse.exercises import ExerciseError, check_env_implementation
+
+
+class Corridor(gym.Env):
+    """The lesson's answer: walk right from cell 0 to cell length - 1."""
+
+    def __init__(self, config=None):
+        config = config or {}
+        self.length = config.get("length", 10)
+        self.max_episode_steps = config.get("max_episode_steps", 50)
+        self.observation_space = gym.spaces.Box(0.0, self.length - 1, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.position, self.steps = 0, 0
+        return np.array([self.position], dtype=np.float32), {}
+
+    def step(self, action):
+        self.position = max(0, self.position - 1) if action == 0 else self.position + 1
+        self.steps += 1
+        terminated = self.position == self.length - 1
+        truncated = not terminated and self.steps >= self.max_episode_steps
+        reward = 1.0 if terminated else -0.1
+        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+
+
+def step_changed(change):
+    """A Corridor whose step() results go through `change(obs, reward, terminated, truncated)`."""
+
+    class Changed(Corridor):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            return (*change(obs, reward, terminated, truncated), info)
+
+    return Changed
+
+
+class NoSuperReset(Corridor):
+    def reset(self, *, seed=None, options=None):
+        self.position, self.steps = 0, 0
+        return np.array([0.0], dtype=np.float32), {}
+
+
+class Float64Observations(Corridor):
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        return obs.astype(np.float64), info
+
+
+class IgnoresEnvConfig(Corridor):
+    def __init__(self, config=None):
+        super().__init__(None)
+
+
+class TakesNoConfig(Corridor):
+    def __init__(self):
+        super().__init__(None)
+
+
+class KeepsStepCount(Corridor):
+    """reset() forgets to restart the step counter."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        gym.Env.reset(self, seed=seed)
+        self.position = 0
+        return np.array([0.0], dtype=np.float32), {}
+
+
+class ReusesObservationArray(Corridor):
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.obs = np.zeros(1, dtype=np.float32)
+        return self.obs, {}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.obs[:] = obs
+        return self.obs, reward, terminated, truncated, info
+
+
+def test_the_spec_passes(capsys):
+    check_env_implementation(Corridor)
+    assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("env_class", "message"), [
+    (NoSuperReset, r"super\(\)\.reset\(seed=seed\)"),
+    (Float64Observations, "dtype float64.*float32"),
+    (IgnoresEnvConfig, "Size the space from env_config"),
+    (TakesNoConfig, r"def __init__\(self, config=None\)"),
+    (KeepsStepCount, "restart the step counter"),
+    (ReusesObservationArray, "share an object.*new array"),
+    (step_changed(lambda o, r, te, tr: (o, r, te or tr, False)), "Running out of time is truncation"),
+    (step_changed(lambda o, r, te, tr: (o, r, te, False)), "did not end the episode"),
+    (step_changed(lambda o, r, te, tr: (o, r, np.bool_(te), np.bool_(tr))), "not a Python bool"),
+    (step_changed(lambda o, r, te, tr: (o, r, te or tr)), "must return five values"),
+    (step_changed(lambda o, r, te, tr: (o, 1.0 if te else 0.0, te, tr)), "-0.1 per step"),
+    (step_changed(lambda o, r, te, tr: (o[0], r, te, tr)), "float32 array of shape"),
+], ids=["no-super-reset", "float64", "ignores-env-config", "no-config-argument", "step-count",
+        "reused-array", "timeout-terminates", "never-truncates", "numpy-bools", "old-gym-api",
+        "rewards", "scalar-observation"])
+def test_typical_mistakes_get_a_hint(env_class, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_env_implementation(env_class)
+
+
+def test_an_instance_or_a_non_env_is_refused():
+    with pytest.raises(ExerciseError, match="class itself"):
+        check_env_implementation(Corridor())
+    with pytest.raises(ExerciseError, match="subclass of gymnasium.Env"):
+        check_env_implementation(dict)

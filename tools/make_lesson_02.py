@@ -1,0 +1,366 @@
+"""Writes lessons/02_anatomy_of_an_algorithm.ipynb from the cells below (outputs stripped)."""
+
+from lesson_cells import code, md, write_lesson
+
+NAME = "02_anatomy_of_an_algorithm.ipynb"
+
+CELLS = [
+    md("""# Lesson 02 — Anatomy of an Algorithm: runners, episodes, modules, learners
+
+In lesson 01, `algo.train()` was a black box. Here we take it apart: we build each piece by hand,
+look at what it hands to the next one, and then find the very same pieces inside an `Algorithm`.
+
+**By the end of this lesson you can**
+1. build EnvRunner actors yourself, give them a Learner's weights and let them sample;
+2. read a `SingleAgentEpisode`: n+1 observations, actions, rewards, `action_logp`, and how it ended
+   (terminated, truncated, or continued in the next chunk);
+3. say what an RLModule's `forward_train`, `forward_exploration` and `forward_inference` return,
+   and what the action distribution is;
+4. compute GAE advantages by hand and run a Learner update on your episodes;
+5. follow the data walk through the source: config → `Algorithm.setup` → `EnvRunnerGroup.sample` →
+   `EnvRunner.sample` → episodes → `LearnerGroup.update` → `Learner.update` → weights →
+   `EnvRunnerGroup.sync_weights`.
+
+The lesson runs in under a minute on two CPU cores."""),
+    md("""## 1. The map
+
+One training iteration of PPO is one turn around this loop. Every box is a function in a file you
+can open; every arrow is data handed over: episodes from the runners to the learner, weights back
+from the learner to the runners. `Algorithm.setup` builds the loop once, from the config."""),
+    code("""import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import ray
+from IPython.display import display
+
+from rlcourse.resources import init_ray
+
+init_ray(num_cpus=2)
+
+# Each box: the step, its file in rlcourse/, and its place on a 3 x 3 ring (column, row).
+loop = [("EnvRunnerGroup.sample", "env_runner_group.py", (0, 2)),
+        ("EnvRunner.sample\\n(in each runner actor)", "env_runner.py", (1, 2)),
+        ("episodes\\n(SingleAgentEpisode)", "episode.py", (2, 2)),
+        ("LearnerGroup.update", "learner_group.py", (2, 1)),
+        ("Learner.update\\n(build_batch, compute_loss)", "learner.py\\nalgorithms/ppo_learner.py", (2, 0)),
+        ("weights: Learner.get_weights\\n(inference_only=True)", "learner.py, rl_module.py", (1, 0)),
+        ("EnvRunnerGroup\\n.sync_weights", "env_runner_group.py", (0, 0))]
+fig, ax = plt.subplots(figsize=(12, 5))
+style = dict(ha="center", va="center", fontsize=9)
+boxes = [ax.text(3.6 * col, 1.6 * row, f"{label}\\n{source}", **style,
+                 bbox=dict(boxstyle="round,pad=0.5", fc="#e6eefc", ec="#4a6fa5"))
+         for label, source, (col, row) in loop]
+setup = ax.text(-3.6, 3.2, "config (config.py)\\n↓\\nAlgorithm.setup (algorithm.py)\\nbuilds the loop once",
+                **style, bbox=dict(boxstyle="round,pad=0.5", fc="#fdf0d5", ec="#b08a3e"))
+for start, end in [*zip(boxes, boxes[1:] + boxes[:1]), (setup, boxes[0])]:
+    ax.annotate("", xy=end.get_position(), xytext=start.get_position(), arrowprops=dict(
+        arrowstyle="-|>", color="#4a6fa5", lw=1.5,
+        patchA=start.get_bbox_patch(), patchB=end.get_bbox_patch()))
+ax.text(3.6, 1.6, "algo.train():\\none turn of the loop", ha="center", va="center", fontsize=12)
+ax.set_xlim(-5.4, 8.8)
+ax.set_ylim(-0.7, 3.9)
+ax.axis("off")
+plt.show()"""),
+    md("""## 2. One config, one Learner, and the weights it hands out
+
+Every piece is built from the same `AlgorithmConfig`. The env's spaces come from one env built here
+(`probe_spaces`, which is how `Algorithm.setup` learns them). The **Learner** owns the torch
+`RLModule` and its optimizer. Runners get the module's weights as NumPy arrays, and only the part they
+need: `inference_only=True` leaves out the value network (`vf.*`), which only the learner uses."""),
+    code("""from rlcourse import PPOConfig
+from rlcourse.algorithms.ppo_learner import PPOLearner
+from rlcourse.registry import probe_spaces
+
+config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
+    .debugging(seed=0)
+)
+env_creator = config.get_env_creator()
+observation_space, action_space = probe_spaces(env_creator, config.env_config)
+learner = PPOLearner(config, observation_space, action_space)
+weights = learner.get_weights(inference_only=True)
+print(observation_space, action_space)
+for name, array in weights.items():
+    print(f"{name:12s} {array.dtype} {array.shape}")"""),
+    md("""## 3. EnvRunner actors, built by hand
+
+An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-only copy of the policy.
+`ray.remote(EnvRunner)` makes it an actor class; half a CPU each lets two share one core. A runner
+refuses to sample before it has weights, so we put the weights into Ray's object store **once** and
+hand the same reference to both runners (`EnvRunnerGroup.sync_weights` does exactly this)."""),
+    code("""from rlcourse.env_runner import EnvRunner
+
+RemoteEnvRunner = ray.remote(EnvRunner).options(num_cpus=0.5)
+runners = [RemoteEnvRunner.remote(config, env_creator, worker_index=i + 1) for i in range(2)]
+weights_ref = ray.put(weights)
+ray.get([runner.set_weights.remote(weights_ref) for runner in runners])
+
+# Both runners sample at the same time; each returns a list of episode chunks.
+episodes = [ep for chunks in ray.get([r.sample.remote(num_timesteps=1000) for r in runners])
+            for ep in chunks]
+print(f"{len(episodes)} chunks, {sum(len(ep) for ep in episodes)} steps in all:",
+      sum(ep.is_terminated for ep in episodes), "terminated,",
+      sum(ep.is_truncated for ep in episodes), "truncated,",
+      sum(not ep.is_done for ep in episodes), "still running")
+for ep in episodes[:4]:
+    print(ep)"""),
+    md("""## 4. Inside a SingleAgentEpisode
+
+A chunk of **n steps** holds **n+1 observations**: `observations[t]` is what the agent saw before
+`actions[t]`, and `observations[n]` is where the chunk stops. Rewards and `extra_model_outputs`
+(here `action_logp`, the log-probability of each action under the policy that chose it) have one
+entry per step. Everything is a NumPy array."""),
+    code("""ep = episodes[0]
+print(ep)
+print("observations       ", ep.observations.shape, ep.observations.dtype)
+print("actions            ", ep.actions.shape, ep.actions[:10])
+print("rewards            ", ep.rewards.shape, ep.rewards[:10])
+print("action_logp        ", ep.extra_model_outputs["action_logp"].shape,
+      ep.extra_model_outputs["action_logp"][:4].round(3))
+print("terminated/truncated", ep.is_terminated, ep.is_truncated)
+print("t_started, t        ", ep.t_started, ep.t, "| return", ep.get_return())"""),
+    md("""CartPole **terminates** when the pole falls (no future: nothing to bootstrap from) and is
+**truncated** at 500 steps (a time limit: the agent could have gone on). A third case matters just as
+much: a chunk that is simply **cut** because `sample()` had collected enough steps. Its episode goes
+on, and the runner's next `sample()` call continues it with the **same `id_`**, starting at the
+observation where the previous chunk stopped."""),
+    code("""first = ray.get(runners[0].sample.remote(num_timesteps=60))
+second = ray.get(runners[0].sample.remote(num_timesteps=60))
+cut_chunk = next(ep for ep in first if not ep.is_done)
+continued = next(ep for ep in second if ep.id_ == cut_chunk.id_)
+print("first call: ", cut_chunk)
+print("second call:", continued)
+print("starts where the first stopped:",
+      continued.t_started == cut_chunk.t,
+      np.array_equal(continued.observations[0], cut_chunk.observations[-1]))
+print("joined:     ", cut_chunk.concat_episode(continued))"""),
+    md("""## 5. The RLModule: three forward passes and a distribution
+
+The learner's `RLModule` (`rlcourse/rl_module.py`) has three forward methods, named as in RLlib:
+- `forward_train`: what the **Learner** calls, with gradients;
+- `forward_exploration`: what a runner calls to **sample** actions while training;
+- `forward_inference`: what a runner calls to act **greedily** (evaluation, deployment).
+
+All three return `action_dist_inputs`: for a Discrete action space, one logit per action. The
+module turns them into an action **distribution** with `get_action_dist` (a Categorical here, a
+Gaussian for continuous actions). The value network is separate: `compute_values`."""),
+    code("""import torch
+
+module = learner.module
+batch = {"obs": torch.tensor(ep.observations[:4])}  # a copy: arrays that Ray returns are read-only
+train_out = module.forward_train(batch)
+logits = train_out["action_dist_inputs"]
+print("forward_train       ", {k: tuple(v.shape) for k, v in train_out.items()},
+      "| requires_grad:", logits.requires_grad)
+print("forward_exploration ", module.forward_exploration(batch)["action_dist_inputs"].requires_grad,
+      "| forward_inference:", module.forward_inference(batch)["action_dist_inputs"].requires_grad)
+dist = module.get_action_dist(logits.detach())
+actions = dist.sample()
+print("distribution        ", type(dist).__name__, "probs of the first two:", *dist.probs.numpy()[:2].round(3))
+print("sampled actions     ", actions.tolist(), "log_prob:", dist.log_prob(actions).numpy().round(3))
+print("greedy actions      ", module.greedy_actions(logits).tolist(),
+      "| entropy:", dist.entropy().numpy().round(3))
+print("values V(obs)       ", module.compute_values(batch).detach().numpy().round(3))"""),
+    md("""The runners did not use this torch module: they ran the same network **in NumPy**
+(`rlcourse/numpy_mlp.py`), so runner processes never import torch. PPO relies on the two agreeing:
+its probability ratio compares the learner's `log_prob` with the `action_logp` the runner recorded,
+and before the first update that ratio must be exactly 1. Let us check it on every step we sampled."""),
+    code("""obs = torch.as_tensor(np.concatenate([e.observations[:-1] for e in episodes]))
+taken = torch.as_tensor(np.concatenate([e.actions for e in episodes]))
+recorded = np.concatenate([e.extra_model_outputs["action_logp"] for e in episodes])
+with torch.no_grad():
+    learner_logp = module.get_action_dist(module.forward_train({"obs": obs})["action_dist_inputs"])\\
+        .log_prob(taken).numpy()
+logp_gap = float(np.abs(learner_logp - recorded).max())
+print(f"{len(recorded)} steps: largest |learner log_prob - runner action_logp| = {logp_gap:.2e}")"""),
+    md("""## 6. The Learner: from episodes to a training batch
+
+`PPOLearner.build_batch` (`rlcourse/algorithms/ppo_learner.py`) flattens the chunks into arrays
+(`flatten_episodes`), computes the value of **every** observation (including each chunk's last one,
+to bootstrap from), and then the **advantages** with Generalized Advantage Estimation
+(`compute_gae` in `rlcourse/postprocessing.py`):
+
+$$\\delta_t = r_t + \\gamma\\, V(s_{t+1})\\,(1 - \\text{terminated}_t) - V(s_t), \\qquad
+A_t = \\delta_t + \\gamma\\lambda\\, A_{t+1}$$
+
+computed backwards from the end of each chunk. An advantage says how much better the action turned
+out than the value network expected. `value_targets = advantages + values` are what the value
+network learns to predict."""),
+    code("""train_batch = learner.build_batch(episodes)
+for key, tensor in train_batch.items():
+    print(f"{key:14s} {tuple(tensor.shape)} {tensor.dtype}")
+print("advantages are standardized: mean", round(float(train_batch["advantages"].mean()), 4),
+      "std", round(float(train_batch["advantages"].std()), 4))"""),
+    md("""### Exercise: GAE for one chunk, by hand
+
+Write `my_gae(episode, values, gamma, lambda_)`. `values` holds V of the chunk's **n+1
+observations** (`values[n]` is the value of the last one); return **n advantages**, one per action.
+Read `episode.rewards`, `episode.is_terminated` and `episode.is_truncated`.
+
+Think about the last step:
+- after a **termination** there is no future: nothing to bootstrap, V counts as 0;
+- after a **truncation** (a time limit) the agent *could* have gone on: bootstrap from `values[n]`;
+- a chunk that is **cut** but still running also bootstraps from `values[n]`.
+
+`check_gae` compares your function with `rlcourse.postprocessing.compute_gae` on chunks ending in
+each of these ways and names the case if one is wrong. A working answer is below; replace it with
+your own and run the cell."""),
+    code("""from rlcourse.exercises import check_gae
+
+
+def my_gae(episode, values, gamma, lambda_):
+    \"\"\"GAE advantages for one chunk; `values` are V of its n+1 observations.\"\"\"
+    n = len(episode)
+    advantages = np.zeros(n, dtype=np.float32)
+    next_advantage = 0.0
+    for t in reversed(range(n)):
+        # Only a termination ends the future; a truncated or cut chunk bootstraps from V(s_n).
+        no_future = t == n - 1 and episode.is_terminated
+        next_value = 0.0 if no_future else values[t + 1]
+        delta = episode.rewards[t] + gamma * next_value - values[t]
+        next_advantage = delta + gamma * lambda_ * next_advantage
+        advantages[t] = next_advantage
+    return advantages
+
+
+check_gae(my_gae)"""),
+    md("""## 7. One update
+
+`learner.update(episodes)` builds that batch and runs `num_epochs` passes of minibatch SGD on
+`compute_loss`: the clipped policy loss, the value loss and the entropy. It returns the mean of each,
+the same numbers you find in `result["learners"]["default_policy"]` after `algo.train()`."""),
+    code("""before = {k: v.copy() for k, v in learner.get_weights().items()}
+update_stats = learner.update(episodes)
+for name, value in update_stats.items():
+    print(f"{name:24s} {value:.4f}")
+changed = [k for k, v in learner.get_weights().items() if not np.allclose(v, before[k])]
+print("weights changed:", len(changed), "of", len(before), "tensors")"""),
+    md("""## 8. Close the loop by hand
+
+Now the runners need the new weights, and we go round again: sync weights → sample → update. This
+is all `Algorithm.training_step` does for PPO. Each runner also counts the episodes that finished
+(`get_metrics()`), so we can watch the return grow."""),
+    code("""progress = display("starting...", display_id=True)
+hand_returns = []
+for iteration in range(8):
+    weights_ref = ray.put(learner.get_weights(inference_only=True))          # sync_weights
+    ray.get([r.set_weights.remote(weights_ref) for r in runners])
+    episodes = [ep for chunks in ray.get([r.sample.remote(num_timesteps=1000) for r in runners])
+                for ep in chunks]                                            # sample
+    finished = [ret for m in ray.get([r.get_metrics.remote() for r in runners])
+                for ret in m["episode_returns"]]
+    update_stats = learner.update(episodes)                                  # update
+    hand_returns.append(float(np.mean(finished)))
+    progress.update(f"iteration {iteration + 1}: mean return {hand_returns[-1]:6.1f} over "
+                    f"{len(finished)} episodes | vf_loss {update_stats['vf_loss']:.3f}")"""),
+    md("""Here is one terminated episode and one cut chunk from the last batch, as the learner sees them:
+the rewards, the value network's V(s_t), and your advantages. After only 8 batches the value network
+still underestimates how long the pole now stays up, so most advantages are positive: the actions did
+better than V expected. The difference is at the end. The terminated episode has no future: its last
+deltas are 1 - V(s_t), and the last actions, which let the pole fall, get large negative advantages.
+The cut chunk bootstraps from V of its last observation (the dot), so its last actions are not blamed
+for an ending that never happened."""),
+    code("""terminated_ep = max((e for e in episodes if e.is_terminated), key=len)
+cut_ep = max((e for e in episodes if not e.is_done), key=len)
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+for ax, e, title in [(axes[0], terminated_ep, "terminated (the pole fell)"),
+                     (axes[1], cut_ep, "cut by sample() (the episode goes on)")]:
+    with torch.no_grad():
+        v = module.compute_values({"obs": torch.tensor(e.observations)}).numpy()
+    adv = my_gae(e, v, config.gamma, config.lambda_)
+    steps = np.arange(len(e))
+    ax.plot(steps, e.rewards, label="reward $r_t$")
+    ax.plot(np.arange(len(e) + 1), v, label="value $V(s_t)$")
+    ax.plot(steps, adv, label="advantage $A_t$ (my_gae)")
+    if not e.is_terminated:
+        ax.plot(len(e), v[-1], "o", color="C1", label="bootstrap $V(s_n)$")
+    ax.axhline(0, color="gray", lw=0.5)
+    ax.set_title(f"{title}: {len(e)} steps")
+    ax.set_xlabel("step t in the chunk")
+axes[0].legend()
+plt.show()"""),
+    md("""## 9. The same pieces inside `Algorithm.train()`
+
+Our hand-built runners have done their job; we stop them and let an `Algorithm` build everything from
+the same config. Its `env_runner_group` holds EnvRunner actors like ours, and its `learner_group`
+holds a `PPOLearner` like ours (in this process, since `num_learners=0`)."""),
+    code("""from rlcourse.env_runner_group import EnvRunnerGroup
+from rlcourse.learner_group import LearnerGroup
+
+for runner in runners:
+    ray.kill(runner)
+algo = config.build_algo()
+group, learners = algo.env_runner_group, algo.learner_group
+print(type(group).__name__, "with", group.num_remote_env_runners, "actors of class",
+      group.foreach_env_runner(lambda runner: type(runner).__name__))
+print("each actor's worker_index and sub-envs:",
+      group.foreach_env_runner(lambda runner: (runner.worker_index, runner.num_envs)))
+print(type(learners).__name__, "holding a", type(learners.local_learner).__name__)
+same_classes = (isinstance(group, EnvRunnerGroup) and isinstance(learners, LearnerGroup)
+                and type(learners.local_learner) is PPOLearner
+                and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"EnvRunner"})"""),
+    md("""Two iterations. The result's timers are our hand loop's three steps, and the learner's numbers
+have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
+initial weights from `setup`) and only **puts** it into the object store, without calling the runners:
+the next sample request carries the reference. So after two iterations the group has put version 2,
+while the runners hold version 1, the weights they sampled the second batch with."""),
+    code("""for _ in range(2):
+    result = algo.train()
+print("timers (s):", {k: round(v, 3) for k, v in result["timers"].items()})
+print("learner keys match our update:",
+      set(result["learners"]["default_policy"]) == set(update_stats))
+print("weights version put by the group:", group.weights_seq_no,
+      "| held by each runner:", group.foreach_env_runner(lambda runner: runner.weights_seq_no))
+print("return:", round(result["env_runners"]["episode_return_mean"], 1))"""),
+    md("""And here is the whole training step, the loop you just wrote by hand:"""),
+    code("""import inspect
+
+from rlcourse import Algorithm
+
+print(inspect.getsource(Algorithm.sample_and_update))"""),
+    md("""### The data walk, file by file
+
+| step | where | what it does |
+|---|---|---|
+| config | `rlcourse/config.py`, `AlgorithmConfig` | every setting; `build_algo()` validates and builds |
+| setup | `rlcourse/algorithm.py`, `Algorithm.setup` | probes the env's spaces, builds the EnvRunnerGroup and LearnerGroup, syncs the first weights |
+| sample | `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sample` | asks every runner actor for its share of the batch, at the same time |
+| sample | `rlcourse/env_runner.py`, `EnvRunner.sample` | steps the vector env with the NumPy policy; slices the steps into chunks |
+| episodes | `rlcourse/episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
+| update | `rlcourse/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
+| update | `rlcourse/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
+| weights | `rlcourse/rl_module.py`, `RLModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
+| sync | `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`; every next sample request carries the reference |"""),
+    md("""## Summary
+
+- An **EnvRunner** is a vector env plus an inference-only policy; as a Ray actor it samples in
+  parallel with others. It needs weights before it samples, and returns **episode chunks**.
+- A **SingleAgentEpisode** chunk has n+1 observations for n steps. It is terminated (no future),
+  truncated (a time limit: bootstrap), or cut and continued by the next `sample()` with the same `id_`.
+- The **RLModule**'s forward passes return `action_dist_inputs`; `get_action_dist` makes the
+  distribution that actions are sampled from and that the loss takes log-probabilities of.
+- The **Learner** turns chunks into a batch with GAE advantages and updates the weights, which go
+  back to the runners. `Algorithm.train()` is that loop, with the pieces you built by hand.
+
+**Read next in the source**
+- `rlcourse/env_runner.py`, `EnvRunner._sample_steps` and `_to_episodes`: how steps become chunks.
+- `rlcourse/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
+- `rlcourse/algorithms/ppo_learner.py`, `build_batch` and `compute_loss`.
+- `rlcourse/algorithm.py`, `Algorithm.setup` and `sample_and_update`."""),
+    code("""# Lesson check: the pieces fit together, the hand-written loop learned, and the Algorithm is made of them.
+assert logp_gap < 1e-4, logp_gap
+assert hand_returns[-1] > 1.5 * hand_returns[0], hand_returns
+assert same_classes
+assert set(result["learners"]["default_policy"]) == set(update_stats)
+assert group.weights_seq_no == 2
+assert group.foreach_env_runner(lambda runner: runner.weights_seq_no) == [1, 1]
+algo.stop()
+ray.shutdown()
+print("Lesson 02 complete.")"""),
+]
+
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

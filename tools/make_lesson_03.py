@@ -1,0 +1,339 @@
+"""Writes lessons/03_custom_environments.ipynb from the cells below (outputs stripped)."""
+
+from lesson_cells import code, md, write_lesson
+
+NAME = "03_custom_environments.ipynb"
+
+CELLS = [
+    md("""# Lesson 03 — Custom environments: your own task, trained with rlcourse
+
+CartPole is someone else's problem. Real projects start with *your* simulator, game or business
+process, wrapped as a gymnasium environment. This lesson takes the course's own environment,
+`GridWorld` (`rlcourse/course_envs.py`), from its source to a trained agent.
+
+**By the end of this lesson you can**
+1. name what a gymnasium env must provide (spaces, `reset`, `step`, `render`) and why
+   `terminated` and `truncated` are two different flags;
+2. check an env with gymnasium's env checker before training on it;
+3. configure an env with `env_config`, and see it arrive through `EnvContext` together with
+   `worker_index` and `vector_index`;
+4. register an env with `register_env`, train PPO on it, plot the return curve and evaluate;
+5. read the error a broken env produces, even when it comes from a Ray actor;
+6. write an env to a spec and have it checked.
+
+The lesson runs in about a minute on two CPU cores."""),
+    md("""## 1. The course's environment: GridWorld
+
+An agent walks on a grid to the goal in the bottom-right corner. A row of pits crosses the middle,
+with one gap. Each episode starts on a random safe cell.
+
+- **observation**: the agent's cell number, `row * size + col` (a `Discrete` space, like FrozenLake;
+  the default network sees it one-hot);
+- **actions**: 0 up, 1 right, 2 down, 3 left (`Discrete(4)`);
+- **rewards**: +1 at the goal, -1 in a pit, -0.01 for every other step;
+- **terminated** at the goal or in a pit (the episode is over: there is no future to value);
+  **truncated** after `max_episode_steps` (time ran out, though the agent could have gone on).
+
+`render_mode="rgb_array"` makes `render()` return a picture as an array of pixels."""),
+    code("""import inspect
+import time
+import warnings
+
+import gymnasium as gym
+import matplotlib.pyplot as plt
+import numpy as np
+import ray
+from IPython.display import display
+
+from rlcourse.course_envs import GridWorld
+from rlcourse.resources import init_ray
+
+init_ray(num_cpus=2)
+
+env = GridWorld({"render_mode": "rgb_array"})
+obs, info = env.reset(seed=21)
+print("observation_space:", env.observation_space, "| action_space:", env.action_space)
+print("first observation:", obs, "= (row, col)", divmod(int(obs), env.size))
+frames = [env.render()]
+for action in [1, 2, 2, 1, 2, 1]:  # right, down through the gap, down, right, down, right
+    obs, reward, terminated, truncated, info = env.step(action)
+    frames.append(env.render())
+    print(f"action {action} -> (row, col) {divmod(int(obs), env.size)}, reward {reward:5.2f}, "
+          f"terminated {terminated}, truncated {truncated}")
+fig, axes = plt.subplots(1, len(frames), figsize=(14, 2.4))
+for t, (ax, frame) in enumerate(zip(axes, frames)):
+    ax.imshow(frame)
+    ax.set_title(f"t = {t}")
+    ax.axis("off")
+plt.show()"""),
+    md("""Those are all the methods there are. The whole env is a page of Python:"""),
+    code("""print(inspect.getsource(GridWorld.step))"""),
+    md("""How good is acting at random? This is the RL loop from lesson 01, on our env. It gives the
+baseline that training has to beat."""),
+    code("""def random_return(env, episodes=300):
+    total = 0.0
+    for _ in range(episodes):
+        env.reset()
+        done = False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total += reward
+            done = terminated or truncated
+    return total / episodes
+
+
+random_baseline = random_return(GridWorld({"size": 7, "slip": 0.1}))
+print(f"random policy on a 7 x 7 grid: mean return {random_baseline:.2f}")"""),
+    md("""## 2. Check the env before you train on it
+
+`gymnasium.utils.env_checker.check_env` calls `reset` and `step` with seeds and random actions, and
+checks what comes back: the tuple shapes, observations inside `observation_space`, bools for the
+flags, that `reset(seed=...)` is reproducible, that observations are new arrays each time. Mistakes it
+can only suspect are **warnings**, so we turn warnings into errors. (Its render test needs an env
+registered with `gymnasium.register`; we skip it and look at the pictures ourselves.)"""),
+    code("""from gymnasium.utils.env_checker import check_env
+
+with warnings.catch_warnings():
+    warnings.simplefilter("error")  # a warning from the checker is a bug to fix
+    check_env(GridWorld({"size": 7, "slip": 0.1}), skip_render_check=True)
+print("GridWorld passes gymnasium's env checker")"""),
+    md("""## 3. `env_config` and `EnvContext`
+
+An env class receives one argument: the `env_config` dict from `config.environment(env,
+env_config={...})`. rlcourse (like RLlib) wraps it in an **EnvContext**: still a dict, plus
+`worker_index` (which EnvRunner: 0 in this process, 1, 2, ... for runner actors) and `vector_index`
+(which sub-env of that runner). A creator can use them, for example to give every runner a different
+seed or difficulty. GridWorld reads `size`, `slip` (the chance that a move goes in a random
+direction) and `max_episode_steps`, and refuses keys it does not know: a typo should not silently
+train on the defaults."""),
+    code("""from rlcourse import EnvContext
+
+context = EnvContext({"size": 7, "slip": 0.1}, worker_index=2, vector_index=1)
+big = GridWorld(context)
+print("an EnvContext is a dict:", dict(context), "| worker_index", context.worker_index,
+      "| vector_index", context.vector_index)
+print("GridWorld read:", {"size": big.size, "slip": big.slip, "max_episode_steps": big.max_episode_steps,
+                          "worker_index": big.worker_index, "vector_index": big.vector_index})
+try:
+    GridWorld({"sise": 7})
+except ValueError as e:
+    print("typo ->", e)
+
+fig, axes = plt.subplots(1, 2, figsize=(7, 3.2))
+for ax, size in zip(axes, [5, 7]):
+    grid = GridWorld({"size": size, "render_mode": "rgb_array"})
+    grid.reset(seed=0)
+    ax.imshow(grid.render())
+    ax.set_title(f'env_config={{"size": {size}}}')
+    ax.axis("off")
+plt.show()"""),
+    md("""## 4. Register it, and train PPO on it
+
+`register_env(name, creator)` gives the env a name to use in `config.environment(name)`, as in
+RLlib. The creator receives each sub-env's EnvContext. The driver ships the creator to every runner
+actor when it builds them, so a name registered in this notebook works in every runner. Ray ships a
+function or class defined in the notebook *by value* (the `BrokenGrid` below travels that way), but
+one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.course_envs`
+itself, which works wherever rlcourse is installed. (Your own module must be importable on every node
+of a cluster.) Passing the class, `config.environment(GridWorld)`, works too."""),
+    code("""from rlcourse import PPOConfig, register_env
+
+register_env("course-grid", lambda context: GridWorld(context))
+config = (
+    PPOConfig()
+    .environment("course-grid", env_config={"size": 7, "slip": 0.1})
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+    .evaluation(evaluation_duration=50)
+    .debugging(seed=0)
+)
+algo = config.build_algo()
+contexts = algo.env_runner_group.foreach_env_runner(
+    lambda runner: [(env.worker_index, env.vector_index, env.size) for env in runner.env.envs])
+for runner_envs in contexts:
+    print("runner actor: (worker_index, vector_index, size) of its sub-envs:", runner_envs)"""),
+    code("""history = []
+progress = display("starting...", display_id=True)
+start = time.perf_counter()
+for _ in range(30):
+    result = algo.train()
+    history.append(result)
+    ret = result["env_runners"]["episode_return_mean"]
+    progress.update(f"iteration {result['training_iteration']:2d} | return {ret:5.2f} | "
+                    f"episode length {result['env_runners']['episode_len_mean']:4.1f} | "
+                    f"env steps {result['num_env_steps_sampled_lifetime']:6d} | "
+                    f"{time.perf_counter() - start:5.1f} s")
+    if ret >= 0.8:
+        break
+
+steps = [r["num_env_steps_sampled_lifetime"] for r in history]
+returns = [r["env_runners"]["episode_return_mean"] for r in history]
+fig, ax = plt.subplots(figsize=(7, 3.5))
+ax.plot(steps, returns, marker="o", label="PPO")
+ax.axhline(random_baseline, color="gray", linestyle="--", label="random policy")
+ax.set_xlabel("env steps sampled")
+ax.set_ylabel("mean return (last 100 episodes)")
+ax.set_title('PPO on GridWorld, env_config={"size": 7, "slip": 0.1}')
+ax.legend()
+plt.show()"""),
+    md("""## 5. Evaluate, and look at what it learned
+
+`evaluate()` plays 50 episodes greedily. With `slip=0.1` a greedy agent still slips now and then, so
+a few episodes end in a pit. Since the observation is the cell, the whole policy fits in one picture:
+the greedy action in every cell, and one episode played with it."""),
+    code("""evaluation = algo.evaluate()["env_runners"]
+print(f"greedy return over {evaluation['num_episodes']} episodes: "
+      f"{evaluation['episode_return_mean']:.2f} (random policy: {random_baseline:.2f})")
+
+grid = GridWorld({"size": 7, "slip": 0.1, "render_mode": "rgb_array"})
+cells = np.arange(grid.size * grid.size)
+rows, cols = np.divmod(cells, grid.size)
+show = ~grid.pits[rows, cols] & (cells != cells[-1])  # no arrows on pits and the goal
+# Arrows in image coordinates (x to the right, y downwards) for up, right, down, left.
+arrows = np.array([[0, -1], [1, 0], [0, 1], [-1, 0]])[algo.compute_actions(cells)]
+
+
+def pixel(row_col):  # centre of a cell in the rendered image, as (x, y)
+    return (np.asarray(row_col)[..., ::-1] + 0.5) * 32
+
+
+# A seed whose episode starts in the top-left corner, far from the goal.
+obs, _ = grid.reset(seed=next(seed for seed in range(100) if grid.reset(seed=seed)[0] == 0))
+path, episode_return, done = [divmod(int(obs), grid.size)], 0.0, False
+while not done:
+    obs, reward, terminated, truncated, _ = grid.step(int(algo.compute_actions(np.array([obs]))[0]))
+    path.append(divmod(int(obs), grid.size))
+    episode_return += reward
+    done = terminated or truncated
+
+fig, axes = plt.subplots(1, 2, figsize=(9, 4.3))
+axes[0].imshow(grid.render())
+axes[0].quiver(*pixel(np.c_[rows, cols][show]).T, *arrows[show].T, angles="xy",
+               scale_units="xy", scale=1 / 12, pivot="middle", color="black")
+axes[0].set_title("greedy action in each cell")
+axes[1].imshow(grid.render())
+axes[1].plot(*pixel(path).T, "-o", color="#d63031", markersize=4)
+axes[1].set_title(f"one greedy episode: {len(path) - 1} steps, return {episode_return:.2f}")
+for ax in axes:
+    ax.axis("off")
+plt.show()"""),
+    md("""## 6. When an env is broken
+
+Two kinds of mistakes, and where they show up.
+
+**The env cannot even be built** (a bad `env_config`, a missing file, a typo). `build_algo()` builds
+one env in this process first to learn its spaces (`probe_spaces` in `rlcourse/registry.py`), so the
+error comes at once, with the env's own message, before any actor is started:"""),
+    code("""broken_config = config.copy().environment("course-grid", env_config={"size": 7, "slipp": 0.1})
+try:
+    broken_config.build_algo()
+except Exception as e:
+    print(f"{type(e).__name__}: {e}")"""),
+    md("""**The env builds but misbehaves while stepping.** Here `step()` returns the agent's `(row, col)`
+instead of the cell number: the observation no longer matches `observation_space`. The env is built
+and stepped inside a runner **actor**, so the error comes back through Ray."""),
+    code("""class BrokenGrid(GridWorld):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return self.position, reward, terminated, truncated, info  # (row, col), not the cell number
+
+
+broken = (PPOConfig().environment(BrokenGrid)
+          .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5).debugging(seed=0))
+broken_error = None
+with broken.build_algo() as broken_algo:
+    try:
+        broken_algo.train()
+    except Exception as e:
+        broken_error = e
+        print(f"{type(e).__name__}:\\n{e}")"""),
+    md("""How to read it, from the top:
+1. `RayTaskError(ValueError)`: the error happened in a Ray actor (`ray::EnvRunner.sample_and_get_metrics`),
+   and the original error is a `ValueError`. Ray shows the actor's own traceback below.
+2. Follow the frames down: `rlcourse/env_runner.py` called `self.env.step(actions)`, gymnasium's
+   vector env then failed to `concatenate` the sub-envs' observations into its array, which has one
+   slot per sub-env shaped by `observation_space`: the observations do not fit the space.
+3. The last line is rlcourse's note. `restart_failed_sub_environments` helps an env that crashes
+   *now and then* (a flaky simulator). This env fails on every step: it needs a fix, not a restart.
+
+The error names the symptom, far from the cause. gymnasium's checker names the cause:"""),
+    code("""with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    check_env(BrokenGrid(), skip_render_check=True)
+for warning in caught:
+    print("check_env:", str(warning.message).replace("\\x1b[33m", "").replace("\\x1b[0m", ""))"""),
+    md("""So: run `check_env` on every new env, with warnings as errors, before its first training run.
+
+## 7. Exercise: write the Corridor env
+
+Write `Corridor`, a gymnasium env to this spec:
+- `__init__(self, config=None)`: read `length` (default 10) and `max_episode_steps` (default 50)
+  from the env_config (`config` may be `None`);
+- `observation_space = Box(0.0, length - 1, shape=(1,), dtype=np.float32)`; the observation is the
+  agent's cell as a float32 array of shape (1,);
+- `action_space = Discrete(2)`: 0 steps left (never below cell 0), 1 steps right;
+- `reset()` puts the agent in cell 0 (call `super().reset(seed=seed)` first);
+- reaching the last cell (`length - 1`) gives reward +1.0 and **terminates**; every other step
+  gives -0.1; after `max_episode_steps` steps an episode that has not terminated is **truncated**.
+
+`check_env_implementation(Corridor)` runs gymnasium's checker (warnings count as failures), then
+walks your corridor with several env_configs and explains the first thing that does not match.
+A working answer is below; replace it with your own and run the cell."""),
+    code("""from rlcourse.exercises import check_env_implementation
+
+
+class Corridor(gym.Env):
+    \"\"\"Walk right from cell 0 to the last cell of a corridor.\"\"\"
+
+    def __init__(self, config=None):
+        config = config or {}
+        self.length = config.get("length", 10)
+        self.max_episode_steps = config.get("max_episode_steps", 50)
+        self.observation_space = gym.spaces.Box(0.0, self.length - 1, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.position, self.steps = 0, 0
+        return np.array([self.position], dtype=np.float32), {}
+
+    def step(self, action):
+        self.position = max(0, self.position - 1) if action == 0 else self.position + 1
+        self.steps += 1
+        terminated = self.position == self.length - 1
+        truncated = not terminated and self.steps >= self.max_episode_steps
+        reward = 1.0 if terminated else -0.1
+        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+
+
+check_env_implementation(Corridor)"""),
+    md("""## Summary
+
+- A gymnasium env declares `observation_space` and `action_space`, and implements
+  `reset(seed=...) -> (obs, info)` and `step(action) -> (obs, reward, terminated, truncated, info)`.
+  **terminated** means the task ended (no future); **truncated** means time ran out.
+- `check_env` (with warnings as errors) catches most mistakes before training does.
+- `env_config` reaches the env as an **EnvContext**, which also says which runner (`worker_index`) and
+  which sub-env (`vector_index`) it is built for.
+- `register_env(name, creator)` names an env. Runner actors build their own envs: an env class must
+  be defined in the notebook (shipped by value) or importable where they run (like
+  `rlcourse.course_envs`).
+- A broken env fails at `build_algo()` when it cannot be built, and otherwise with a `RayTaskError`
+  whose traceback, read top to bottom, leads to the env.
+
+**Read next in the source**
+- `rlcourse/course_envs.py`: GridWorld, and how it draws itself.
+- `rlcourse/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
+- `rlcourse/env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
+    code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
+# EnvContext, and the broken env failed with its ValueError.
+assert history[-1]["env_runners"]["episode_return_mean"] > 0.4, history[-1]["env_runners"]
+assert evaluation["episode_return_mean"] > 0.4 > random_baseline, (evaluation, random_baseline)
+assert contexts == [[(w, v, 7) for v in range(4)] for w in (1, 2)], contexts
+assert isinstance(broken_error, ValueError), broken_error  # RayTaskError(ValueError) is one
+algo.stop()
+ray.shutdown()
+print("Lesson 03 complete.")"""),
+]
+
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

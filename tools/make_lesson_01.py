@@ -1,28 +1,47 @@
-"""Writes lessons/01_ray_and_rl_basics.ipynb from the cells below (outputs stripped)."""
+"""Writes lessons/01_ray_and_rl_basics.ipynb (outputs stripped): python tools/make_lesson_01.py"""
 
 from lesson_cells import code, md, write_lesson
 
 NAME = "01_ray_and_rl_basics.ipynb"
 
 CELLS = [
-    md("""# Lesson 01 — Ray and RL basics: your first PPO agent
+    md("""
+# Lesson 01 — Ray and RL basics: your first PPO agent
 
 **By the end of this lesson you can**
-1. start Ray small and quiet on a laptop, and run a Ray *task* and a Ray *actor*;
-2. write the reinforcement-learning loop by hand: observe, act, get a reward, repeat;
-3. configure, train and evaluate PPO with `rlcourse`, using the same names as RLlib
-   (`PPOConfig`, `.environment()`, `.env_runners()`, `build_algo()`, `train()`);
-4. read the result dict and plot a learning curve.
+1. check that your machine is ready for the course;
+2. start Ray small and quiet, and use its three building blocks: *tasks*, *actors* and the
+   *object store*;
+3. write the reinforcement-learning loop by hand: observe, act, get a reward, repeat (the exercise);
+4. configure, train and evaluate PPO with `rlcourse`, with RLlib's names (`PPOConfig`,
+   `.environment()`, `.env_runners()`, `build_algo()`, `train()`), and watch it learn live;
+5. watch the trained agent play, then save it and load it back.
 
-The whole lesson runs in about a minute on two CPU cores."""),
-    md("""## 1. Ray in two minutes
+The lesson takes about a minute on two CPU cores.
+"""),
+    md("""
+## 0. Pre-flight check
+
+`rlcourse doctor` (here as a function) checks Python and the packages against the course's lock
+file, the CPUs and memory you have, Ray, and JupyterLab's widget extension, and says what to fix.
+"""),
+    code("""
+from rlcourse.doctor import doctor
+
+checks = doctor()
+"""),
+    md("""
+## 1. Ray in three pieces
 
 Ray turns Python functions into **tasks** and classes into **actors** that run in other processes
 (or on other machines). `rlcourse` uses actors for its *EnvRunners* (they collect experience) and
-its *Learners* (they update the network). We start Ray without its dashboard and tell it how many
-CPUs it may use; calling `init_ray` again is harmless, so this notebook can be re-run."""),
-    code("""import time
+its *Learners* (they update the network). We start Ray without its dashboard, with two CPUs;
+`init_ray` does nothing if Ray is already running, so this notebook can be re-run.
+"""),
+    code("""
+import time
 
+import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import ray
@@ -30,11 +49,16 @@ import ray
 from rlcourse.resources import init_ray
 
 init_ray(num_cpus=2)
-ray.cluster_resources()"""),
-    md("""A **task** is a function run somewhere in the cluster; `.remote()` returns a *reference* at
-once, and `ray.get` waits for the value. An **actor** is an object living in its own process:
-it keeps its state between calls. `num_cpus=0.5` reserves half a core, so several actors share two."""),
-    code("""@ray.remote
+ray.cluster_resources()
+"""),
+    md("""
+A **task** is a function run somewhere in the cluster: `.remote()` returns a *reference* at once
+and `ray.get` waits for the value. An **actor** is an object living in a process of its own: it
+keeps its state between calls, which run one at a time. `num_cpus=0.5` reserves half a core, so
+several actors share two.
+"""),
+    code("""
+@ray.remote
 def square(x):
     return x * x
 
@@ -49,38 +73,75 @@ class Counter:
         return self.total
 
 
-refs = [square.remote(i) for i in range(5)]   # five tasks run in parallel
+refs = [square.remote(i) for i in range(5)]   # five tasks, in parallel
 squares = ray.get(refs)
 counter = Counter.remote()                       # one actor, one process
 for s in squares:
     total_ref = counter.add.remote(s)
 print("squares:", squares, "- running total in the actor:", ray.get(total_ref))
-ray.kill(counter)"""),
-    md("""## 2. The RL loop by hand
+ray.kill(counter)
+"""),
+    md("""
+The **object store** holds values that tasks and actors share. `ray.put` stores a value once and
+returns a reference; passing the reference to many tasks ships the value to each process without
+copying it again in the driver (NumPy arrays are even read in place). This is how `rlcourse` sends
+new network weights to all runners: one `ray.put` per update.
+"""),
+    code("""
+weights = np.random.default_rng(0).normal(size=(256, 256)).astype(np.float32)
+weights_ref = ray.put(weights)                   # stored once
+
+
+@ray.remote
+def norm(w):                                     # Ray passes the array, not the reference
+    return float(np.linalg.norm(w))
+
+
+print([round(x, 1) for x in ray.get([norm.remote(weights_ref) for _ in range(4)])])
+print(f"object store: {ray.available_resources()['object_store_memory'] / 2**20:.0f} MB free")
+"""),
+    md("""
+## 2. The RL loop by hand
 
 CartPole: push a cart left or right (action 0 or 1) to keep a pole upright. Every step upright gives
-reward +1; the episode **terminates** when the pole falls and is **truncated** at 500 steps.
-A random policy shows the loop every algorithm is built on."""),
-    code("""import gymnasium as gym
+reward +1; the episode **terminates** when the pole falls and is **truncated** at 500 steps by a
+time limit. Every RL algorithm is built on this loop: `reset`, then `step(action)` until the
+episode ends.
 
+### Exercise: write the loop
+
+Complete `run_episode(env, policy, seed)`: reset the env with the seed, act with `policy(obs)`
+until the episode ends, and return the sum of the rewards. The checker runs it on CartPole and on an
+env whose only ending is a time limit. (A working answer is filled in; try writing your own.)
+"""),
+    code("""
+from rlcourse.exercises import check_run_episode
+
+
+def run_episode(env, policy, seed):
+    obs, info = env.reset(seed=seed)
+    episode_return, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy(obs))
+        episode_return += reward
+        done = terminated or truncated
+    return episode_return
+
+
+check_run_episode(run_episode)
 env = gym.make("CartPole-v1")
-obs, info = env.reset(seed=0)
-episode_return, steps = 0.0, 0
-while True:
-    action = env.action_space.sample()               # a random policy
-    obs, reward, terminated, truncated, info = env.step(action)
-    episode_return += reward
-    steps += 1
-    if terminated or truncated:
-        break
-env.close()
-print(f"random policy: return {episode_return:.0f} after {steps} steps (the best possible is 500)")"""),
-    md("""## 3. Configure PPO
+random_return = run_episode(env, lambda obs: env.action_space.sample(), seed=0)
+print(f"a random policy keeps the pole up for {random_return:.0f} steps (the best is 500)")
+"""),
+    md("""
+## 3. Configure PPO
 
-An `AlgorithmConfig` collects every setting with fluent methods that return the config, so it
-reads as one chain. Two **EnvRunner** actors (half a core each) step 4 CartPoles each; the
-**Learner** runs in this notebook's process (`num_learners=0`)."""),
-    code("""from rlcourse import PPOConfig
+An `AlgorithmConfig` holds every setting, set with methods that return the config, so it reads as
+one chain. Two **EnvRunner** actors (half a core each) step four CartPoles each; the **Learner**
+runs in this notebook's process (`num_learners=0`).
+"""),
+    code("""
+from rlcourse import PPOConfig
 
 config = (
     PPOConfig()
@@ -90,68 +151,122 @@ config = (
     .debugging(seed=0)
 )
 algo = config.build_algo()
-print(algo.env_runner_group.num_remote_env_runners, "EnvRunner actors are ready")"""),
-    md("""## 4. Train
+print(algo.env_runner_group.num_remote_env_runners, "EnvRunner actors are ready")
+"""),
+    md("""
+## 4. Train, and watch it learn
 
 Each `algo.train()` is one iteration: the runners sample 2000 steps with the current policy, the
-learner runs a few epochs of PPO updates on them, and the new weights go back to the runners.
-`result["env_runners"]["episode_return_mean"]` averages the last 100 finished episodes."""),
-    code("""from IPython.display import display
+learner runs six epochs of PPO updates on them, and the new weights go back to the runners.
+`result["env_runners"]["episode_return_mean"]` averages the last 100 finished episodes. The
+dashboard draws the return and the env steps per second as they come in; we stop at a mean return
+of 450.
+"""),
+    code("""
+from rlcourse.dashboard import TrainingDashboard, train
 
-history = []
-progress = display("starting...", display_id=True)
-start = time.perf_counter()
-for _ in range(60):
-    result = algo.train()
-    history.append(result)
-    ret = result["env_runners"]["episode_return_mean"]
-    progress.update(f"iteration {result['training_iteration']:3d} | return {ret:6.1f} | "
-                    f"env steps {result['num_env_steps_sampled_lifetime']:7d} | "
-                    f"{time.perf_counter() - start:5.1f} s")
-    if ret >= 450:
-        break"""),
-    md("""## 5. The learning curve"""),
-    code("""steps = [r["num_env_steps_sampled_lifetime"] for r in history]
-returns = [r["env_runners"]["episode_return_mean"] for r in history]
-fig, ax = plt.subplots(figsize=(7, 3.5))
-ax.plot(steps, returns, marker="o")
-ax.axhline(500, color="gray", linestyle="--", label="maximum return")
-ax.set_xlabel("env steps sampled")
-ax.set_ylabel("mean return (last 100 episodes)")
-ax.set_title("PPO on CartPole-v1")
-ax.legend()
-plt.show()"""),
-    md("""What else is in a result? Losses from the learner, and timers for each phase of the iteration:"""),
-    code("""last = history[-1]
+dashboard = TrainingDashboard(target_return=450, max_iterations=60, title="PPO on CartPole-v1")
+dashboard.display()
+history = train(algo, dashboard)
+"""),
+    md("""
+The same charts as a picture (handy when the notebook is exported), and what else a result holds:
+the learner's losses, and timers for each phase of the iteration.
+"""),
+    code("""
+dashboard.plot()
+plt.show()
+last = history[-1]
 print("learner:", {k: round(v, 4) for k, v in last["learners"]["default_policy"].items()})
-print("timers (s):", {k: round(v, 3) for k, v in last["timers"].items()})"""),
-    md("""## 6. Evaluate and act
+print("timers (s):", {k: round(v, 3) for k, v in last["timers"].items()})
+"""),
+    md("""
+## 5. Evaluate, act, and watch
 
-`evaluate()` plays whole episodes **greedily** (always the most likely action), separately from
-training. `compute_actions` asks the trained policy what it would do."""),
-    code("""evaluation = algo.evaluate()["env_runners"]
-print(f"greedy return over {evaluation['num_episodes']} episodes: {evaluation['episode_return_mean']:.1f}")
+`evaluate()` plays whole episodes **greedily** (always the most likely action), apart from training.
+`compute_actions` asks the trained policy what it would do for given observations.
+"""),
+    code("""
+evaluation = algo.evaluate()["env_runners"]
+print(f"greedy return over {evaluation['num_episodes']} episodes: "
+      f"{evaluation['episode_return_mean']:.1f}")
 observations = np.array([[0.0, 0.0, 0.1, 0.0], [0.0, 0.0, -0.1, 0.0]], dtype=np.float32)
-print("pole leaning right -> push", algo.compute_actions(observations)[0], "(1 = right)")
-print("pole leaning left  -> push", algo.compute_actions(observations)[1], "(0 = left)")"""),
-    md("""## Summary
+actions = algo.compute_actions(observations)
+print("pole leaning right -> push", actions[0], "(1 = right); leaning left -> push", actions[1])
+"""),
+    md("""
+Now watch it: CartPole draws itself when made with `render_mode="rgb_array"`. We play one episode
+with the trained policy, keep every fourth frame, and show them as an animation.
+"""),
+    code("""
+import os
 
-- Ray runs functions as tasks and classes as actors; `num_cpus` may be a fraction.
+from IPython.display import HTML
+from matplotlib import animation
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame draws CartPole off-screen: no window
+env = gym.make("CartPole-v1", render_mode="rgb_array")
+obs, _ = env.reset(seed=1)
+frames, done, steps = [env.render()], False, 0
+while not done:
+    obs, reward, terminated, truncated, _ = env.step(int(algo.compute_actions(obs[None])[0]))
+    done, steps = terminated or truncated, steps + 1
+    if steps % 4 == 0:
+        frames.append(env.render())
+env.close()
+
+fig, ax = plt.subplots(figsize=(4, 2.7), dpi=60)
+ax.axis("off")
+image = ax.imshow(frames[0])
+movie = animation.FuncAnimation(fig, lambda i: [image.set_data(frames[i])], frames=len(frames),
+                                interval=80)
+plt.close(fig)
+print(f"the trained agent kept the pole up for {steps} steps")
+HTML(movie.to_jshtml(default_mode="once"))
+"""),
+    md("""
+## 6. Save it, load it back
+
+`save_to_path` writes a checkpoint directory: the config as JSON, the weights and optimizer state as
+tensors (loaded with `weights_only=True`, so a checkpoint cannot run code), and the counters. It is
+written to a temporary name and renamed into place, so a crash never leaves half a checkpoint.
+`Algorithm.from_checkpoint` builds the same algorithm again and restores it.
+"""),
+    code("""
+from rlcourse import Algorithm
+
+path = algo.save_to_path("checkpoints/ppo_cartpole")
+algo.stop()
+restored = Algorithm.from_checkpoint(path)
+same = np.array_equal(restored.compute_actions(observations), actions)
+print(f"restored from {path}: iteration {restored.iteration}, same actions: {same}")
+"""),
+    md("""
+## Summary
+
+- Ray runs functions as tasks and classes as actors; `num_cpus` may be a fraction; `ray.put`
+  shares one copy of a value through the object store.
 - The RL loop is `reset`, then `step(action)` until `terminated` or `truncated`.
 - `PPOConfig()...build_algo()` builds EnvRunner actors and a Learner; `train()` runs one iteration
-  and returns a nested dict with RLlib's key names.
+  and returns a nested dict with RLlib's key names; `save_to_path` / `from_checkpoint` keep the run.
 
 **Read next in the source**
 - `rlcourse/config.py`: every setting and its fluent setter.
 - `rlcourse/algorithm.py`, `Algorithm.sample_and_update`: one iteration in ten lines.
-- `rlcourse/algorithms/ppo_learner.py`, `compute_loss`: the PPO loss."""),
-    code("""# Lesson check: PPO learned CartPole, and greedy play confirms it.
+- `rlcourse/algorithms/ppo_learner.py`, `compute_loss`: the PPO loss.
+- `rlcourse/checkpoints.py`: how a checkpoint is written safely.
+"""),
+    code("""
+# Lesson check: the machine is ready, PPO learned CartPole, greedy play and the checkpoint agree.
+assert not [c.name for c in checks if c.status == "FAIL"], checks
 assert history[-1]["env_runners"]["episode_return_mean"] >= 400, history[-1]["env_runners"]
 assert evaluation["episode_return_mean"] >= 300, evaluation
-assert algo.compute_actions(observations).tolist() == [1, 0]
-algo.stop()
+assert actions.tolist() == [1, 0] and same
+assert steps >= 300, steps
+restored.stop()
 ray.shutdown()
-print("Lesson 01 complete.")"""),
+print("Lesson 01 complete.")
+"""),
 ]
 
 if __name__ == "__main__":

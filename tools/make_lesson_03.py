@@ -9,7 +9,7 @@ CELLS = [
 
 CartPole is someone else's problem. Real projects start with *your* simulator, game or business
 process, wrapped as a gymnasium environment. This lesson takes the course's own environment,
-`GridWorld` (`rlcourse/course_envs.py`), from its source to a trained agent.
+`GridWorld` (`rlcourse/envs.py`), from its source to a trained agent.
 
 **By the end of this lesson you can**
 1. name what a gymnasium env must provide (spaces, `reset`, `step`, `render`) and why
@@ -45,7 +45,7 @@ import numpy as np
 import ray
 from IPython.display import display
 
-from rlcourse.course_envs import GridWorld
+from rlcourse.envs import GridWorld
 from rlcourse.resources import init_ray
 
 init_ray(num_cpus=2)
@@ -133,7 +133,7 @@ plt.show()"""),
 RLlib. The creator receives each sub-env's EnvContext. The driver ships the creator to every runner
 actor when it builds them, so a name registered in this notebook works in every runner. Ray ships a
 function or class defined in the notebook *by value* (the `BrokenGrid` below travels that way), but
-one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.course_envs`
+one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.envs`
 itself, which works wherever rlcourse is installed. (Your own module must be importable on every node
 of a cluster.) Passing the class, `config.environment(GridWorld)`, works too."""),
     code("""from rlcourse import PPOConfig, register_env
@@ -316,12 +316,12 @@ check_env_implementation(Corridor)"""),
   which sub-env (`vector_index`) it is built for.
 - `register_env(name, creator)` names an env. Runner actors build their own envs: an env class must
   be defined in the notebook (shipped by value) or importable where they run (like
-  `rlcourse.course_envs`).
+  `rlcourse.envs`).
 - A broken env fails at `build_algo()` when it cannot be built, and otherwise with a `RayTaskError`
   whose traceback, read top to bottom, leads to the env.
 
 **Read next in the source**
-- `rlcourse/course_envs.py`: GridWorld, and how it draws itself.
+- `rlcourse/envs.py`: GridWorld, and how it draws itself.
 - `rlcourse/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
 - `rlcourse/env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own

@@ -1,5 +1,5 @@
 """GridWorld: gymnasium's checker, its rules (moves, pits, goal, time limit), env_config, rendering,
-and that PPO learns it on runner actors (which import it from rlcourse.course_envs)."""
+and that PPO learns it on runner actors (which import it from rlcourse.envs)."""
 
 import warnings
 
@@ -7,7 +7,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from rlcourse import PPOConfig
-from rlcourse.course_envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
+from rlcourse.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
 from rlcourse.registry import EnvContext
 
 

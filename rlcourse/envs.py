@@ -1,11 +1,35 @@
-"""The course's own environment (lesson 03): a small grid with pits, learned by PPO in seconds.
+"""The course's own environments, importable so that EnvRunner actors can build them by name.
 
-It lives in the package, not in a notebook, so that EnvRunner actors can import it by name. Lesson 03
-shows how it reads `env_config`, passes gymnasium's env checker and draws itself.
+`GridWorld` (lesson 03): a small grid with pits, learned by PPO in seconds; it reads `env_config`,
+passes gymnasium's env checker and draws itself.
+
+`LatencyBoundCartPole` (lesson 04): CartPole-v1 whose `step()` first waits, like a slow simulator (a
+game engine, a robot, a physics server) that the env talks to. Waiting costs no CPU, so more runners
+keep adding env steps per second long after CPU-bound CartPole has used up every core. Use it as
+`config.environment(LatencyBoundCartPole, env_config={"step_latency_s": 0.005})`.
 """
+
+import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+DEFAULT_STEP_LATENCY_S = 0.005
+
+
+class LatencyBoundCartPole(gym.Wrapper):
+    """CartPole-v1 (500-step limit included) that sleeps `step_latency_s` in every `step()`."""
+
+    def __init__(self, config: dict | None = None):
+        config = config or {}
+        super().__init__(gym.make("CartPole-v1"))
+        self.step_latency_s = float(config.get("step_latency_s", DEFAULT_STEP_LATENCY_S))
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        time.sleep(self.step_latency_s)  # the simulator is busy elsewhere; this process idles
+        return self.env.step(action)
+
 
 UP, RIGHT, DOWN, LEFT = range(4)
 MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]])  # (row, col) change of each action

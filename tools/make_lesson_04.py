@@ -1,0 +1,267 @@
+"""Writes lessons/04_scaling.ipynb from the cells below (outputs stripped)."""
+
+from lesson_cells import code, md, write_lesson
+
+NAME = "04_scaling.ipynb"
+
+CELLS = [
+    md("""# Lesson 04 — Scaling: more runners, more sub-envs, more learners
+
+**By the end of this lesson you can**
+1. name the three axes an RLlib-style algorithm scales along (`num_env_runners`,
+   `num_envs_per_env_runner`, `num_learners`) and what each one costs;
+2. measure sampling throughput, speed-up and scaling efficiency, and explain why a CPU-bound env stops
+   gaining at the number of cores while an env that waits keeps gaining;
+3. choose between `SYNC` and `ASYNC` sub-env vectorization;
+4. run data-parallel learners and say what their all-reduce does;
+5. read the GPU settings, and the error you get when you ask for a GPU the machine does not have.
+
+The lesson takes about two minutes on two CPU cores; most of it is measuring."""),
+    md("""## 1. Three axes
+
+```
+this notebook (the driver): Algorithm
+ ├── EnvRunner actor 1 ── sub-env 1, sub-env 2, ...    num_env_runners x num_envs_per_env_runner
+ ├── EnvRunner actor 2 ── sub-env 1, sub-env 2, ...        (sampling: the episodes)
+ ├── ...
+ ├── Learner actor 1 ─┐                                num_learners
+ └── Learner actor 2 ─┴─ all-reduce of the gradients      (learning: the updates)
+```
+
+| axis | setting | what it buys | what it costs |
+|---|---|---|---|
+| more runners | `.env_runners(num_env_runners=N)` | N processes step envs in parallel | a process each (~20 MB, ~0.5 s to start), a CPU share |
+| more sub-envs | `.env_runners(num_envs_per_env_runner=M)` | one forward pass acts for M envs at once | nothing extra with `SYNC`; a process per sub-env with `ASYNC` |
+| more learners | `.learners(num_learners=K)` | each learner updates on 1/K of the batch | a torch process each (~150 MB), an all-reduce per step |
+
+Every actor also says what it **reserves**: `num_cpus_per_env_runner`, `num_cpus_per_learner`,
+`num_gpus_per_...`. A reservation is bookkeeping for Ray's scheduler, not a limit: a runner that
+reserved 0.25 CPU still uses a whole core when it can. Fractions are how 8 runners fit on 2 cores."""),
+    code("""import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import ray
+
+from rlcourse import PPOConfig
+from rlcourse.resources import init_ray
+
+init_ray(num_cpus=2)
+
+config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=4, num_envs_per_env_runner=8, num_cpus_per_env_runner=0.25)
+    .learners(num_learners=2, num_cpus_per_learner=0.5)
+)
+sub_envs = config.num_env_runners * config.num_envs_per_env_runner
+reserved = (config.num_env_runners * config.num_cpus_per_env_runner
+            + config.num_learners * config.num_cpus_per_learner)
+print(f"{sub_envs} sub-envs in all; a train batch of {config.total_train_batch_size} steps takes "
+      f"{config.get_rollout_fragment_length()} steps from each")
+print(f"{config.num_learners} learners each update on {config.train_batch_size_per_learner} of them")
+print(f"CPUs reserved: {reserved:g} of the cluster's {ray.cluster_resources()['CPU']:g}")"""),
+    md("""## 2. The scaling lab: where do two cores run out?
+
+The lab measures **env steps per second** that an `EnvRunnerGroup` of real runner actors samples,
+for several numbers of runners. Each measurement builds the runners, gives them the weights of a
+freshly built network, and times the same `EnvRunnerGroup.sample()` call that PPO's training step
+makes (start-up is not timed). From the rates it computes
+
+- **speed-up** = throughput with N runners / throughput with 1 runner, and
+- **scaling efficiency** = speed-up / N (1.0: every runner added a full runner's worth).
+
+Two kinds of env:
+- **CPU-bound CartPole**: a step is some tens of microseconds of Python and NumPy; the runner's core is
+  busy all the time.
+- **Latency-bound CartPole** (`rlcourse.envs.LatencyBoundCartPole`): the same CartPole, but each
+  step first *waits* 5 ms, like an env that talks to a slow simulator, a game engine or a robot.
+  Waiting needs no core.
+
+Pick settings and press **Run** (each run is added to the chart, so you can compare). Try 1, 2, 4
+and 8 runners with each env kind, then more sub-envs per runner."""),
+    code("""from rlcourse.scaling_lab import ScalingLab
+
+lab = ScalingLab(workers=(1, 2, 4, 8), duration_s=1.5)
+lab.display()"""),
+    md("""The cells below run the same two sweeps from code: `lab.run(...)` is what the Run button
+calls, with the controls set to these values. Its progress shows in the lab above and here."""),
+    code("""cpu_rows = lab.run(env_kind="cpu_bound", workers=(1, 2, 4, 8), num_envs_per_env_runner=1,
+                  gym_env_vectorize_mode="SYNC")"""),
+    code("""latency_rows = lab.run(env_kind="latency_bound")"""),
+    code("""lab.plot()
+plt.show()"""),
+    md("""**Reading the chart.** Both axes of the throughput chart are logarithmic: every ideal line
+is a diagonal of the same slope, and a flat line means that runners stopped adding anything.
+CPU-bound CartPole gains up to about 2 runners and then stays flat (or drops a little): 2 cores can
+run 2 busy processes, more runners only take turns on them, and the driver also needs CPU to
+receive their episodes. Its efficiency falls like 2/N. The latency-bound env stays close to its
+ideal line: while one runner waits, the others step.
+
+The lesson for a real project: measure what your env's step spends its time on. If it computes,
+runners beyond your core count buy nothing (use a bigger machine or cluster, lesson 06). If it
+waits (a simulator in another process, a remote service, a rendering pipeline), runners are cheap
+and many of them pay off even on a laptop."""),
+    md("""### Exercise 1: speed-up and efficiency
+
+From your CPU-bound measurements (`throughputs`, env steps/s by number of runners), compute the
+speed-up over 1 runner and the scaling efficiency for every runner count, as dicts keyed by the
+count. The lab computed them too, but do it yourself."""),
+    code("""from rlcourse.exercises import check_scaling_table
+
+throughputs = {row["workers"]: row["env_steps_per_s"] for row in cpu_rows}
+
+# Your answer:
+speedups = {n: throughputs[n] / throughputs[1] for n in throughputs}
+efficiencies = {n: speedups[n] / n for n in throughputs}
+
+check_scaling_table(throughputs, speedups, efficiencies)"""),
+    md("""## 3. Sub-envs: SYNC or ASYNC?
+
+A runner with M sub-envs steps them as one *vector env* and computes all M actions in one forward
+pass. `gym_env_vectorize_mode` decides how the sub-envs step:
+- `"SYNC"`: one after another, in the runner's own process. No extra processes, no copying.
+- `"ASYNC"`: each sub-env in its own subprocess; the runner sends the M actions through pipes and
+  the sub-envs step **at the same time**, then it collects the M results.
+
+### Exercise 2: predict before you measure
+
+One runner has 4 sub-envs of the latency-bound env, each step waits 5 ms, and everything else is
+free. How many env steps per second do you expect with `SYNC`, and with `ASYNC`?"""),
+    code("""from rlcourse.exercises import check_vectorize_prediction
+
+# Your answer:
+sync_prediction = 4 / (4 * 0.005)    # a vector step = 4 waits in a row, and gives 4 env steps
+async_prediction = 4 / 0.005         # a vector step = 1 wait (the 4 overlap), and gives 4 env steps
+
+check_vectorize_prediction(num_envs=4, step_latency_s=0.005, sync_steps_per_s=sync_prediction,
+                           async_steps_per_s=async_prediction)"""),
+    md("""Now measure it: one runner with 4 sub-envs, both env kinds, both modes."""),
+    code("""from rlcourse.scaling import ENV_KINDS, measure_throughput, scaling_config
+
+vectorize = {}
+for kind in ("cpu_bound", "latency_bound"):
+    for mode in ("SYNC", "ASYNC"):
+        config = scaling_config(1, num_envs_per_env_runner=4, env_kind=kind,
+                                gym_env_vectorize_mode=mode, num_cpus_per_env_runner=1)
+        vectorize[kind, mode] = measure_throughput(config, duration_s=1.0)
+        print(f"{kind:>13} {mode:>5}: {vectorize[kind, mode]:8,.0f} env steps/s", flush=True)
+
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
+for ax, kind in zip(axes, ("cpu_bound", "latency_bound")):
+    rates = [vectorize[kind, mode] for mode in ("SYNC", "ASYNC")]
+    ax.bar(["SYNC", "ASYNC"], rates, color=["tab:blue", "tab:orange"])
+    ax.set(title=f"{ENV_KINDS[kind].label}\\n1 runner x 4 sub-envs", ylabel="env steps / s")
+axes[1].axhline(async_prediction, color="gray", linestyle="--", label="your ASYNC prediction")
+axes[1].axhline(sync_prediction, color="gray", linestyle=":", label="your SYNC prediction")
+axes[1].legend(fontsize="small")
+plt.show()"""),
+    md("""`ASYNC` wins when a step takes long compared with sending it through a pipe to another
+process (here about a millisecond): slow simulators, envs that wait, heavy physics. `SYNC` wins for
+cheap steps like CartPole's, where the pipes cost far more than the step itself. The measured rates
+stay below your predictions by exactly those overheads: a 5 ms sleep takes a little longer, and each
+ASYNC vector step pays its round trip through the pipes."""),
+    md("""## 4. Data-parallel learners
+
+With `num_learners=K`, K Learner actors each hold a copy of the network. The batch is split into
+K shards; each learner computes the gradient of the loss on its own shard, and then they
+**all-reduce**: every learner sends its gradient and receives the sum of all of them, so every
+learner takes the same, averaged step and the copies stay identical. (`rlcourse` weights each
+shard's gradient by its size, so the average equals the gradient of the whole batch.)
+
+Here is the arithmetic on a small least-squares problem, with two uneven shards:"""),
+    code("""rng = np.random.default_rng(0)
+x, y, w = rng.normal(size=(300, 3)), rng.normal(size=300), np.zeros(3)
+
+
+def gradient(xs, ys, w):
+    return 2 * xs.T @ (xs @ w - ys) / len(xs)   # of the mean squared error
+
+
+shards = [(x[:180], y[:180]), (x[180:], y[180:])]                       # learner 0, learner 1
+sent = [np.append(gradient(xs, ys, w) * len(xs), len(xs)) for xs, ys in shards]
+received = sent[0] + sent[1]                                            # the all-reduce (a sum)
+averaged = received[:-1] / received[-1]                                 # what each learner applies
+print("gradient of the whole batch:", gradient(x, y, w).round(4))
+print("after the all-reduce:       ", averaged.round(4))"""),
+    md("""`Learner.apply_gradients` does exactly this with `torch.distributed.all_reduce` (gloo)
+after each backward pass. Now train PPO with two learner actors (half a core each) and two runners,
+following it on a `TrainingDashboard`, and then ask both learners for their weights."""),
+    code("""from rlcourse.dashboard import TrainingDashboard, train
+
+config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.25)
+    .learners(num_learners=2, num_cpus_per_learner=0.5)
+    .training(train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4)
+    .debugging(seed=0)
+)
+dashboard = TrainingDashboard(max_iterations=4, title="PPO with 2 data-parallel learners")
+dashboard.display()
+with config.build_algo() as algo:
+    learner_results = train(algo, dashboard)
+    learner_weights = algo.learner_group.foreach_learner("get_weights")
+
+identical = all(np.array_equal(learner_weights[0][name], learner_weights[1][name])
+                for name in learner_weights[0])
+print(f"{len(learner_weights)} learners, {len(learner_weights[0])} weight tensors each; "
+      f"identical after {len(learner_results)} iterations: {identical}")
+print("env steps trained per iteration (both shards):",
+      learner_results[-1]["learners"]["default_policy"]["num_env_steps_trained"])"""),
+    md("""On two cores, two learners are not faster than one: they share the same cores and add an
+all-reduce per step. Data-parallel learning pays off when each learner has its own GPU or machine
+and the batch is large.
+
+## 5. GPUs
+
+- `.learners(num_gpus_per_learner=1)`: each Learner actor reserves a GPU and trains on it
+  (with `num_learners=0`, the one learner in the driver uses the local GPU).
+- `.env_runners(num_gpus_per_env_runner=0.25)`: runners reserve (a fraction of) a GPU, for envs that
+  render or simulate on it, or for a large policy network. Small networks like ours are faster on the
+  runner's CPU.
+
+Ray waits forever for an actor whose resources no node has. `rlcourse` checks the request against
+the cluster when the algorithm is built, and fails at once, naming the setting and the fix:"""),
+    code("""from rlcourse.validation import ConfigError
+
+has_gpu = ray.cluster_resources().get("GPU", 0) >= 1
+gpu_error = None
+start = time.perf_counter()
+try:
+    gpu_algo = (PPOConfig().environment("CartPole-v1")
+                .learners(num_learners=1, num_gpus_per_learner=1).build_algo())
+except ConfigError as e:
+    gpu_error = e
+    print(f"ConfigError after {time.perf_counter() - start:.1f} s:\\n{e}")
+else:
+    print("This machine has a GPU, and the learner runs on it.")
+    gpu_algo.stop()"""),
+    md("""## Summary
+
+- Three axes: **runners** (parallel sampling processes), **sub-envs per runner** (batched acting),
+  **learners** (data-parallel updates joined by an all-reduce of gradients).
+- `num_cpus_...` and `num_gpus_...` are reservations for Ray's scheduler; fractions let many actors
+  share a core.
+- A CPU-bound env saturates at the number of cores; an env that waits keeps scaling with runners.
+  Measure speed-up and efficiency before buying runners.
+- `SYNC` for cheap steps, `ASYNC` for slow or waiting ones.
+
+**Read next in the source**
+- `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sample`: how a batch is split over the runners,
+  and `sync_weights`: one `ray.put` for all of them.
+- `rlcourse/learner.py`, `Learner.apply_gradients`: the all-reduce of the gradients.
+- `rlcourse/scaling.py`, `measure_throughput`: how the lab measures.
+- `rlcourse/envs.py`: the latency-bound env, a wrapper of ten lines."""),
+    code("""# Lesson check: where scaling stops and where it goes on, SYNC vs ASYNC, and data parallelism.
+cpu, latency = cpu_rows[-1], latency_rows[-1]            # 8 runners each
+assert latency["speedup"] > max(2.5, 1.5 * cpu["speedup"]), (cpu, latency)
+assert vectorize["latency_bound", "ASYNC"] > 1.3 * vectorize["latency_bound", "SYNC"], vectorize
+assert identical and len(learner_results) == 4
+assert has_gpu or gpu_error.setting == "num_gpus_per_learner"
+ray.shutdown()
+print("Lesson 04 complete.")"""),
+]
+
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

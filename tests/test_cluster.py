@@ -1,0 +1,164 @@
+"""A real two-node Ray cluster on this machine (`ray start` twice): placement over nodes, losing a
+node mid-training, a Ray Job, and a teardown that leaves no process behind. One cluster serves the
+whole module; the local Ray of other test modules is shut down first and restarted at the end."""
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import ray
+from ray.job_submission import JobStatus, JobSubmissionClient
+
+import rlcourse.cluster
+from rlcourse.algorithms.impala import IMPALAConfig
+from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.cluster import LocalCluster, env_runner_nodes
+from rlcourse.resources import init_ray
+from rlcourse.train_job import build_config, build_parser, format_result
+
+pytestmark = pytest.mark.timeout(300)
+
+LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    had_local_ray = ray.is_initialized()
+    ray.shutdown()  # a driver belongs to one cluster at a time
+    cluster = LocalCluster(num_workers=1, head_cpus=1, worker_cpus=1, verbose=False)
+    try:
+        cluster.connect()
+        yield cluster
+    finally:
+        cluster.shutdown()
+        if had_local_ray:  # the session's local Ray, for the test modules that come later
+            init_ray(num_cpus=2)
+
+
+@pytest.fixture(scope="module")
+def algo(cluster):
+    config = (PPOConfig().environment("CartPole-v1").debugging(seed=0)
+              .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
+              .resources(placement_strategy="SPREAD")
+              .fault_tolerance(env_runner_health_probe_timeout_s=60)  # slow restarts on busy CI
+              .training(train_batch_size_per_learner=500, minibatch_size=250, num_epochs=2))
+    algo = config.build_algo()
+    yield algo
+    if ray.is_initialized():  # else the cluster, and the runners with it, is gone already
+        algo.stop()
+
+
+def listening_addresses(processes: list[psutil.Process]) -> set[str]:
+    addresses = set()
+    for process in processes:
+        try:
+            addresses |= {c.laddr.ip for c in process.net_connections("inet")
+                          if c.status == psutil.CONN_LISTEN}
+        except psutil.NoSuchProcess:
+            continue
+    return addresses
+
+
+def test_every_node_listens_on_loopback_only(cluster):
+    nodes = {node["NodeName"]: node for node in ray.nodes() if node["Alive"]}
+    assert sorted(nodes) == ["head", "worker-1"]
+    assert {node["NodeManagerAddress"] for node in nodes.values()} == {"127.0.0.1"}
+    assert nodes["worker-1"]["Resources"]["worker-1"] == 1 and nodes["head"]["Resources"]["CPU"] == 1
+    head, worker = cluster.processes("head"), cluster.processes("worker-1")
+    assert head and worker and not {p.pid for p in head} & {p.pid for p in worker}
+    addresses = listening_addresses(head + worker)
+    assert addresses and addresses <= LOOPBACK, addresses
+    assert cluster.dashboard_url.startswith("http://127.0.0.1:")
+
+
+def test_spread_runners_land_on_both_nodes(algo):
+    assert sorted(env_runner_nodes(algo)) == ["head", "worker-1"]
+    result = algo.train()
+    assert result["env_runners"]["num_healthy_env_runners"] == 2
+
+
+def test_losing_the_worker_node_is_survived_on_the_head(cluster, algo):
+    assert sorted(env_runner_nodes(algo)) == ["head", "worker-1"]
+    head = cluster.processes("head")
+    steps_before = algo.train()["num_env_steps_sampled_lifetime"]
+    cluster.stop_node("worker-1")
+    # Exactly one node stopped: none of its processes is left, every process of the head runs.
+    assert cluster.processes("worker-1") == [] and cluster.alive_nodes() == ["head"]
+    assert all(process.is_running() for process in head)
+    for _ in range(10):  # the runner of worker-1 comes back on the head within a few iterations
+        result = algo.train()
+        runners = result["env_runners"]
+        if runners["num_healthy_env_runners"] == 2 and runners["num_env_runner_restarts"] >= 1:
+            break
+    assert runners["num_healthy_env_runners"] == 2 and runners["num_env_runner_restarts"] >= 1
+    assert env_runner_nodes(algo) == ["head", "head"]
+    result = algo.train()  # and training goes on with both runners
+    assert result["num_env_steps_sampled_lifetime"] >= steps_before + 2 * 500
+    assert math.isfinite(result["env_runners"]["episode_return_mean"])
+
+
+def test_a_submitted_job_trains_on_a_new_worker_and_its_logs_are_read_back(cluster, algo,
+                                                                             tmp_path):
+    algo.stop()  # the head's CPU is free again
+    assert cluster.add_worker(num_cpus=1) == "worker-2"
+    client = JobSubmissionClient(cluster.dashboard_url)
+    job_id = client.submit_job(entrypoint=(
+        "python -m rlcourse train --algo ppo --num-env-runners 2 --num-envs-per-env-runner 2 "
+        "--placement-strategy STRICT_SPREAD --stop-return 40 --max-iterations 30 --seed 0 "
+        f"--checkpoint-dir {tmp_path / 'checkpoint'}"))
+    deadline = time.monotonic() + 240
+    while not (status := client.get_job_status(job_id)).is_terminal():
+        assert time.monotonic() < deadline, client.get_job_logs(job_id)
+        time.sleep(1)
+    logs = client.get_job_logs(job_id)
+    assert status == JobStatus.SUCCEEDED, logs
+    placement = next(line for line in logs.splitlines() if "runners on nodes" in line)
+    assert "Ray cluster: 2 node(s)" in logs and "'head'" in placement and "'worker-2'" in placement
+    assert "iter    1 | return" in logs and "done: reached return 40" in logs
+    assert f"checkpoint: {tmp_path / 'checkpoint'}" in logs and (tmp_path / "checkpoint").is_dir()
+
+
+def test_teardown_leaves_no_process_of_the_cluster(cluster):
+    processes = cluster.processes()
+    assert len(processes) > 10  # Ray's processes of both running nodes
+    cluster.shutdown()
+    assert not ray.is_initialized()  # the driver was disconnected first
+    assert cluster.processes() == [] and cluster.alive_nodes() == []
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
+    assert not cluster.temp_root.exists()
+
+
+def test_a_node_that_fails_to_start_raises_with_its_log_and_leaves_nothing(tmp_path, monkeypatch):
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text("#!/bin/sh\necho 'cannot start: no room'\nexit 1\n")
+    fake_ray.chmod(0o755)
+    monkeypatch.setattr(rlcourse.cluster, "RAY", fake_ray)
+    before = set(Path("/tmp").glob("rlc-*"))
+    with pytest.raises(RuntimeError, match="'head' did not start(.|\n)*cannot start: no room"):
+        LocalCluster(num_workers=1, verbose=False)
+    assert set(Path("/tmp").glob("rlc-*")) == before  # its temp dirs are gone too
+
+
+def test_train_job_options_become_the_config():
+    args = build_parser().parse_args([
+        "--algo", "impala", "--env", "Pendulum-v1", "--num-env-runners", "3",
+        "--num-cpus-per-env-runner", "0.25", "--placement-strategy", "SPREAD", "--seed", "7"])
+    config = build_config(args)
+    assert isinstance(config, IMPALAConfig) and config.env == "Pendulum-v1"
+    assert (config.num_env_runners, config.num_cpus_per_env_runner) == (3, 0.25)
+    assert (config.placement_strategy, config.seed) == ("SPREAD", 7)
+    with pytest.raises(SystemExit):  # argparse rejects an unknown algorithm
+        build_parser().parse_args(["--algo", "dqn"])
+
+
+def test_train_job_prints_one_readable_line_per_iteration():
+    result = {"training_iteration": 3, "num_env_steps_sampled_lifetime": 6000,
+              "env_runners": {"episode_return_mean": 51.25, "num_healthy_env_runners": 2,
+                              "num_env_runner_restarts": 1}}
+    line = format_result(result, elapsed_s=4.5)
+    assert line == ("iter    3 | return    51.2 | env steps     6000 | "
+                    "runners healthy 2 (restarts 1) |    4.5 s")
+    assert isinstance(build_parser().parse_args([]), argparse.Namespace)

@@ -1,0 +1,329 @@
+"""Writes lessons/06_ray_clusters.ipynb (outputs stripped): python tools/make_lesson_06.py"""
+
+from lesson_cells import code, md, write_lesson
+
+NAME = "06_ray_clusters.ipynb"
+
+CELLS = [
+    md("""
+# Lesson 06 — Ray clusters: from one machine to many
+
+**By the end of this lesson you can**
+1. say what a head node and a worker node run, and start a two-node cluster with `ray start`;
+2. place runners on both nodes and show which node each runner runs on;
+3. lose a node in the middle of training and watch its runner come back on the other node;
+4. submit the same training as a **Ray Job** and follow its logs;
+5. read a `ray up` cluster file and a KubeRay `RayJob`, and scale a config from laptop to cluster.
+
+The cluster of this lesson is real: two Ray nodes, each started by its own `ray start` command, as on
+two machines. They share this machine, listen on 127.0.0.1 only, and are all stopped at the end.
+The lesson takes about three minutes on two CPU cores.
+"""),
+    md("""
+## 1. Head and worker nodes
+
+A Ray cluster is a set of **nodes**, usually one per machine. Every node runs a **raylet**, which
+starts worker processes for tasks and actors and schedules them onto the node's CPUs, and an
+**object store** for the objects they share. One node is the **head**: it also runs the **GCS**
+(the cluster's directory of nodes, actors, placement groups and jobs) and the **dashboard**, whose
+HTTP API takes Ray Jobs. Your program is the **driver**; it can run anywhere that reaches the head.
+
+```
+                  head node ("head", 1 CPU)                  worker node ("worker-1", 1 CPU)
+ driver      ┌───────────────────────────────────┐       ┌───────────────────────────────────┐
+ (this   ───►│ GCS: nodes, actors, jobs          │◄─────►│ raylet   object store             │
+ notebook)   │ dashboard: HTTP API, Ray Jobs     │       │ EnvRunner actor (0.5 CPU)         │
+             │ raylet   object store             │       └───────────────────────────────────┘
+             │ EnvRunner actor (0.5 CPU)         │
+             └───────────────────────────────────┘
+```
+
+On real machines you run `ray start --head` on one and `ray start --address=<head>:6379` on the
+others. `LocalCluster` (in `rlcourse/cluster.py`) runs exactly these commands here, each node with
+its own CPUs, its own temp dir and ports, and a custom resource named after it. Starting two nodes on
+two cores takes some seconds:
+"""),
+    code("""
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import ray
+from IPython.display import display
+
+import rlcourse
+from rlcourse import PPOConfig
+from rlcourse.cluster import LocalCluster, env_runner_nodes
+
+cluster = LocalCluster(num_workers=1, head_cpus=1, worker_cpus=1, object_store_mb=150)
+cluster.connect()  # this notebook becomes the cluster's driver
+print("GCS:", cluster.address, "| dashboard:", cluster.dashboard_url)
+"""),
+    md("""
+What the head knows about its nodes, and what each node is on this machine: its `ray start`
+process and the processes it started (raylet, agents, actors; the head also the GCS and dashboard).
+"""),
+    code("""
+for node in ray.nodes():
+    name = node["NodeName"]
+    processes = cluster.processes(name)
+    megabytes = sum(p.memory_full_info().uss for p in processes) / 2**20  # memory of their own
+    print(f"{name:9s} alive={node['Alive']} | {node['Resources']['CPU']:g} CPU | "
+          f"resource {{'{name}': {node['Resources'][name]:g}}} | address {node['NodeManagerAddress']} | "
+          f"{len(processes)} processes, {megabytes:.0f} MB")
+
+print("\\nworker-1 was started with:\\n  ray", " ".join(cluster.nodes["worker-1"].process.args[2:]))
+"""),
+    md("""
+### Exercise 1: a new machine joins
+
+A teammate's machine has 8 CPUs. It should join this cluster and offer one unit of a custom
+resource `big-box`, so that actors can ask to run there (`resources={"big-box": 0.5}`). Write the
+command they run on their machine. (`--resources` takes a JSON object, in single quotes for the
+shell.)
+"""),
+    code("""
+from rlcourse.exercises import check_worker_start_command
+
+# Your answer:
+command = f\"\"\"ray start --address={cluster.address} --num-cpus=8 --resources='{{"big-box": 1}}'\"\"\"
+
+check_worker_start_command(command, head_address=cluster.address)
+"""),
+    md("""
+## 2. Runners on both nodes
+
+Where do the runner actors go? By default Ray fills the driver's node first. A **placement group**
+reserves one *bundle* of resources per runner (`.resources(placement_strategy=...)`) and places
+the bundles by a strategy:
+
+| strategy | bundles go | if a node is lost |
+|---|---|---|
+| `PACK` | onto as few nodes as possible | its bundles move to nodes with room |
+| `SPREAD` | onto as many nodes as possible | its bundles move to nodes with room |
+| `STRICT_PACK` | all onto one node | the group is placed again on one node, if one has room for all |
+| `STRICT_SPREAD` | each onto a different node | its bundles wait for a node without a bundle |
+
+A **custom resource** pins actors instead: `custom_resources_per_env_runner={"worker-1": 0.5}` puts
+every runner on the node that has `worker-1`, and nowhere else, ever.
+
+### Exercise 2: a placement that survives losing a node
+
+Configure two runners (4 CartPoles each) that run on **both** nodes and can **all** run on the head
+alone once `worker-1` is gone. Each node has 1 CPU.
+"""),
+    code("""
+from rlcourse.exercises import check_survivable_placement
+
+# Your answer:
+config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+    .resources(placement_strategy="SPREAD")
+    .debugging(seed=0)
+)
+
+node_cpus = {name: node.num_cpus for name, node in cluster.nodes.items()}
+check_survivable_placement(config, node_cpus, lost_node="worker-1")
+"""),
+    md("""
+Build it and ask every runner where it runs. `env_runner_nodes` (in `rlcourse/cluster.py`) maps
+the Ray node id that each runner reports (`EnvRunnerGroup.get_node_ids()`) to the node's name.
+"""),
+    code("""
+algo = config.build_algo()
+before = env_runner_nodes(algo)
+print("runner -> node:", dict(enumerate(before, start=1)))
+for _ in range(3):
+    result = algo.train()
+print(f"iteration {result['training_iteration']}: return {result['env_runners']['episode_return_mean']:.1f}")
+"""),
+    md("""
+## 3. Losing a node in the middle of training
+
+Now `worker-1` goes away while PPO trains. `cluster.stop_node("worker-1")` does what `ray stop`
+does on that machine, and nothing to the head: it sends SIGTERM to the node's `ray start`, which
+stops its raylet and processes, and the raylet tells the GCS that the node leaves. Then:
+
+1. the runner on `worker-1` dies with its node; its pending sample request fails;
+2. the GCS moves the runner's bundle to the head (SPREAD allows it, and the head has room), and Ray
+   restarts the actor there (runner actors have `max_restarts`, `config.fault_tolerance()`);
+3. `EnvRunnerGroup` probes the runner until it answers, sees a new process id (a restart), and the
+   runner's next sample request brings it the current weights.
+
+Training does not stop; one iteration is slower.
+"""),
+    code("""
+STOP_AFTER = 2  # iterations before worker-1 is stopped
+history = []
+progress = display("training...", display_id=True)
+for iteration in range(1, 11):
+    if iteration == STOP_AFTER + 1:
+        cluster.stop_node("worker-1")
+    result = algo.train()
+    runners = result["env_runners"]
+    history.append({"nodes": env_runner_nodes(algo), "seconds": result["timers"]["training_iteration"],
+                    "return": runners["episode_return_mean"], "restarts": runners["num_env_runner_restarts"]})
+    progress.update(f"iteration {iteration:2d} | runners on {history[-1]['nodes']} | "
+                    f"healthy {runners['num_healthy_env_runners']} | restarts {runners['num_env_runner_restarts']} | "
+                    f"return {runners['episode_return_mean']:6.1f}")
+print("alive nodes:", cluster.alive_nodes(), "| processes left of worker-1:", cluster.processes("worker-1"))
+"""),
+    code("""
+colors = {"head": "tab:blue", "worker-1": "tab:orange"}
+iterations = range(1, len(history) + 1)
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.5), sharex=True)
+for iteration, row in zip(iterations, history):
+    for runner, node in enumerate(row["nodes"], start=1):
+        top.scatter(iteration, runner, s=120, color=colors[node])
+for node, color in colors.items():
+    top.scatter([], [], color=color, label=node)
+top.axvline(STOP_AFTER + 0.5, color="red", linestyle="--", label="worker-1 stopped")
+top.set_yticks([1, 2], ["runner 1", "runner 2"])
+top.set_ylim(0.5, 2.5)
+top.legend(loc="upper right", ncol=3)
+top.set_title("Which node each runner ran on")
+bottom.bar(iterations, [row["seconds"] for row in history], color="gray")
+bottom.axvline(STOP_AFTER + 0.5, color="red", linestyle="--")
+bottom.set_ylabel("seconds")
+bottom.set_xlabel("training iteration")
+bottom.set_title("Seconds per iteration: the first one without worker-1 waits for the restart")
+plt.tight_layout()
+plt.show()
+after = history[-1]["nodes"]
+algo.stop()
+"""),
+    md("""
+## 4. The same training as a Ray Job
+
+So far the driver was this notebook: close it and training stops. A **Ray Job** runs the driver on
+the cluster itself. You send a shell command (the *entrypoint*) to the dashboard's HTTP API; the
+head runs it, with `RAY_ADDRESS` set so that `ray.init()` joins the cluster, and keeps its logs.
+`JobSubmissionClient` is that API in Python; on a terminal it is
+`ray job submit --address http://127.0.0.1:<port> -- python -m rlcourse train ...`.
+
+The entrypoint is the course's command-line trainer (`rlcourse/train_job.py`): the same PPO, one
+printed line per iteration. First a new machine joins, as the autoscaler of a real cluster would
+add one: nodes can join (and leave) a running cluster at any time.
+"""),
+    code("""
+from ray.job_submission import JobSubmissionClient
+
+cluster.add_worker(num_cpus=1)  # "worker-2"
+client = JobSubmissionClient(cluster.dashboard_url)
+entrypoint = ("python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 2 "
+              "--num-envs-per-env-runner 4 --num-cpus-per-env-runner 0.5 --placement-strategy SPREAD "
+              "--stop-return 200 --max-iterations 60 --seed 0")
+job_id = client.submit_job(entrypoint=entrypoint)
+print("submitted", job_id, "| status:", client.get_job_status(job_id))
+"""),
+    md("""
+Follow its logs as they are written (what `ray job logs --follow` prints), until the job ends:
+"""),
+    code("""
+async for lines in client.tail_job_logs(job_id):
+    print(lines, end="")
+job_status = client.get_job_status(job_id)
+job_logs = client.get_job_logs(job_id)
+print("job status:", job_status)
+"""),
+    md("""
+## 5. Real clusters: `ray up` and KubeRay
+
+On real machines nobody types `ray start` by hand. Two tools do it for you from a file, and the
+course ships one of each in `deploy/` (its `README.md` has the commands; `tests/test_deploy.py`
+checks that the files agree with each other and with `requirements.lock`). Both describe the same
+cluster: a head that runs no actors, and two 8-CPU workers, all running one image, built by
+`deploy/Dockerfile` from `rayproject/ray` at the Ray version of the lock, plus the course.
+
+**`deploy/cluster.yaml`**, for Ray's cluster launcher: `ray up deploy/cluster.yaml` starts the
+machines on AWS, then runs `head_start_ray_commands` on the head and `worker_start_ray_commands` on
+each worker: the same `ray start` commands as `LocalCluster`.
+"""),
+    code("""
+deploy = Path(rlcourse.__file__).resolve().parents[1] / "deploy"
+print((deploy / "cluster.yaml").read_text())
+"""),
+    md("""
+Line by line, the parts that matter:
+- `max_workers`, and `min_workers`/`max_workers` per node type: how far the **autoscaler** may grow
+  and shrink the cluster (with both 2, it never changes).
+- `docker.image`: every Ray process of every machine runs in this container, so the driver and all
+  runners see the same Python, Ray and `rlcourse`.
+- `available_node_types.*.resources`: what Ray may schedule there. `{"CPU": 0}` on the head keeps
+  actors away from the GCS and dashboard; the head still runs drivers (a Ray Job's, for one).
+- `node_config.InstanceType`: the machine; its vCPUs match `resources.CPU`.
+- `head_start_ray_commands`: `ray start --head`, with the dashboard on the head's **loopback** only.
+  `ray dashboard deploy/cluster.yaml` forwards it to your laptop through SSH, and `ray job submit`
+  goes through that tunnel: the cluster's HTTP API never faces the internet.
+- `worker_start_ray_commands`: `ray start --address=$RAY_HEAD_IP:6379`, the head's GCS.
+
+**`deploy/rayjob.yaml`**, for KubeRay on Kubernetes: one object that creates a Ray cluster of pods,
+submits the job, and deletes the cluster when the job is done.
+"""),
+    code("""
+print((deploy / "rayjob.yaml").read_text())
+"""),
+    md("""
+Line by line:
+- `kind: RayJob`: a cluster *and* a job. (A `RayCluster` is a cluster alone, for many jobs.)
+- `entrypoint`: the same `python -m rlcourse train ...` as above, with 16 runners spread over the
+  workers.
+- `shutdownAfterJobFinishes`, `ttlSecondsAfterFinished`, `activeDeadlineSeconds`: the cluster lives
+  as long as the job (plus time to read its logs), and a runaway job is stopped.
+- `rayVersion` and `image`: the Ray inside the image; KubeRay needs to know it.
+- `rayStartParams`: options of each pod's `ray start` (`num-cpus: "0"` on the head, as in
+  `cluster.yaml`); a worker's `--num-cpus` comes from its container's CPU limit.
+- `resources.requests` = `limits`: each pod gets exactly that share of a machine, sized like the AWS
+  machines of `cluster.yaml`.
+- `workerGroupSpecs[].replicas`, `minReplicas`, `maxReplicas`: how many worker pods, and how far
+  KubeRay's autoscaler may go.
+- The dashboard port is reachable inside Kubernetes only; `kubectl port-forward` brings it to you.
+
+## 6. Scaling cheat sheet: from laptop to cluster
+
+The algorithm code never changes; the config and where the driver runs do.
+
+| step | where it runs | what to change in the config | around it |
+|---|---|---|---|
+| debug | laptop, one process | `env_runners(num_env_runners=0)`: the runner in the driver | no Ray actors at all |
+| parallel sampling | laptop, 2-8 cores | `num_env_runners=N`, `num_cpus_per_env_runner=0.5`, `num_envs_per_env_runner=4` (vectorize first) | `init_ray(num_cpus=...)` |
+| a big machine | 32-96 cores | runners ≈ cores - 2; `learners(num_learners=0)` until the update is the bottleneck | same code |
+| a cluster | head + N workers | `resources(placement_strategy="SPREAD")`; `fault_tolerance(restart_failed_env_runners=True)` | `ray up` or KubeRay; run as a Ray Job; checkpoints on shared storage |
+| GPUs for learning | + GPU workers | `learners(num_learners=K, num_gpus_per_learner=1)`; runners stay on CPUs | a GPU node type in `cluster.yaml` / a GPU worker group |
+| pinned hardware | special nodes | `env_runners(custom_resources_per_env_runner={"big-box": 0.5})` | `ray start --resources='{"big-box": 1}'` on those nodes |
+
+## Summary
+
+- Every node runs a raylet and an object store; the head also the GCS and the dashboard. A node
+  joins with `ray start --address=<head>`, and can join or leave at any time.
+- A placement group spreads runners over nodes; `SPREAD` re-places the bundles of a lost node,
+  `STRICT_SPREAD` cannot when nodes are short, and a custom resource pins runners for good.
+- Losing a node costs an iteration: Ray restarts the runner elsewhere, the runner group probes it
+  and sends it the current weights.
+- A Ray Job runs the driver on the cluster; `JobSubmissionClient` (or `ray job submit`) sends it
+  and reads its logs.
+
+**Read next in the source**
+- `rlcourse/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
+  of processes), and the three ways teardown is guaranteed.
+- `rlcourse/env_runner_group.py`, `_make_placement_group` and `_probe`: bundles, and how a restarted
+  runner is noticed.
+- `rlcourse/train_job.py`: the job's entrypoint, one line per iteration.
+- `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.
+"""),
+    code("""
+# Lesson check: runners used both nodes, came back on the head after worker-1 was lost, the job
+# reached its return, and no process of the cluster is left.
+assert sorted(before) == ["head", "worker-1"], before
+assert after == ["head", "head"] and history[-1]["restarts"] >= 1, history[-1]
+assert str(job_status) == "SUCCEEDED" and "done: reached return 200" in job_logs, job_logs[-2000:]
+cluster.shutdown()
+assert cluster.processes() == [] and not ray.is_initialized()
+print("Lesson 06 complete.")
+"""),
+]
+
+if __name__ == "__main__":
+    print(write_lesson(NAME, CELLS))

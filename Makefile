@@ -6,8 +6,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
+# Debian's Chromium for the browser tests (Playwright drives it; its own browser download is not used).
+CHROMIUM ?= /usr/bin/chromium
+ROOT_USER := $(filter 0,$(shell id -u))
+SUDO := $(if $(ROOT_USER),,sudo)
 
-.PHONY: install test test-fast lint lab bench clean
+.PHONY: install test test-fast test-browser chromium lint lab bench binder-profile clean
 
 install: $(STAMP)
 
@@ -19,19 +23,34 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check rlcourse tests benchmarks tools
+	$(BIN)/ruff check rlcourse tests benchmarks tools lessons/conftest.py
 
-# Everything: lint, unit and fault tests, learning tests, and every lesson under nbval.
+# Everything: lint, unit and fault tests, learning tests, the lessons in a browser, and every lesson
+# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB).
 test: lint
-	$(BIN)/python -m pytest -p no:cacheprovider tests
+	$(BIN)/python -m pytest -p no:cacheprovider --ignore=tests/browser tests
+	$(MAKE) --no-print-directory test-browser
 	$(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 lessons
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.
 test-fast: install
-	$(BIN)/python -m pytest -p no:cacheprovider -m "not learning" tests
+	$(BIN)/python -m pytest -p no:cacheprovider -m "not learning" --ignore=tests/browser tests
 
+# The lessons as learners meet them: JupyterLab in headless Chromium, widgets clicked, screenshots
+# kept in test-artifacts/browser/.
+test-browser: install chromium
+	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider tests/browser
+
+chromium:
+	@test -x $(CHROMIUM) || { export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y chromium || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }; }
+
+# binder/start sets the course's environment (Ray, threads, off-screen pygame) as on Binder.
+# JupyterLab refuses to run as root unless told (containers often run as root).
 lab: install
-	$(BIN)/jupyter lab --notebook-dir=lessons --ip=127.0.0.1 --port=$(PORT)
+	binder/start $(BIN)/jupyter lab --notebook-dir=lessons --ip=127.0.0.1 --port=$(PORT) \
+	  $(if $(ROOT_USER),--allow-root)
 
 bench: install
 	$(BIN)/python benchmarks/sampling.py
@@ -39,6 +58,11 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --algo ppo
 	$(BIN)/python benchmarks/impala_vs_ppo.py
 	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
+
+# Every lesson on one core with a 64 MB /dev/shm, as on Binder: time and peak memory, written to
+# docs/binder-profile.md.
+binder-profile: install
+	$(BIN)/python benchmarks/binder_profile.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

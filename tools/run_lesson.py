@@ -9,49 +9,18 @@ every process it starts, Ray's included: what the tree costs a machine. Exits 1 
 """
 
 import argparse
-import contextlib
 import sys
-import threading
 import time
 from pathlib import Path
 
 import nbformat
-import psutil
 from nbclient import NotebookClient
 
-MB = 1024 * 1024
-
-
-class PeakMemory(threading.Thread):
-    """Samples the summed PSS of a process and all its descendants until stopped."""
-
-    def __init__(self, pid: int, interval_s: float = 0.2):
-        super().__init__(daemon=True)
-        self.pid, self.interval_s, self.peak_mb = pid, interval_s, 0.0
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.is_set():
-            try:
-                root = psutil.Process(self.pid)
-                processes = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            total = 0.0
-            for process in processes:
-                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # it ended
-                    total += process.memory_full_info().pss / MB
-            self.peak_mb = max(self.peak_mb, total)
-            self._stop_event.wait(self.interval_s)
-
-    def stop(self) -> float:
-        self._stop_event.set()
-        self.join()
-        return self.peak_mb
+from rlcourse.process_memory import PeakTreeMemory
 
 
 def run_lesson(path: Path, runs: int = 2, timeout_s: int = 600) -> list[tuple[float, float]]:
-    """Execute the notebook `runs` times in one kernel; return (seconds, peak MB) per run."""
+    """Execute the notebook `runs` times in one kernel; return (seconds, peak MiB) per run."""
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(notebook, timeout=timeout_s, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -59,7 +28,7 @@ def run_lesson(path: Path, runs: int = 2, timeout_s: int = 600) -> list[tuple[fl
     with client.setup_kernel():
         kernel_pid = client.km.provisioner.process.pid
         for _ in range(runs):
-            monitor = PeakMemory(kernel_pid)
+            monitor = PeakTreeMemory(kernel_pid)
             monitor.start()
             start = time.perf_counter()
             try:
@@ -78,8 +47,8 @@ def main() -> None:
     failed = False
     for path in args.notebooks:
         try:
-            for run, (seconds, peak_mb) in enumerate(run_lesson(path, args.runs), 1):
-                print(f"{path.name}: run {run}: {seconds:.1f} s, peak memory {peak_mb:.0f} MB")
+            for run, (seconds, peak_mib) in enumerate(run_lesson(path, args.runs), 1):
+                print(f"{path.name}: run {run}: {seconds:.1f} s, peak memory {peak_mib:.0f} MiB")
         except Exception as e:  # report and go on with the next lesson
             failed = True
             print(f"{path.name}: FAILED: {type(e).__name__}: {str(e)[-2000:]}")

@@ -1,0 +1,47 @@
+"""PeakTreeMemory counts a process's descendants' memory, and splits the peak into parts."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rlcourse.process_memory import PeakTreeMemory
+
+pytestmark = pytest.mark.timeout(60)
+
+HOLD_200_MIB = "b = bytearray(200 * 2**20); import time; time.sleep(3)"
+
+
+def test_peak_includes_a_child_that_allocates_and_splits_it_by_part():
+    def part_of(process):
+        return "child" if "bytearray" in " ".join(process.cmdline()) else "other"
+
+    memory = PeakTreeMemory(os.getpid(), include_root=False, interval_s=0.05, part_of=part_of)
+    memory.start()
+    child = subprocess.Popen([sys.executable, "-c", HOLD_200_MIB])
+    try:
+        child.wait(timeout=30)
+    finally:
+        peak = memory.stop()
+    assert child.returncode == 0
+    assert peak >= 200  # the child's bytearray, touched page by page
+    assert memory.parts["child"] >= 200 and memory.counts["child"] == 1
+    assert peak == pytest.approx(memory.parts.total())
+
+
+def test_root_alone_is_counted_only_when_asked():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)  # Python is up
+        without_root = PeakTreeMemory(sleeper.pid, include_root=False, interval_s=0.05)
+        with_root = PeakTreeMemory(sleeper.pid, include_root=True, interval_s=0.05)
+        for memory in (without_root, with_root):
+            memory.start()
+        time.sleep(0.3)
+        assert without_root.stop() == 0  # the sleeper has no children
+        assert with_root.stop() > 1  # a Python interpreter
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -13,54 +13,37 @@ Teardown happens in three ways: `shutdown()` (also when the `with` block ends, e
 finalizer when the object is garbage collected or Python exits, and the kernel's own: each `ray start`
 process is killed when the process that started it dies (even by SIGKILL), and a node's processes
 follow their `ray start` (Ray's agents within a minute). `stop_node` and `shutdown` then check that no
-process of the node is left: they find them by session (see `_node_processes`), never by name.
+process of the node is left: they find them by session (see rlcourse/node_processes.py), never by name.
 """
 
 import contextlib
-import ctypes
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
 import psutil
 import ray
 
+from rlcourse.node_processes import (
+    NODE_MARK,
+    Node,
+    die_with_parent,
+    node_processes,
+    stop_node_processes,
+)
 from rlcourse.resources import init_ray
 
 LOOPBACK = "127.0.0.1"
-NODE_MARK = "RLCOURSE_RAY_NODE"  # set in the environment of every process of a node: "<cluster>/<node>"
 START_TIMEOUT_S = 180.0
-STOP_TIMEOUT_S = 20.0
 RAY = Path(sys.executable).with_name("ray")  # the `ray` of this interpreter's environment
-PR_SET_PDEATHSIG = 1  # Linux prctl option: a signal the kernel sends us when our parent dies
-_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform.startswith("linux") else None
-
-
-@dataclass
-class Node:
-    """One node: its `ray start --block` process, what it was given, and where its files are."""
-
-    name: str
-    num_cpus: int
-    mark: str  # NODE_MARK of its processes: "<the cluster's temp dir, a random name>/<name>"
-    log_path: Path  # what `ray start` prints
-    process: subprocess.Popen
-    launched_at: float = field(default_factory=time.monotonic)
-    stopped_at: float | None = None  # time.time() when stop_node() finished
-
-    @property
-    def is_running(self) -> bool:
-        return self.process.poll() is None
 
 
 class LocalCluster:
@@ -129,7 +112,7 @@ class LocalCluster:
         with open(log_path, "w") as log:  # the child writes to its own copy of the file
             process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=subprocess.STDOUT, env=self._node_env(mark, head),
-                                       start_new_session=True, preexec_fn=_die_with_parent)
+                                       start_new_session=True, preexec_fn=die_with_parent)
         self.nodes[name] = Node(name, num_cpus, mark, log_path, process)
         return self.nodes[name]
 
@@ -176,7 +159,7 @@ class LocalCluster:
         restarted elsewhere at once. graceful=False SIGKILLs them all, like a machine losing power:
         the head notices only when the node misses its health checks (about 15 s).
         """
-        _stop(self.nodes[name], graceful)
+        stop_node_processes(self.nodes[name], graceful)
         if self.verbose:
             print(f"node {name!r} stopped", flush=True)
 
@@ -186,7 +169,7 @@ class LocalCluster:
 
     def processes(self, name: str | None = None) -> list[psutil.Process]:
         """Every running process of the cluster (or of node `name`): Ray's, actors', jobs'."""
-        return _node_processes([self.nodes[name]] if name else list(self.nodes.values()))
+        return node_processes([self.nodes[name]] if name else list(self.nodes.values()))
 
     # -- the driver -------------------------------------------------------------------------
 
@@ -253,12 +236,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before `ray start`: the kernel SIGKILLs it when its parent process dies."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def _wait_for_port(node: Node, port: int) -> None:
     deadline = node.launched_at + START_TIMEOUT_S
     while node.is_running and time.monotonic() < deadline:
@@ -276,66 +253,11 @@ def _wait_for_alive_nodes(names: list[str], timeout_s: float = 60) -> None:
         time.sleep(0.2)
 
 
-def _node_processes(nodes: list[Node]) -> list[psutil.Process]:
-    """The running processes of these nodes.
-
-    Each `ray start` leads a session of its own, and Ray's processes stay in it (they change their
-    process group, never their session), even when their parent dies. A Ray Job's driver starts a
-    session of its own; it still carries the node's NODE_MARK in its environment.
-    """
-    sessions = {node.process.pid: node for node in nodes}
-    marks = {node.mark for node in nodes}
-    found = []
-    for process in psutil.process_iter():
-        try:
-            node = sessions.get(os.getsid(process.pid))
-            # A stopped node's session id may be reused: only older processes can be its own.
-            in_session = node is not None and (node.stopped_at is None
-                                               or process.create_time() <= node.stopped_at)
-            if (in_session or process.environ().get(NODE_MARK) in marks) and _is_alive(process):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
-            continue  # gone meanwhile, or another user's
-    return found
-
-
-def _is_alive(process: psutil.Process) -> bool:
-    """Running and not a zombie (a zombie has exited; it only waits for its parent to reap it)."""
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _wait_until_gone(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
-    deadline = time.monotonic() + timeout_s
-    while (alive := [p for p in processes if _is_alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return alive
-
-
-def _stop(node: Node, graceful: bool) -> None:
-    """Stop one node; afterwards none of its processes runs (SIGKILL for whatever lingers)."""
-    processes = _node_processes([node])
-    if graceful and node.is_running:
-        node.process.terminate()  # `ray start --block` stops its processes on SIGTERM
-        processes = _wait_until_gone(processes, STOP_TIMEOUT_S)
-    for _ in range(3):  # SIGKILL what is left, then look again for processes started meanwhile
-        for process in processes:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.kill()
-        _wait_until_gone(processes, 5.0)
-        processes = _node_processes([node])
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        node.process.wait(timeout=5.0)  # reap our child, so that no zombie is left either
-    node.stopped_at = time.time()
-
-
 def _teardown(nodes: dict[str, Node], temp_root: Path, address: str) -> None:
     """Disconnect the driver, stop the workers, then the head; delete the nodes' temp dirs."""
     if _is_driver_of(address):
         ray.shutdown()
     for node in sorted(nodes.values(), key=lambda n: n.name == "head"):
         if node.stopped_at is None:
-            _stop(node, graceful=True)
+            stop_node_processes(node, graceful=True)
     shutil.rmtree(temp_root, ignore_errors=True)

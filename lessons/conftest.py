@@ -16,7 +16,6 @@ from rlcourse.process_memory import PeakTreeMemory
 
 LIMIT_MIB = 2048
 
-
 FIRST_CELLS: set[str] = set()
 LAST_CELLS: dict[str, str] = {}  # node id of a lesson's last cell -> the lesson's file name
 PEAKS: dict[str, float] = {}

@@ -53,11 +53,11 @@ class Algorithm:
                                                                  config.env_config)
         if config.rl_module_class is None:
             space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
-        check_gpus(config)
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
-            init_ray()
+            init_ray()  # before the checks: they compare the requests with the cluster's resources
             check_cpus(config)
             check_custom_resources(config)
+        check_gpus(config)
         self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
                                                on_recreated=self._on_recreated)
         if config.evaluation_num_env_runners > 0:

@@ -132,7 +132,11 @@ class AlgorithmConfig:
 
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
-        """0 learners: one Learner in this process; N > 0: N data-parallel Learner actors."""
+        """0 learners: one Learner in this process; N > 0: N data-parallel Learner actors.
+
+        `num_gpus_per_learner` reserves GPUs with Ray's scheduler (and fails at build time where
+        there are none); the Learner itself computes on the CPU, where the course's small networks
+        are fast."""
         return self._set(num_learners=num_learners, num_cpus_per_learner=num_cpus_per_learner,
                          num_gpus_per_learner=num_gpus_per_learner)
 

@@ -1,5 +1,7 @@
 """Resource requests the machine cannot meet fail within seconds, naming the setting."""
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -32,6 +34,28 @@ def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session):
     assert err.value.setting == setting and setting in str(err.value)
     # Nothing half-built is left holding the cluster's CPUs.
     assert free_cpus_after_release(2) == pytest.approx(2)
+
+
+GPU_LEARNER_IN_A_FRESH_PROCESS = """
+import time
+from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.validation import ConfigError
+config = PPOConfig().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
+start = time.perf_counter()
+try:
+    config.build_algo()
+except ConfigError as e:
+    print(e.setting, round(time.perf_counter() - start))
+"""
+
+
+def test_a_gpu_request_fails_fast_when_build_algo_starts_ray_itself():
+    """No Ray yet: build_algo starts it, then checks the request (it must not check before)."""
+    result = subprocess.run([sys.executable, "-c", GPU_LEARNER_IN_A_FRESH_PROCESS],
+                            capture_output=True, text=True, timeout=150, check=True)
+    setting, seconds = result.stdout.split()
+    assert setting == "num_gpus_per_learner"
+    assert int(seconds) < 60  # Ray's start-up; a hanging learner actor would wait 180 s
 
 
 def test_fractional_cpus_let_more_runners_share_two_cores(ray_session, algo_factory):

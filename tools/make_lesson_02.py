@@ -90,7 +90,8 @@ for name, array in weights.items():
 An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-only copy of the policy.
 `ray.remote(EnvRunner)` makes it an actor class; half a CPU each lets two share one core. A runner
 refuses to sample before it has weights, so we put the weights into Ray's object store **once** and
-hand the same reference to both runners (`EnvRunnerGroup.sync_weights` does exactly this)."""),
+hand the same reference to both runners (`EnvRunnerGroup.sync_weights` also puts the weights once,
+but hands the reference over with the next sample request, as we will see)."""),
     code("""from rlcourse.env_runner import EnvRunner
 
 RemoteEnvRunner = ray.remote(EnvRunner).options(num_cpus=0.5)
@@ -302,7 +303,7 @@ print(type(learners).__name__, "holding a", type(learners.local_learner).__name_
 same_classes = (isinstance(group, EnvRunnerGroup) and isinstance(learners, LearnerGroup)
                 and type(learners.local_learner) is PPOLearner
                 and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"EnvRunner"})"""),
-    md("""Two iterations. The result's timers are our hand loop's three steps, and the learner's numbers
+    md("""Two iterations. The result's timers are our hand loop's three steps plus the whole iteration, and the learner's numbers
 have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
 initial weights from `setup`) and only **puts** it into the object store, without calling the runners:
 the next sample request carries the reference. So after two iterations the group has put version 2,
@@ -332,7 +333,7 @@ print(inspect.getsource(Algorithm.sample_and_update))"""),
 | episodes | `rlcourse/episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
 | update | `rlcourse/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
-| weights | `rlcourse/rl_module.py`, `RLModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
+| weights | `rlcourse/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
 | sync | `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`; every next sample request carries the reference |"""),
     md("""## Summary
 

@@ -215,8 +215,10 @@ and the batch is large.
 
 ## 5. GPUs
 
-- `.learners(num_gpus_per_learner=1)`: each Learner actor reserves a GPU and trains on it
-  (with `num_learners=0`, the one learner in the driver uses the local GPU).
+- `.learners(num_gpus_per_learner=1)`: each Learner actor reserves a GPU from Ray's scheduler
+  (with `num_learners=0`, the learner in the driver asks for the local one). RLlib's Learner then
+  moves its module and batches onto that GPU; rlcourse's Learner reserves it but computes on the
+  CPU: the course's networks are tiny, and its machines have no GPU to test with.
 - `.env_runners(num_gpus_per_env_runner=0.25)`: runners reserve (a fraction of) a GPU, for envs that
   render or simulate on it, or for a large policy network. Small networks like ours are faster on the
   runner's CPU.
@@ -235,7 +237,7 @@ except ConfigError as e:
     gpu_error = e
     print(f"ConfigError after {time.perf_counter() - start:.1f} s:\\n{e}")
 else:
-    print("This machine has a GPU, and the learner runs on it.")
+    print("This machine has a GPU: Ray reserved it for the learner actor.")
     gpu_algo.stop()"""),
     md("""## Summary
 

@@ -169,7 +169,7 @@ n_step = [sum(gamma**k * rewards[s + k] for k in range(4 - s)) + gamma ** (4 - s
           for s in range(4)]
 print("on-policy V-trace:", targets([0.5] * 4).round(3))
 print("n-step returns:   ", np.round(n_step, 3))
-print("pi likes a_1 less:", targets([0.5, 0.1, 0.5, 0.5]).round(3), "(the correction is cut at step 1)")
+print("pi likes a_1 less:", targets([0.5, 0.1, 0.5, 0.5]).round(3), "(ratio 0.2: step 1's correction, and all that flows back through it, shrinks)")
 print("pi likes a_1 more:", targets([0.5, 0.9, 0.5, 0.5]).round(3), "(ratio 1.8, clipped to 1)")
 """),
     md("""
@@ -177,8 +177,8 @@ print("pi likes a_1 more:", targets([0.5, 0.9, 0.5, 0.5]).round(3), "(ratio 1.8,
 
 Complete `my_vtrace` for one fragment of `T` steps: arrays of length `T`, `bootstrap_value` is
 $V(x_T)$, and `terminated` says whether the fragment's last step ended the episode. Loop backwards
-over the steps. The checker compares your targets with rlcourse's on on-policy, off-policy, clipped
-and terminated fragments, and says which case fails. (A working answer is filled in; try writing
+over the steps. The checker compares your targets with those of rlcourse's `vtrace` on on-policy, off-policy,
+clipped and terminated fragments, and says which case fails. (A working answer is filled in; try writing
 your own first.)
 """),
     code("""

@@ -17,7 +17,7 @@ CELLS = [
 
 The cluster of this lesson is real: two Ray nodes, each started by its own `ray start` command, as on
 two machines. They share this machine, listen on 127.0.0.1 only, and are all stopped at the end.
-The lesson takes about three minutes on two CPU cores.
+The lesson takes about a minute on two CPU cores.
 """),
     md("""
 ## 1. Head and worker nodes
@@ -72,7 +72,7 @@ for node in ray.nodes():
           f"resource {{'{name}': {node['Resources'][name]:g}}} | address {node['NodeManagerAddress']} | "
           f"{len(processes)} processes, {megabytes:.0f} MB")
 
-print("\\nworker-1 was started with:\\n  ray", " ".join(cluster.nodes["worker-1"].process.args[2:]))
+print("\\nworker-1 was started with:\\n  ray", " ".join(cluster.nodes["worker-1"].process.args[1:]))
 """),
     md("""
 ### Exercise 1: a new machine joins
@@ -291,7 +291,7 @@ The algorithm code never changes; the config and where the driver runs do.
 | parallel sampling | laptop, 2-8 cores | `num_env_runners=N`, `num_cpus_per_env_runner=0.5`, `num_envs_per_env_runner=4` (vectorize first) | `init_ray(num_cpus=...)` |
 | a big machine | 32-96 cores | runners ≈ cores - 2; `learners(num_learners=0)` until the update is the bottleneck | same code |
 | a cluster | head + N workers | `resources(placement_strategy="SPREAD")`; `fault_tolerance(restart_failed_env_runners=True)` | `ray up` or KubeRay; run as a Ray Job; checkpoints on shared storage |
-| GPUs for learning | + GPU workers | `learners(num_learners=K, num_gpus_per_learner=1)`; runners stay on CPUs | a GPU node type in `cluster.yaml` / a GPU worker group |
+| GPUs for learning | + GPU workers | `learners(num_learners=K, num_gpus_per_learner=1)` (RLlib trains on them; rlcourse only reserves them); runners stay on CPUs | a GPU node type in `cluster.yaml` / a GPU worker group |
 | pinned hardware | special nodes | `env_runners(custom_resources_per_env_runner={"big-box": 0.5})` | `ray start --resources='{"big-box": 1}'` on those nodes |
 
 ## Summary

@@ -303,8 +303,8 @@ print(type(learners).__name__, "holding a", type(learners.local_learner).__name_
 same_classes = (isinstance(group, EnvRunnerGroup) and isinstance(learners, LearnerGroup)
                 and type(learners.local_learner) is PPOLearner
                 and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"EnvRunner"})"""),
-    md("""Two iterations. The result's timers are our hand loop's three steps plus the whole iteration, and the learner's numbers
-have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
+    md("""Two iterations. The result's timers are our hand loop's three steps plus the whole iteration,
+and the learner's numbers have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
 initial weights from `setup`) and only **puts** it into the object store, without calling the runners:
 the next sample request carries the reference. So after two iterations the group has put version 2,
 while the runners hold version 1, the weights they sampled the second batch with."""),

@@ -195,15 +195,12 @@ class Algorithm:
         """(JSON-compatible state, tensors) of everything a continued run needs."""
         learner_state = self.learner_group.get_state()
         tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
-        stats = self.episode_stats
         state = {
             "config": config_to_json(self.config),
             "algorithm": {"iteration": self.iteration,
                           "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                           "weights_seq_no": self.env_runner_group.weights_seq_no,
-                          "episode_returns": list(stats.returns), "episode_lens": list(stats.lens),
-                          "num_episodes_lifetime": stats.num_episodes_lifetime,
-                          "num_env_steps_sampled_lifetime": stats.num_env_steps_sampled_lifetime},
+                          **self.episode_stats.get_state()},
             "learner": learner_state,
             "env_runners": self.env_runner_group.get_state(),
         }
@@ -213,11 +210,7 @@ class Algorithm:
         algo = state["algorithm"]
         self.iteration = algo["iteration"]
         self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
-        self.episode_stats = EpisodeStats(self.config.metrics_num_episodes_for_smoothing)
-        self.episode_stats.returns.extend(algo["episode_returns"])
-        self.episode_stats.lens.extend(algo["episode_lens"])
-        self.episode_stats.num_episodes_lifetime = algo["num_episodes_lifetime"]
-        self.episode_stats.num_env_steps_sampled_lifetime = algo["num_env_steps_sampled_lifetime"]
+        self.episode_stats.set_state(algo)
         self.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
         self.env_runner_group.set_state(state["env_runners"])
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),

@@ -141,10 +141,9 @@ class EnvRunnerGroup:
             return runner.sample(num_timesteps, num_episodes, explore), [runner.get_metrics()]
         episodes: list[SingleAgentEpisode] = []
         metrics: list[dict] = []
+        steps = done = 0  # env steps and finished episodes received so far
         while True:
             runners = self._healthy_indices()
-            steps = sum(len(e) for e in episodes)
-            done = sum(e.is_done for e in episodes)
             share = {"num_timesteps": None if num_timesteps is None
                      else math.ceil((num_timesteps - steps) / len(runners)),
                      "num_episodes": None if num_episodes is None

@@ -34,6 +34,23 @@ class EpisodeStats:
                 "num_sub_env_restarts": restarts,
                 "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime}
 
+    def get_state(self) -> dict:
+        """Plain data for checkpoints: the window's episodes and the lifetime counters."""
+        return {"episode_returns": list(self.returns), "episode_lens": list(self.lens),
+                "num_episodes_lifetime": self.num_episodes_lifetime,
+                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+                "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime}
+
+    def set_state(self, state: dict) -> None:
+        """Continue from `get_state()`."""
+        self.returns.clear()
+        self.returns.extend(state["episode_returns"])
+        self.lens.clear()
+        self.lens.extend(state["episode_lens"])
+        self.num_episodes_lifetime = state["num_episodes_lifetime"]
+        self.num_env_steps_sampled_lifetime = state["num_env_steps_sampled_lifetime"]
+        self.num_sub_env_restarts_lifetime = state["num_sub_env_restarts_lifetime"]
+
     def summary(self) -> dict:
         if not self.returns:
             return {"episode_return_mean": float("nan"), "episode_return_min": float("nan"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from fault_envs import CountingEnv
 
 from rlcourse.algorithm import Algorithm
 from rlcourse.algorithms.ppo import PPOConfig
@@ -80,6 +81,22 @@ def test_restore_continues_counters_and_metrics(tmp_path):
     assert after["training_iteration"] == 3
     assert after["num_env_steps_sampled_lifetime"] > before["num_env_steps_sampled_lifetime"]
     assert after["env_runners"]["num_episodes_lifetime"] > before["env_runners"]["num_episodes_lifetime"]
+
+
+def test_restore_continues_the_sub_env_restart_count(tmp_path):
+    config = (PPOConfig().environment(CountingEnv, env_config={"failure_rate": 0.01})
+              .training(**SMALL).fault_tolerance(restart_failed_sub_environments=True)
+              .debugging(seed=0))
+    with config.build_algo() as algo:
+        for _ in range(3):
+            before = algo.train()["env_runners"]
+        path = algo.save_to_path(tmp_path / "ckpt")
+    assert before["num_sub_env_restarts_lifetime"] > 0  # ~15 expected in 1500 steps
+    with config.build_algo() as other:
+        other.restore_from_path(path)
+        after = other.train()["env_runners"]
+    assert after["num_sub_env_restarts_lifetime"] == (before["num_sub_env_restarts_lifetime"]
+                                                      + after["num_sub_env_restarts"])
 
 
 def test_saving_replaces_an_old_checkpoint_and_a_crash_leaves_the_old_one(tmp_path, monkeypatch):

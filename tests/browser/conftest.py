@@ -26,6 +26,8 @@ import psutil
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from rlcourse.node_processes import is_alive
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM = os.environ.get("RLCOURSE_CHROMIUM", "/usr/bin/chromium")
@@ -63,12 +65,7 @@ class ProcessRecord(threading.Thread):
 
     def alive(self) -> list[psutil.Process]:
         """Recorded processes still running (is_running also checks the pid was not reused)."""
-        alive = []
-        for process in self.seen.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(process)
-        return alive
+        return [process for process in self.seen.values() if is_alive(process)]
 
 
 class JupyterLab:

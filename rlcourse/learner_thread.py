@@ -44,6 +44,14 @@ class LearnerThread(threading.Thread):
                 except queue.Empty:
                     pass
 
+    def wait_until_taken(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the learner has taken every queued batch. A runner that
+        samples in this process shares Python's lock with this thread: sampling more than one batch
+        ahead only produces batches that are dropped, and slows the learner down."""
+        deadline = time.monotonic() + timeout_s
+        while not self.inqueue.empty() and self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.002)  # sleeping releases the lock to the learner thread
+
     def run(self) -> None:
         try:
             while not self._stopped.is_set():

@@ -53,6 +53,18 @@ def test_runners_keep_sampling_while_the_learner_is_busy(ray_session, algo_facto
     assert result["learners"]["default_policy"]["policy_lag"] >= 0
 
 
+def test_a_local_runner_stays_one_batch_ahead_of_the_learner(ray_session, algo_factory):
+    algo = algo_factory(_config(runners=0))
+    for _ in range(10):
+        result = algo.train()
+    batch = algo.config.total_train_batch_size
+    # Sampling in the driver's thread would otherwise starve the learner thread and drop batches.
+    assert result["learner_queue"]["num_drops_lifetime"] == 0
+    sampled, trained = result["num_env_steps_sampled_lifetime"], result["num_env_steps_trained_lifetime"]
+    assert sampled <= trained + 2 * batch, (sampled, trained)
+    assert result["learners"]["default_policy"]["policy_lag"] <= 2
+
+
 def test_runners_receive_new_weights(ray_session, algo_factory):
     algo = algo_factory(_config())
     for _ in range(5):

@@ -55,14 +55,15 @@ def test_runners_keep_sampling_while_the_learner_is_busy(ray_session, algo_facto
 
 def test_a_local_runner_stays_one_batch_ahead_of_the_learner(ray_session, algo_factory):
     algo = algo_factory(_config(runners=0))
-    for _ in range(10):
+    for _ in range(20):
         result = algo.train()
-    batch = algo.config.total_train_batch_size
-    # Sampling in the driver's thread would otherwise starve the learner thread and drop batches.
+    # Sampling in the driver's thread would otherwise starve the learner thread (it shares Python's
+    # lock), fill the queue and drop most batches: trained/sampled was ~0.14 before the fix.
     assert result["learner_queue"]["num_drops_lifetime"] == 0
     sampled, trained = result["num_env_steps_sampled_lifetime"], result["num_env_steps_trained_lifetime"]
-    assert sampled <= trained + 2 * batch, (sampled, trained)
-    assert result["learners"]["default_policy"]["policy_lag"] <= 2
+    assert trained >= 0.5 * sampled, (sampled, trained)
+    # Data is at most a batch or two old, not as old as the whole queue (learner_queue_size=4).
+    assert result["learners"]["default_policy"]["policy_lag"] <= 3
 
 
 def test_runners_receive_new_weights(ray_session, algo_factory):

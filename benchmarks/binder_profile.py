@@ -35,7 +35,7 @@ import psutil
 from common import print_table
 from nbclient import NotebookClient
 
-from rlcourse.process_memory import PeakTreeMemory
+from rlcourse.course.process_memory import PeakTreeMemory
 
 ROOT = Path(__file__).resolve().parents[1]
 

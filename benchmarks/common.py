@@ -43,7 +43,7 @@ def ray_session(num_cpus: int = 2) -> Iterator[float]:
     """Start Ray small (no dashboard) as the course does, yield how long `ray.init` took, shut down."""
     import ray
 
-    from rlcourse.resources import init_ray
+    from rlcourse.utils.resources import init_ray
 
     _, seconds = timed(lambda: init_ray(num_cpus=num_cpus))
     try:

@@ -20,8 +20,8 @@ import time
 
 from common import goal, median, print_table, ray_session
 
-from rlcourse.algorithms.impala import IMPALAConfig
-from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
 
 GOAL_RATIO = 1.5
 CONFIGS = {"PPO": PPOConfig, "IMPALA": IMPALAConfig}

@@ -6,7 +6,7 @@ What is measured: environment steps per second on CartPole-v1 with N = 1, 8 and 
     under `torch.no_grad()`, `Categorical` sampling, and the rollout written into preallocated
     arrays;
   * the same plain loop with the MLP and the sampling written in NumPy;
-  * `rlcourse.env_runner.EnvRunner.sample(num_timesteps=...)`, which does the same work and also
+  * `rlcourse.env.env_runner.EnvRunner.sample(num_timesteps=...)`, which does the same work and also
     cuts the arrays into `SingleAgentEpisode`s.
 All three hold the same weights (from a freshly built [256, 256] torch module) and run in this process
 with one BLAS/torch thread, as a runner actor does. Each is warmed up, then timed `--repeats`
@@ -37,9 +37,9 @@ from gymnasium.vector import AutoresetMode
 from torch import nn
 from torch.distributions import Categorical
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.env_runner import EnvRunner
-from rlcourse.rl_module import build_module
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.rl_module import build_module
+from rlcourse.env.env_runner import EnvRunner
 
 ENV_ID = "CartPole-v1"
 MODEL_CONFIG = {"fcnet_hiddens": [256, 256]}

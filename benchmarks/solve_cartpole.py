@@ -28,8 +28,8 @@ from common import goal, median, print_table
 
 TARGET_RETURN = 450.0
 GOAL_S = {"ppo": 20.0, "impala": 60.0}
-CONFIG_CLASS = {"ppo": "rlcourse.algorithms.ppo:PPOConfig",
-                "impala": "rlcourse.algorithms.impala:IMPALAConfig"}
+CONFIG_CLASS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
+                "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig"}
 ENVS_PER_RUNNER = 4
 
 
@@ -38,8 +38,8 @@ def solve(algo_name: str, seed: int, runners: int, time_limit: float) -> dict:
     start = time.perf_counter()
     import ray  # imported here: the child's clock starts before Ray and rlcourse are loaded
 
-    from rlcourse.learner_group import import_class
-    from rlcourse.resources import init_ray
+    from rlcourse.core.learner.learner_group import import_class
+    from rlcourse.utils.resources import init_ray
 
     init_ray(num_cpus=2)
     config = (import_class(CONFIG_CLASS[algo_name])().environment("CartPole-v1")

@@ -25,8 +25,8 @@ import psutil
 import ray
 from common import goal, median, print_table, ray_session, timed, uss_mb
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.env_runner import EnvRunner
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.env.env_runner import EnvRunner
 
 NUM_ENV_RUNNERS = 2
 CPUS_PER_RUNNER = 0.5

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from rlcourse.process_memory import PeakTreeMemory
+from rlcourse.course.process_memory import PeakTreeMemory
 
 LIMIT_MIB = 2048
 

@@ -1,6 +1,6 @@
 """rlcourse: a small, readable distributed RL system with the names of RLlib's new API stack.
 
-Imports are lazy on purpose: an EnvRunner actor imports `rlcourse.env_runner` and must not pay for
+Imports are lazy on purpose: an EnvRunner actor imports `rlcourse.env.env_runner` and must not pay for
 torch (about 145 MB and seconds of start-up) when it runs the default MLP in NumPy.
 """
 
@@ -9,21 +9,21 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AlgorithmConfig": "rlcourse.config",
-    "Algorithm": "rlcourse.algorithm",
-    "PPOConfig": "rlcourse.algorithms.ppo",
-    "PPO": "rlcourse.algorithms.ppo",
-    "IMPALAConfig": "rlcourse.algorithms.impala",
-    "IMPALA": "rlcourse.algorithms.impala",
-    "SingleAgentEpisode": "rlcourse.episode",
-    "EnvRunner": "rlcourse.env_runner",
-    "EnvRunnerGroup": "rlcourse.env_runner_group",
-    "RLModule": "rlcourse.rl_module",
-    "Learner": "rlcourse.learner",
-    "LearnerGroup": "rlcourse.learner_group",
-    "Callbacks": "rlcourse.callbacks",
-    "EnvContext": "rlcourse.registry",
-    "register_env": "rlcourse.registry",
+    "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
+    "Algorithm": "rlcourse.algorithms.algorithm",
+    "PPOConfig": "rlcourse.algorithms.ppo.ppo",
+    "PPO": "rlcourse.algorithms.ppo.ppo",
+    "IMPALAConfig": "rlcourse.algorithms.impala.impala",
+    "IMPALA": "rlcourse.algorithms.impala.impala",
+    "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
+    "EnvRunner": "rlcourse.env.env_runner",
+    "EnvRunnerGroup": "rlcourse.env.env_runner_group",
+    "RLModule": "rlcourse.core.rl_module.rl_module",
+    "Learner": "rlcourse.core.learner.learner",
+    "LearnerGroup": "rlcourse.core.learner.learner_group",
+    "Callbacks": "rlcourse.callbacks.callbacks",
+    "EnvContext": "rlcourse.env.env_context",
+    "register_env": "rlcourse.env.registry",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,29 +1,8 @@
-"""The `rlcourse` command (also `python -m rlcourse`).
+"""`python -m rlcourse`: the course's command line (rlcourse/course/cli.py)."""
 
-    rlcourse doctor     check this machine before a workshop, and say what to fix
-    rlcourse train ...  train an algorithm from the command line (the entrypoint of Ray Jobs)
-"""
-
-import argparse
 import sys
-from importlib import import_module
 
-COMMANDS = {
-    "doctor": ("rlcourse.doctor", "check Python, packages, CPUs, memory, Ray and widgets"),
-    "train": ("rlcourse.train_job", "train PPO or IMPALA and print one line per iteration"),
-}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Dispatch to the module of the command; each has `main(argv) -> exit code`."""
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="rlcourse", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=sorted(COMMANDS),
-                        help="; ".join(f"{name}: {text}" for name, (_, text) in COMMANDS.items()))
-    args, rest = parser.parse_known_args(argv[:1])
-    module, _ = COMMANDS[args.command]
-    return import_module(module).main(argv[1:] + rest)
-
+from rlcourse.course.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,7 @@ import time
 import pytest
 import ray
 
-from rlcourse.resources import init_ray
+from rlcourse.utils.resources import init_ray
 
 
 @pytest.fixture(scope="session")

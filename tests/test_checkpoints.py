@@ -14,10 +14,10 @@ import pytest
 import torch
 from fault_envs import CountingEnv
 
-from rlcourse.algorithm import Algorithm
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.checkpoints import STATE_FILE, CheckpointError
-from rlcourse.registry import register_env
+from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.env.registry import register_env
+from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,7 +38,7 @@ def _weights(algo) -> dict[str, np.ndarray]:
 CONTINUE = textwrap.dedent("""
     import sys
     import numpy as np
-    from rlcourse.algorithm import Algorithm
+    from rlcourse.algorithms.algorithm import Algorithm
     algo = Algorithm.from_checkpoint(sys.argv[1])
     for _ in range(int(sys.argv[3])):
         algo.train()
@@ -208,3 +208,25 @@ def test_registered_env_names_and_module_level_creators_round_trip(tmp_path):
             assert restored.config.env == env
         finally:
             restored.stop()
+
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def test_a_checkpoint_written_before_the_package_layout_moved_still_loads():
+    """tests/fixtures/checkpoint_before_layout was saved when the modules sat at rlcourse's root
+    (its config names rlcourse.algorithms.ppo:PPOConfig and rlcourse.callbacks:Callbacks)."""
+    from rlcourse.callbacks import Callbacks
+
+    saved = np.load(FIXTURES / "checkpoint_before_layout_weights.npz")
+    algo = Algorithm.from_checkpoint(FIXTURES / "checkpoint_before_layout")
+    try:
+        assert type(algo).__name__ == "PPO" and algo.iteration == 1
+        assert algo.config.callbacks_class is Callbacks
+        weights = _weights(algo)
+        assert sorted(weights) == sorted(saved.files)
+        for name in saved.files:
+            np.testing.assert_array_equal(weights[name], saved[name])
+        assert algo.train()["training_iteration"] == 2
+    finally:
+        algo.stop()

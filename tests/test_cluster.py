@@ -12,12 +12,12 @@ import pytest
 import ray
 from ray.job_submission import JobStatus, JobSubmissionClient
 
-import rlcourse.cluster
-from rlcourse.algorithms.impala import IMPALAConfig
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.cluster import LocalCluster, env_runner_nodes
-from rlcourse.resources import init_ray
-from rlcourse.train_job import build_config, build_parser, format_result
+import rlcourse.course.cluster
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.course.cluster import LocalCluster
+from rlcourse.course.train_job import build_config, build_parser, format_result
+from rlcourse.utils.resources import init_ray
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -75,13 +75,13 @@ def test_every_node_listens_on_loopback_only(cluster):
 
 
 def test_spread_runners_land_on_both_nodes(algo):
-    assert sorted(env_runner_nodes(algo)) == ["head", "worker-1"]
+    assert sorted(algo.env_runner_group.get_node_names()) == ["head", "worker-1"]
     result = algo.train()
     assert result["env_runners"]["num_healthy_env_runners"] == 2
 
 
 def test_losing_the_worker_node_is_survived_on_the_head(cluster, algo):
-    assert sorted(env_runner_nodes(algo)) == ["head", "worker-1"]
+    assert sorted(algo.env_runner_group.get_node_names()) == ["head", "worker-1"]
     head = cluster.processes("head")
     steps_before = algo.train()["num_env_steps_sampled_lifetime"]
     cluster.stop_node("worker-1")
@@ -94,7 +94,7 @@ def test_losing_the_worker_node_is_survived_on_the_head(cluster, algo):
         if runners["num_healthy_env_runners"] == 2 and runners["num_env_runner_restarts"] >= 1:
             break
     assert runners["num_healthy_env_runners"] == 2 and runners["num_env_runner_restarts"] >= 1
-    assert env_runner_nodes(algo) == ["head", "head"]
+    assert algo.env_runner_group.get_node_names() == ["head", "head"]
     result = algo.train()  # and training goes on with both runners
     assert result["num_env_steps_sampled_lifetime"] >= steps_before + 2 * 500
     assert math.isfinite(result["env_runners"]["episode_return_mean"])
@@ -135,7 +135,7 @@ def test_a_node_that_fails_to_start_raises_with_its_log_and_leaves_nothing(tmp_p
     fake_ray = tmp_path / "ray"
     fake_ray.write_text("#!/bin/sh\necho 'cannot start: no room'\nexit 1\n")
     fake_ray.chmod(0o755)
-    monkeypatch.setattr(rlcourse.cluster, "RAY", fake_ray)
+    monkeypatch.setattr(rlcourse.course.cluster, "RAY", fake_ray)
     before = set(Path("/tmp").glob("rlc-*"))
     with pytest.raises(RuntimeError, match="'head' did not start(.|\n)*cannot start: no room"):
         LocalCluster(num_workers=1, verbose=False)

@@ -4,10 +4,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.callbacks import Callbacks
-from rlcourse.config import DEFAULT_MODEL_CONFIG, AlgorithmConfig
-from rlcourse.validation import ConfigError
+from rlcourse.algorithms.algorithm_config import DEFAULT_MODEL_CONFIG, AlgorithmConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.utils.validation import ConfigError
 
 
 def valid_config() -> PPOConfig:
@@ -84,7 +84,7 @@ def configured() -> PPOConfig:
 def test_to_dict_from_dict_round_trip_keeps_settings_and_type():
     config = configured()
     d = config.to_dict()
-    assert d["config_class"] == "rlcourse.algorithms.ppo:PPOConfig"
+    assert d["config_class"] == "rlcourse.algorithms.ppo.ppo:PPOConfig"
     assert d["lambda_"] == 0.8 and d["num_envs_per_env_runner"] == 3
     restored = AlgorithmConfig.from_dict(d)
     assert type(restored) is PPOConfig

@@ -5,8 +5,8 @@ import math
 import matplotlib
 import pytest
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.dashboard import TrainingDashboard, train
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.course.dashboard import TrainingDashboard, train
 
 matplotlib.use("Agg")
 

@@ -10,7 +10,7 @@ import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
 from test_lock import LOCK
 
-from rlcourse.train_job import build_parser
+from rlcourse.course.train_job import build_parser
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 # The AWS machines of cluster.yaml: (vCPUs, GiB of memory).

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcourse import doctor
+from rlcourse.course import doctor
 
 pytestmark = pytest.mark.timeout(300)
 

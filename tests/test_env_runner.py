@@ -14,10 +14,11 @@ import pytest
 import torch
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.env_runner import EnvRunner
-from rlcourse.registry import EnvContext, get_env_creator, register_env
-from rlcourse.rl_module import build_module
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.rl_module import build_module
+from rlcourse.env.env_context import EnvContext
+from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.registry import get_env_creator, register_env
 
 LENGTH = 4  # sub-env i's episodes last LENGTH + i steps, so sub-envs end episodes at different times
 

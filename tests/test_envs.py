@@ -1,5 +1,5 @@
 """GridWorld: gymnasium's checker, its rules (moves, pits, goal, time limit), env_config, rendering,
-and that PPO learns it on runner actors (which import it from rlcourse.envs)."""
+and that PPO learns it on runner actors (which import it from rlcourse.course.envs)."""
 
 import warnings
 
@@ -7,8 +7,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from rlcourse import PPOConfig
-from rlcourse.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
-from rlcourse.registry import EnvContext
+from rlcourse.course.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
+from rlcourse.env.env_context import EnvContext
 
 
 def place(env: GridWorld, row: int, col: int) -> None:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlcourse.episode import SingleAgentEpisode
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
 def make_episode(n: int, start: int = 0, *, t_started: int = 0, id_: str | None = None,

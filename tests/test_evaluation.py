@@ -8,9 +8,9 @@ import pytest
 import ray.cloudpickle
 from fault_envs import CountingEnv
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.algorithms.ppo_learner import PPOLearner
-from rlcourse.callbacks import Callbacks
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
+from rlcourse.callbacks.callbacks import Callbacks
 
 pytestmark = pytest.mark.timeout(300)
 ray.cloudpickle.register_pickle_by_value(fault_envs)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlcourse.exercises import ExerciseError, check_gae
+from rlcourse.course.exercises import ExerciseError, check_gae
 
 
 def make_gae(*, bootstrap_after=lambda episode: not episode.is_terminated,

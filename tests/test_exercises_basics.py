@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlcourse.exercises import ExerciseError, check_run_episode
+from rlcourse.course.exercises import ExerciseError, check_run_episode
 
 
 def right(env, policy, seed):

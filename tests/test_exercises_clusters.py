@@ -3,7 +3,7 @@
 import pytest
 
 from rlcourse import PPOConfig
-from rlcourse.exercises import (
+from rlcourse.course.exercises import (
     ExerciseError,
     check_survivable_placement,
     check_worker_start_command,

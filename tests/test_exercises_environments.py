@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlcourse.exercises import ExerciseError, check_env_implementation
+from rlcourse.course.exercises import ExerciseError, check_env_implementation
 
 
 class Corridor(gym.Env):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlcourse.exercises import ExerciseError, check_scaling_table, check_vectorize_prediction
+from rlcourse.course.exercises import ExerciseError, check_scaling_table, check_vectorize_prediction
 
 THROUGHPUTS = {1: 4000.0, 2: 7200.0, 4: 7600.0, 8: 7000.0}
 

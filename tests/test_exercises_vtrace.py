@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlcourse.exercises import ExerciseError, check_vtrace
+from rlcourse.course.exercises import ExerciseError, check_vtrace
 
 
 def right(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,

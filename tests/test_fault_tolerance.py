@@ -15,11 +15,11 @@ import pytest
 import ray.cloudpickle
 from fault_envs import CountingEnv
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.algorithms.ppo_learner import PPOLearner
-from rlcourse.callbacks import Callbacks
-from rlcourse.env_runner_group import EnvRunnerFailure
-from rlcourse.learner_group import LearnerFailure
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
+from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.core.learner.learner_group import LearnerFailure
+from rlcourse.env.env_runner_group import EnvRunnerFailure
 
 pytestmark = pytest.mark.timeout(600)
 

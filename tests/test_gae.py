@@ -9,8 +9,8 @@ All hand computations use gamma = 0.9, lambda = 0.8 (so gamma * lambda = 0.72) a
 import numpy as np
 import pytest
 
-from rlcourse.episode import SingleAgentEpisode
-from rlcourse.postprocessing import compute_gae, flatten_episodes
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
 
 GAMMA, LAMBDA = 0.9, 0.8
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 
-from rlcourse.algorithms.impala import IMPALAConfig
-from rlcourse.algorithms.impala_learner import IMPALALearner
-from rlcourse.validation import ConfigError
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.impala.impala_learner import IMPALALearner
+from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(400)
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.algorithms.ppo_learner import PPOLearner
-from rlcourse.env_runner import EnvRunner
-from rlcourse.learner_group import LearnerGroup, shard_episodes
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
+from rlcourse.core.learner.learner_group import LearnerGroup, shard_episodes
+from rlcourse.env.env_runner import EnvRunner
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -6,7 +6,7 @@ reaches 400 within 200k env steps.
 
 import pytest
 
-from rlcourse.algorithms.ppo import PPOConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
 
 pytestmark = [pytest.mark.learning, pytest.mark.timeout(400)]
 

@@ -58,3 +58,18 @@ def test_readme_lists_every_lesson():
     readme = (ROOT / "README.md").read_text()
     for name, _ in lessons():
         assert name in readme, f"README.md does not describe {name}"
+
+
+SOURCE_PATH = re.compile(r"rlcourse/[\w/]*\.py")
+
+
+def test_every_source_path_named_in_a_lesson_or_the_readme_exists():
+    """'Read next: rlcourse/env/env_runner.py' must lead a learner to a file that is there."""
+    texts = {name: "\n".join(cell.source for cell in notebook.cells) for name, notebook in lessons()}
+    for doc in ("README.md", "deploy/README.md", *(str(p.relative_to(ROOT)) for p in
+                                                   (ROOT / "docs").glob("*.md"))):
+        texts[doc] = (ROOT / doc).read_text()
+    named = {(doc, path) for doc, text in texts.items() for path in SOURCE_PATH.findall(text)}
+    assert len({path for _, path in named}) >= 15  # the concept table alone names more
+    missing = sorted((doc, path) for doc, path in named if not (ROOT / path).is_file())
+    assert not missing, f"paths that lead nowhere: {missing}"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rlcourse.process_memory import PeakTreeMemory
+from rlcourse.course.process_memory import PeakTreeMemory
 
 pytestmark = pytest.mark.timeout(60)
 

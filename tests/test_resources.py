@@ -8,8 +8,8 @@ import pytest
 import ray
 from conftest import free_cpus_after_release
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.validation import ConfigError
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,8 +38,8 @@ def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session):
 
 GPU_LEARNER_IN_A_FRESH_PROCESS = """
 import time
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.validation import ConfigError
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.utils.validation import ConfigError
 config = PPOConfig().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
 start = time.perf_counter()
 try:

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from rlcourse.algorithms.ppo import PPOConfig
-from rlcourse.env_runner import build_inference_module
-from rlcourse.rl_module import RLModule, build_module
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.rl_module import RLModule, build_module
+from rlcourse.env.env_runner import build_inference_module
 
 SPACES = {
     "box_obs_discrete_actions": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),

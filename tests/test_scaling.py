@@ -6,17 +6,17 @@ import matplotlib
 import pytest
 from conftest import free_cpus_after_release
 
-from rlcourse import scaling
-from rlcourse.envs import LatencyBoundCartPole
-from rlcourse.registry import EnvContext
-from rlcourse.scaling import (
+from rlcourse.course import scaling
+from rlcourse.course.envs import LatencyBoundCartPole
+from rlcourse.course.scaling import (
     format_rows,
     measure_throughput,
     scaling_config,
     scaling_rows,
     sweep,
 )
-from rlcourse.scaling_lab import ScalingLab
+from rlcourse.course.scaling_lab import ScalingLab
+from rlcourse.env.env_context import EnvContext
 
 matplotlib.use("Agg")
 
@@ -129,7 +129,7 @@ def test_bad_settings_fail_before_anything_runs(monkeypatch):
     with pytest.raises(ValueError, match="at least one"):
         lab.run()
     # A failing run started by the button shows its error and leaves the button usable.
-    monkeypatch.setattr("rlcourse.scaling_lab.sweep", lambda **kw: 1 / 0)
+    monkeypatch.setattr("rlcourse.course.scaling_lab.sweep", lambda **kw: 1 / 0)
     lab.set_controls(workers=(1,))
     lab.run_button.click()
     assert lab.status.value.startswith("failed: ZeroDivisionError")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlcourse.algorithms.vtrace import vtrace
+from rlcourse.algorithms.impala.vtrace import vtrace
 
 GAMMA = 0.9
 

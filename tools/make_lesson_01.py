@@ -26,7 +26,7 @@ The lesson takes about a minute on two CPU cores.
 file, the CPUs and memory you have, Ray, and JupyterLab's widget extension, and says what to fix.
 """),
     code("""
-from rlcourse.doctor import doctor
+from rlcourse.course.doctor import doctor
 
 checks = doctor()
 """),
@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import ray
 
-from rlcourse.resources import init_ray
+from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
 ray.cluster_resources()
@@ -115,7 +115,7 @@ until the episode ends, and return the sum of the rewards. The checker runs it o
 env whose only ending is a time limit. (A working answer is filled in; try writing your own.)
 """),
     code("""
-from rlcourse.exercises import check_run_episode
+from rlcourse.course.exercises import check_run_episode
 
 
 def run_episode(env, policy, seed):
@@ -163,7 +163,7 @@ dashboard draws the return and the env steps per second as they come in; we stop
 of 450.
 """),
     code("""
-from rlcourse.dashboard import TrainingDashboard, train
+from rlcourse.course.dashboard import TrainingDashboard, train
 
 dashboard = TrainingDashboard(target_return=450, max_iterations=60, title="PPO on CartPole-v1")
 dashboard.display()
@@ -251,10 +251,10 @@ print(f"restored from {path}: iteration {restored.iteration}, same actions: {sam
   and returns a nested dict with RLlib's key names; `save_to_path` / `from_checkpoint` keep the run.
 
 **Read next in the source**
-- `rlcourse/config.py`: every setting and its fluent setter.
-- `rlcourse/algorithm.py`, `Algorithm.sample_and_update`: one iteration in ten lines.
-- `rlcourse/algorithms/ppo_learner.py`, `compute_loss`: the PPO loss.
-- `rlcourse/checkpoints.py`: how a checkpoint is written safely.
+- `rlcourse/algorithms/algorithm_config.py`: every setting and its fluent setter.
+- `rlcourse/algorithms/algorithm.py`, `Algorithm.sample_and_update`: one iteration in ten lines.
+- `rlcourse/algorithms/ppo/ppo_learner.py`, `compute_loss`: the PPO loss.
+- `rlcourse/utils/checkpoints.py`: how a checkpoint is written safely.
 """),
     code("""
 # Lesson check: the machine is ready, PPO learned CartPole, greedy play and the checkpoint agree.

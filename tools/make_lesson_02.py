@@ -34,7 +34,7 @@ import numpy as np
 import ray
 from IPython.display import display
 
-from rlcourse.resources import init_ray
+from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
 
@@ -69,8 +69,8 @@ Every piece is built from the same `AlgorithmConfig`. The env's spaces come from
 `RLModule` and its optimizer. Runners get the module's weights as NumPy arrays, and only the part they
 need: `inference_only=True` leaves out the value network (`vf.*`), which only the learner uses."""),
     code("""from rlcourse import PPOConfig
-from rlcourse.algorithms.ppo_learner import PPOLearner
-from rlcourse.registry import probe_spaces
+from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
+from rlcourse.env.registry import probe_spaces
 
 config = (
     PPOConfig()
@@ -92,7 +92,7 @@ An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-on
 refuses to sample before it has weights, so we put the weights into Ray's object store **once** and
 hand the same reference to both runners (`EnvRunnerGroup.sync_weights` also puts the weights once,
 but hands the reference over with the next sample request, as we will see)."""),
-    code("""from rlcourse.env_runner import EnvRunner
+    code("""from rlcourse.env.env_runner import EnvRunner
 
 RemoteEnvRunner = ray.remote(EnvRunner).options(num_cpus=0.5)
 runners = [RemoteEnvRunner.remote(config, env_creator, worker_index=i + 1) for i in range(2)]
@@ -140,7 +140,7 @@ print("starts where the first stopped:",
 print("joined:     ", cut_chunk.concat_episode(continued))"""),
     md("""## 5. The RLModule: three forward passes and a distribution
 
-The learner's `RLModule` (`rlcourse/rl_module.py`) has three forward methods, named as in RLlib:
+The learner's `RLModule` (`rlcourse/core/rl_module/rl_module.py`) has three forward methods, named as in RLlib:
 - `forward_train`: what the **Learner** calls, with gradients;
 - `forward_exploration`: what a runner calls to **sample** actions while training;
 - `forward_inference`: what a runner calls to act **greedily** (evaluation, deployment).
@@ -166,7 +166,7 @@ print("greedy actions      ", module.greedy_actions(logits).tolist(),
       "| entropy:", dist.entropy().numpy().round(3))
 print("values V(obs)       ", module.compute_values(batch).detach().numpy().round(3))"""),
     md("""The runners did not use this torch module: they ran the same network **in NumPy**
-(`rlcourse/numpy_mlp.py`), so runner processes never import torch. PPO relies on the two agreeing:
+(`rlcourse/core/rl_module/numpy_mlp.py`), so runner processes never import torch. PPO relies on the two agreeing:
 its probability ratio compares the learner's `log_prob` with the `action_logp` the runner recorded,
 and before the first update that ratio must be exactly 1. Let us check it on every step we sampled."""),
     code("""obs = torch.as_tensor(np.concatenate([e.observations[:-1] for e in episodes]))
@@ -179,10 +179,10 @@ logp_gap = float(np.abs(learner_logp - recorded).max())
 print(f"{len(recorded)} steps: largest |learner log_prob - runner action_logp| = {logp_gap:.2e}")"""),
     md("""## 6. The Learner: from episodes to a training batch
 
-`PPOLearner.build_batch` (`rlcourse/algorithms/ppo_learner.py`) flattens the chunks into arrays
+`PPOLearner.build_batch` (`rlcourse/algorithms/ppo/ppo_learner.py`) flattens the chunks into arrays
 (`flatten_episodes`), computes the value of **every** observation (including each chunk's last one,
 to bootstrap from), and then the **advantages** with Generalized Advantage Estimation
-(`compute_gae` in `rlcourse/postprocessing.py`):
+(`compute_gae` in `rlcourse/utils/postprocessing.py`):
 
 $$\\delta_t = r_t + \\gamma\\, V(s_{t+1})\\,(1 - \\text{terminated}_t) - V(s_t), \\qquad
 A_t = \\delta_t + \\gamma\\lambda\\, A_{t+1}$$
@@ -206,10 +206,10 @@ Think about the last step:
 - after a **truncation** (a time limit) the agent *could* have gone on: bootstrap from `values[n]`;
 - a chunk that is **cut** but still running also bootstraps from `values[n]`.
 
-`check_gae` compares your function with `rlcourse.postprocessing.compute_gae` on chunks ending in
+`check_gae` compares your function with `rlcourse.utils.postprocessing.compute_gae` on chunks ending in
 each of these ways and names the case if one is wrong. A working answer is below; replace it with
 your own and run the cell."""),
-    code("""from rlcourse.exercises import check_gae
+    code("""from rlcourse.course.exercises import check_gae
 
 
 def my_gae(episode, values, gamma, lambda_):
@@ -288,8 +288,8 @@ plt.show()"""),
 Our hand-built runners have done their job; we stop them and let an `Algorithm` build everything from
 the same config. Its `env_runner_group` holds EnvRunner actors like ours, and its `learner_group`
 holds a `PPOLearner` like ours (in this process, since `num_learners=0`)."""),
-    code("""from rlcourse.env_runner_group import EnvRunnerGroup
-from rlcourse.learner_group import LearnerGroup
+    code("""from rlcourse.env.env_runner_group import EnvRunnerGroup
+from rlcourse.core.learner.learner_group import LearnerGroup
 
 for runner in runners:
     ray.kill(runner)
@@ -326,15 +326,15 @@ print(inspect.getsource(Algorithm.sample_and_update))"""),
 
 | step | where | what it does |
 |---|---|---|
-| config | `rlcourse/config.py`, `AlgorithmConfig` | every setting; `build_algo()` validates and builds |
-| setup | `rlcourse/algorithm.py`, `Algorithm.setup` | probes the env's spaces, builds the EnvRunnerGroup and LearnerGroup, syncs the first weights |
-| sample | `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sample` | asks every runner actor for its share of the batch, at the same time |
-| sample | `rlcourse/env_runner.py`, `EnvRunner.sample` | steps the vector env with the NumPy policy; slices the steps into chunks |
-| episodes | `rlcourse/episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
-| update | `rlcourse/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
-| update | `rlcourse/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
-| weights | `rlcourse/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
-| sync | `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`; every next sample request carries the reference |"""),
+| config | `rlcourse/algorithms/algorithm_config.py`, `AlgorithmConfig` | every setting; `build_algo()` validates and builds |
+| setup | `rlcourse/algorithms/algorithm.py`, `Algorithm.setup` | probes the env's spaces, builds the EnvRunnerGroup and LearnerGroup, syncs the first weights |
+| sample | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sample` | asks every runner actor for its share of the batch, at the same time |
+| sample | `rlcourse/env/env_runner.py`, `EnvRunner.sample` | steps the vector env with the NumPy policy; slices the steps into chunks |
+| episodes | `rlcourse/env/single_agent_episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
+| update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
+| update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
+| weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
+| sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`; every next sample request carries the reference |"""),
     md("""## Summary
 
 - An **EnvRunner** is a vector env plus an inference-only policy; as a Ray actor it samples in
@@ -347,10 +347,10 @@ print(inspect.getsource(Algorithm.sample_and_update))"""),
   back to the runners. `Algorithm.train()` is that loop, with the pieces you built by hand.
 
 **Read next in the source**
-- `rlcourse/env_runner.py`, `EnvRunner._sample_steps` and `_to_episodes`: how steps become chunks.
-- `rlcourse/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
-- `rlcourse/algorithms/ppo_learner.py`, `build_batch` and `compute_loss`.
-- `rlcourse/algorithm.py`, `Algorithm.setup` and `sample_and_update`."""),
+- `rlcourse/env/env_runner.py`, `EnvRunner._sample_steps` and `_to_episodes`: how steps become chunks.
+- `rlcourse/utils/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
+- `rlcourse/algorithms/ppo/ppo_learner.py`, `build_batch` and `compute_loss`.
+- `rlcourse/algorithms/algorithm.py`, `Algorithm.setup` and `sample_and_update`."""),
     code("""# Lesson check: the pieces fit together, the hand-written loop learned, and the Algorithm is made of them.
 assert logp_gap < 1e-4, logp_gap
 assert hand_returns[-1] > 1.5 * hand_returns[0], hand_returns

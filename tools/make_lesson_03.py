@@ -9,7 +9,7 @@ CELLS = [
 
 CartPole is someone else's problem. Real projects start with *your* simulator, game or business
 process, wrapped as a gymnasium environment. This lesson takes the course's own environment,
-`GridWorld` (`rlcourse/envs.py`), from its source to a trained agent.
+`GridWorld` (`rlcourse/course/envs.py`), from its source to a trained agent.
 
 **By the end of this lesson you can**
 1. name what a gymnasium env must provide (spaces, `reset`, `step`, `render`) and why
@@ -45,8 +45,8 @@ import numpy as np
 import ray
 from IPython.display import display
 
-from rlcourse.envs import GridWorld
-from rlcourse.resources import init_ray
+from rlcourse.course.envs import GridWorld
+from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
 
@@ -133,7 +133,7 @@ plt.show()"""),
 RLlib. The creator receives each sub-env's EnvContext. The driver ships the creator to every runner
 actor when it builds them, so a name registered in this notebook works in every runner. Ray ships a
 function or class defined in the notebook *by value* (the `BrokenGrid` below travels that way), but
-one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.envs`
+one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.course.envs`
 itself, which works wherever rlcourse is installed. (Your own module must be importable on every node
 of a cluster.) Passing the class, `config.environment(GridWorld)`, works too."""),
     code("""from rlcourse import PPOConfig, register_env
@@ -221,7 +221,7 @@ plt.show()"""),
 Two kinds of mistakes, and where they show up.
 
 **The env cannot even be built** (a bad `env_config`, a missing file, a typo). `build_algo()` builds
-one env in this process first to learn its spaces (`probe_spaces` in `rlcourse/registry.py`), so the
+one env in this process first to learn its spaces (`probe_spaces` in `rlcourse/env/registry.py`), so the
 error comes at once, with the env's own message, before any actor is started:"""),
     code("""broken_config = config.copy().environment("course-grid", env_config={"size": 7, "slipp": 0.1})
 try:
@@ -249,7 +249,7 @@ with broken.build_algo() as broken_algo:
     md("""How to read it, from the top:
 1. `RayTaskError(ValueError)`: the error happened in a Ray actor (`ray::EnvRunner.sample_and_get_metrics`),
    and the original error is a `ValueError`. Ray shows the actor's own traceback below.
-2. Follow the frames down: `rlcourse/env_runner.py` called `self.env.step(actions)`, gymnasium's
+2. Follow the frames down: `rlcourse/env/env_runner.py` called `self.env.step(actions)`, gymnasium's
    vector env then failed to `concatenate` the sub-envs' observations into its array, which has one
    slot per sub-env shaped by `observation_space`: the observations do not fit the space.
 3. The last line is rlcourse's note. `restart_failed_sub_environments` helps an env that crashes
@@ -278,7 +278,7 @@ Write `Corridor`, a gymnasium env to this spec:
 `check_env_implementation(Corridor)` runs gymnasium's checker (warnings count as failures), then
 walks your corridor with several env_configs and explains the first thing that does not match.
 A working answer is below; replace it with your own and run the cell."""),
-    code("""from rlcourse.exercises import check_env_implementation
+    code("""from rlcourse.course.exercises import check_env_implementation
 
 
 class Corridor(gym.Env):
@@ -316,14 +316,14 @@ check_env_implementation(Corridor)"""),
   which sub-env (`vector_index`) it is built for.
 - `register_env(name, creator)` names an env. Runner actors build their own envs: an env class must
   be defined in the notebook (shipped by value) or importable where they run (like
-  `rlcourse.envs`).
+  `rlcourse.course.envs`).
 - A broken env fails at `build_algo()` when it cannot be built, and otherwise with a `RayTaskError`
   whose traceback, read top to bottom, leads to the env.
 
 **Read next in the source**
-- `rlcourse/envs.py`: GridWorld, and how it draws itself.
-- `rlcourse/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
-- `rlcourse/env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
+- `rlcourse/course/envs.py`: GridWorld, and how it draws itself.
+- `rlcourse/env/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
+- `rlcourse/env/env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
 # EnvContext, and the broken env failed with its ValueError.
 assert history[-1]["env_runners"]["episode_return_mean"] > 0.4, history[-1]["env_runners"]

@@ -44,7 +44,7 @@ import numpy as np
 import ray
 
 from rlcourse import PPOConfig
-from rlcourse.resources import init_ray
+from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
 
@@ -74,13 +74,13 @@ makes (start-up is not timed). From the rates it computes
 Two kinds of env:
 - **CPU-bound CartPole**: a step is some tens of microseconds of Python and NumPy; the runner's core is
   busy all the time.
-- **Latency-bound CartPole** (`rlcourse.envs.LatencyBoundCartPole`): the same CartPole, but each
+- **Latency-bound CartPole** (`rlcourse.course.envs.LatencyBoundCartPole`): the same CartPole, but each
   step first *waits* 5 ms, like an env that talks to a slow simulator, a game engine or a robot.
   Waiting needs no core.
 
 Pick settings and press **Run** (each run is added to the chart, so you can compare). Try 1, 2, 4
 and 8 runners with each env kind, then more sub-envs per runner."""),
-    code("""from rlcourse.scaling_lab import ScalingLab
+    code("""from rlcourse.course.scaling_lab import ScalingLab
 
 lab = ScalingLab(workers=(1, 2, 4, 8), duration_s=1.5)
 lab.display()"""),
@@ -107,7 +107,7 @@ and many of them pay off even on a laptop."""),
 From your CPU-bound measurements (`throughputs`, env steps/s by number of runners), compute the
 speed-up over 1 runner and the scaling efficiency for every runner count, as dicts keyed by the
 count. The lab computed them too, but do it yourself."""),
-    code("""from rlcourse.exercises import check_scaling_table
+    code("""from rlcourse.course.exercises import check_scaling_table
 
 throughputs = {row["workers"]: row["env_steps_per_s"] for row in cpu_rows}
 
@@ -128,7 +128,7 @@ pass. `gym_env_vectorize_mode` decides how the sub-envs step:
 
 One runner has 4 sub-envs of the latency-bound env, each step waits 5 ms, and everything else is
 free. How many env steps per second do you expect with `SYNC`, and with `ASYNC`?"""),
-    code("""from rlcourse.exercises import check_vectorize_prediction
+    code("""from rlcourse.course.exercises import check_vectorize_prediction
 
 # Your answer:
 sync_prediction = 4 / (4 * 0.005)    # a vector step = 4 waits in a row, and gives 4 env steps
@@ -137,7 +137,7 @@ async_prediction = 4 / 0.005         # a vector step = 1 wait (the 4 overlap), a
 check_vectorize_prediction(num_envs=4, step_latency_s=0.005, sync_steps_per_s=sync_prediction,
                            async_steps_per_s=async_prediction)"""),
     md("""Now measure it: one runner with 4 sub-envs, both env kinds, both modes."""),
-    code("""from rlcourse.scaling import ENV_KINDS, measure_throughput, scaling_config
+    code("""from rlcourse.course.scaling import ENV_KINDS, measure_throughput, scaling_config
 
 vectorize = {}
 for kind in ("cpu_bound", "latency_bound"):
@@ -187,7 +187,7 @@ print("after the all-reduce:       ", averaged.round(4))"""),
     md("""`Learner.apply_gradients` does exactly this with `torch.distributed.all_reduce` (gloo)
 after each backward pass. Now train PPO with two learner actors (half a core each) and two runners,
 following it on a `TrainingDashboard`, and then ask both learners for their weights."""),
-    code("""from rlcourse.dashboard import TrainingDashboard, train
+    code("""from rlcourse.course.dashboard import TrainingDashboard, train
 
 config = (
     PPOConfig()
@@ -225,7 +225,7 @@ and the batch is large.
 
 Ray waits forever for an actor whose resources no node has. `rlcourse` checks the request against
 the cluster when the algorithm is built, and fails at once, naming the setting and the fix:"""),
-    code("""from rlcourse.validation import ConfigError
+    code("""from rlcourse.utils.validation import ConfigError
 
 has_gpu = ray.cluster_resources().get("GPU", 0) >= 1
 gpu_error = None
@@ -250,11 +250,11 @@ else:
 - `SYNC` for cheap steps, `ASYNC` for slow or waiting ones.
 
 **Read next in the source**
-- `rlcourse/env_runner_group.py`, `EnvRunnerGroup.sample`: how a batch is split over the runners,
+- `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sample`: how a batch is split over the runners,
   and `sync_weights`: one `ray.put` for all of them.
-- `rlcourse/learner.py`, `Learner.apply_gradients`: the all-reduce of the gradients.
-- `rlcourse/scaling.py`, `measure_throughput`: how the lab measures.
-- `rlcourse/envs.py`: the latency-bound env, a wrapper of ten lines."""),
+- `rlcourse/core/learner/learner.py`, `Learner.apply_gradients`: the all-reduce of the gradients.
+- `rlcourse/course/scaling.py`, `measure_throughput`: how the lab measures.
+- `rlcourse/course/envs.py`: the latency-bound env, a wrapper of ten lines."""),
     code("""# Lesson check: where scaling stops and where it goes on, SYNC vs ASYNC, and data parallelism.
 cpu, latency = cpu_rows[-1], latency_rows[-1]            # 8 runners each
 assert latency["speedup"] > max(2.5, 1.5 * cpu["speedup"]), (cpu, latency)

@@ -26,7 +26,7 @@ import ray
 from IPython.display import display
 
 from rlcourse import IMPALAConfig, PPOConfig
-from rlcourse.resources import init_ray
+from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
 
@@ -151,7 +151,7 @@ When $\pi = \mu$ every ratio is 1, and $v_s$ is the ordinary **n-step return** b
 $V(x_T)$: V-trace generalizes what on-policy methods already do. A four-step example:
 """),
     code("""
-from rlcourse.algorithms.vtrace import vtrace
+from rlcourse.algorithms.impala.vtrace import vtrace
 
 rewards = np.array([1.0, 1.0, 1.0, 1.0])
 values = np.array([3.0, 2.5, 2.0, 1.5])
@@ -182,7 +182,7 @@ clipped and terminated fragments, and says which case fails. (A working answer i
 your own first.)
 """),
     code("""
-from rlcourse.exercises import check_vtrace
+from rlcourse.course.exercises import check_vtrace
 
 def my_vtrace(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,
               rho_bar=1.0, c_bar=1.0):
@@ -262,10 +262,10 @@ Watch `learners/default_policy/entropy` in the results when you try larger learn
   the n-step return.
 
 **Read next in the source**
-- `rlcourse/algorithms/impala.py`, `IMPALA.training_step`: the asynchronous loop.
-- `rlcourse/env_runner_group.py`, `fetch_ready_async_samples`: requests in flight and `ray.wait`.
-- `rlcourse/learner_thread.py`: the bounded queue, dropped batches and policy lag.
-- `rlcourse/algorithms/vtrace.py` and `rlcourse/algorithms/impala_learner.py`: V-trace and the loss.
+- `rlcourse/algorithms/impala/impala.py`, `IMPALA.training_step`: the asynchronous loop.
+- `rlcourse/env/env_runner_group.py`, `fetch_ready_async_samples`: requests in flight and `ray.wait`.
+- `rlcourse/algorithms/impala/learner_thread.py`: the bounded queue, dropped batches and policy lag.
+- `rlcourse/algorithms/impala/vtrace.py` and `rlcourse/algorithms/impala/impala_learner.py`: V-trace and the loss.
 """),
     code("""
 # Lesson check: IMPALA out-samples PPO on the same runners, learns, and lags a little behind.

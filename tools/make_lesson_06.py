@@ -39,7 +39,7 @@ HTTP API takes Ray Jobs. Your program is the **driver**; it can run anywhere tha
 ```
 
 On real machines you run `ray start --head` on one and `ray start --address=<head>:6379` on the
-others. `LocalCluster` (in `rlcourse/cluster.py`) runs exactly these commands here, each node with
+others. `LocalCluster` (in `rlcourse/course/cluster.py`) runs exactly these commands here, each node with
 its own CPUs, its own temp dir and ports, and a custom resource named after it. Starting two nodes on
 two cores takes some seconds:
 """),
@@ -53,7 +53,7 @@ from IPython.display import display
 
 import rlcourse
 from rlcourse import PPOConfig
-from rlcourse.cluster import LocalCluster, env_runner_nodes
+from rlcourse.course.cluster import LocalCluster
 
 cluster = LocalCluster(num_workers=1, head_cpus=1, worker_cpus=1, object_store_mb=150)
 cluster.connect()  # this notebook becomes the cluster's driver
@@ -83,7 +83,7 @@ command they run on their machine. (`--resources` takes a JSON object, in single
 shell.)
 """),
     code("""
-from rlcourse.exercises import check_worker_start_command
+from rlcourse.course.exercises import check_worker_start_command
 
 # Your answer:
 command = f\"\"\"ray start --address={cluster.address} --num-cpus=8 --resources='{{"big-box": 1}}'\"\"\"
@@ -113,7 +113,7 @@ Configure two runners (4 CartPoles each) that run on **both** nodes and can **al
 alone once `worker-1` is gone. Each node has 1 CPU.
 """),
     code("""
-from rlcourse.exercises import check_survivable_placement
+from rlcourse.course.exercises import check_survivable_placement
 
 # Your answer:
 config = (
@@ -128,12 +128,12 @@ node_cpus = {name: node.num_cpus for name, node in cluster.nodes.items()}
 check_survivable_placement(config, node_cpus, lost_node="worker-1")
 """),
     md("""
-Build it and ask every runner where it runs. `env_runner_nodes` (in `rlcourse/cluster.py`) maps
-the Ray node id that each runner reports (`EnvRunnerGroup.get_node_ids()`) to the node's name.
+Build it and ask every runner where it runs. `EnvRunnerGroup.get_node_names()` (in
+`rlcourse/env/env_runner_group.py`) maps the Ray node id that each runner reports to the node's name.
 """),
     code("""
 algo = config.build_algo()
-before = env_runner_nodes(algo)
+before = algo.env_runner_group.get_node_names()
 print("runner -> node:", dict(enumerate(before, start=1)))
 for _ in range(3):
     result = algo.train()
@@ -163,7 +163,7 @@ for iteration in range(1, 11):
         cluster.stop_node("worker-1")
     result = algo.train()
     runners = result["env_runners"]
-    history.append({"nodes": env_runner_nodes(algo), "seconds": result["timers"]["training_iteration"],
+    history.append({"nodes": algo.env_runner_group.get_node_names(), "seconds": result["timers"]["training_iteration"],
                     "return": runners["episode_return_mean"], "restarts": runners["num_env_runner_restarts"]})
     progress.update(f"iteration {iteration:2d} | runners on {history[-1]['nodes']} | "
                     f"healthy {runners['num_healthy_env_runners']} | restarts {runners['num_env_runner_restarts']} | "
@@ -203,7 +203,7 @@ head runs it, with `RAY_ADDRESS` set so that `ray.init()` joins the cluster, and
 `JobSubmissionClient` is that API in Python; on a terminal it is
 `ray job submit --address http://127.0.0.1:<port> -- python -m rlcourse train ...`.
 
-The entrypoint is the course's command-line trainer (`rlcourse/train_job.py`): the same PPO, one
+The entrypoint is the course's command-line trainer (`rlcourse/course/train_job.py`): the same PPO, one
 printed line per iteration. First a new machine joins, as the autoscaler of a real cluster would
 add one: nodes can join (and leave) a running cluster at any time.
 """),
@@ -306,11 +306,11 @@ The algorithm code never changes; the config and where the driver runs do.
   and reads its logs.
 
 **Read next in the source**
-- `rlcourse/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
+- `rlcourse/course/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
   of processes), and the three ways teardown is guaranteed.
-- `rlcourse/env_runner_group.py`, `_make_placement_group` and `_probe`: bundles, and how a restarted
+- `rlcourse/env/env_runner_group.py`, `_make_placement_group` and `_probe`: bundles, and how a restarted
   runner is noticed.
-- `rlcourse/train_job.py`: the job's entrypoint, one line per iteration.
+- `rlcourse/course/train_job.py`: the job's entrypoint, one line per iteration.
 - `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.
 """),
     code("""

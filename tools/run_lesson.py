@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from rlcourse.process_memory import PeakTreeMemory
+from rlcourse.course.process_memory import PeakTreeMemory
 
 
 def run_lesson(path: Path, runs: int = 2, timeout_s: int = 600) -> list[tuple[float, float]]:

@@ -1,1 +1,1 @@
-"""Algorithms built from the shared EnvRunner / Learner / Algorithm pieces."""
+"""The Algorithm and AlgorithmConfig base classes, then one folder per algorithm (ppo/, impala/)."""

@@ -26,7 +26,7 @@ import psutil
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from rlcourse.node_processes import is_alive
+from rlcourse.course.node_processes import is_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"

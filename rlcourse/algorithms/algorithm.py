@@ -1,0 +1,261 @@
+"""Algorithm: builds EnvRunners and Learners from a config and runs training iterations.
+
+    setup():  env spaces -> Ray (if actors are asked for) -> EnvRunnerGroup + LearnerGroup
+    train():  training_step() (sample -> update -> sync weights) -> metrics -> result dict
+
+Subclasses (PPO, ...) implement `training_step`. The result dict uses RLlib's keys, e.g.
+result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
+`save_to_path` / `from_checkpoint` / `restore_from_path` write and read checkpoints (checkpoints.py).
+"""
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.core.learner.learner_group import LearnerGroup
+from rlcourse.core.rl_module.numpy_mlp import space_info
+from rlcourse.env.env_runner_group import EnvRunnerGroup
+from rlcourse.env.registry import probe_spaces
+from rlcourse.utils.checkpoints import (
+    config_from_json,
+    config_to_json,
+    read_checkpoint,
+    write_checkpoint,
+)
+from rlcourse.utils.metrics import EpisodeStats, Timers
+from rlcourse.utils.resources import check_cpus, check_custom_resources, check_gpus, init_ray
+
+DEFAULT_POLICY = "default_policy"
+EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
+
+
+class Algorithm:
+    """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
+
+    def __init__(self, config):
+        self.config = config
+        self.iteration = 0
+        self.env_runner_group: EnvRunnerGroup | None = None
+        self.eval_env_runner_group: EnvRunnerGroup | None = None
+        self.learner_group: LearnerGroup | None = None
+        self.callbacks = config.callbacks_class() if config.callbacks_class else Callbacks()
+        self.episode_stats = EpisodeStats(config.metrics_num_episodes_for_smoothing)
+        self.timers = Timers()
+        self.num_env_steps_trained_lifetime = 0
+        try:
+            self.setup(config)
+        except BaseException:
+            self.stop()  # never leave half-built actors behind
+            raise
+
+    def setup(self, config) -> None:
+        self.env_creator = config.get_env_creator()
+        self.observation_space, self.action_space = probe_spaces(self.env_creator,
+                                                                 config.env_config)
+        if config.rl_module_class is None:
+            space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
+        if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
+            init_ray()  # before the checks: they compare the requests with the cluster's resources
+            check_cpus(config)
+            check_custom_resources(config)
+        check_gpus(config)
+        self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
+                                               on_recreated=self._on_recreated)
+        if config.evaluation_num_env_runners > 0:
+            self.eval_env_runner_group = self._build_eval_group()
+        # While the runner actors start, build the learners here (importing torch takes seconds).
+        self.learner_group = LearnerGroup(config, self.observation_space, self.action_space)
+        self.env_runner_group.wait_until_ready()
+        if self.eval_env_runner_group is not None:
+            self.eval_env_runner_group.wait_until_ready()
+        self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
+        self.callbacks.on_algorithm_init(algorithm=self)
+
+    def _on_recreated(self, indices: list[int], is_evaluation: bool = False) -> None:
+        self.callbacks.on_env_runners_recreated(algorithm=self, env_runner_indices=indices,
+                                                is_evaluation=is_evaluation)
+
+    # -- training ---------------------------------------------------------------------------
+
+    def training_step(self) -> dict[str, Any]:
+        """One iteration of the algorithm; returns the `env_runners` and `learners` results."""
+        raise NotImplementedError
+
+    def train(self) -> dict[str, Any]:
+        """Run one training iteration and return its nested result dict."""
+        start = time.perf_counter()
+        interval = self.config.evaluation_interval
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        if evaluate_now and self.config.evaluation_parallel_to_training:
+            # Evaluate the weights this iteration starts with, on the evaluation runners, while
+            # training_step() runs here (both mostly wait on Ray, so threads suffice).
+            weights = self.learner_group.get_weights(inference_only=True)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                evaluation = pool.submit(self._evaluate, weights)
+                result = self.training_step()
+                result["evaluation"] = evaluation.result()
+        else:
+            result = self.training_step()
+            if evaluate_now:
+                result["evaluation"] = self.evaluate()
+        self.iteration += 1
+        elapsed = time.perf_counter() - start
+        self.timers.last["training_iteration"] = elapsed
+        group = self.env_runner_group
+        result["env_runners"].update(num_healthy_env_runners=group.num_healthy_env_runners,
+                                     num_env_runner_restarts=group.num_env_runner_restarts,
+                                     num_env_runner_failures=group.num_env_runner_failures)
+        result.update({
+            "training_iteration": self.iteration,
+            "num_env_steps_sampled_throughput": result["env_runners"]["num_env_steps_sampled"] / elapsed,
+            "num_env_steps_trained_throughput":
+                result["learners"][DEFAULT_POLICY]["num_env_steps_trained"] / elapsed,
+            "num_env_steps_sampled_lifetime":
+                result["env_runners"]["num_env_steps_sampled_lifetime"],
+            "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+            "timers": dict(self.timers.last),
+        })
+        self.callbacks.on_train_result(algorithm=self, result=result)
+        return result
+
+    def sample_and_update(self, num_timesteps: int) -> dict[str, Any]:
+        """The synchronous step most on-policy algorithms share: sample, learn, sync weights."""
+        with self.timers.time("env_runner_sampling_timer"):
+            episodes, runner_metrics = self.env_runner_group.sample(num_timesteps=num_timesteps)
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        with self.timers.time("learner_update_timer"):
+            learner_results = self.learner_group.update(episodes)
+        self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
+        with self.timers.time("synch_weights"):
+            self.env_runner_group.sync_weights(
+                self.learner_group.get_weights(inference_only=True))
+        return {"env_runners": env_runner_results,
+                "learners": {DEFAULT_POLICY: learner_results}}
+
+    # -- evaluation and inference -----------------------------------------------------------
+
+    def _build_eval_group(self) -> EnvRunnerGroup:
+        eval_config = self.config.copy()
+        eval_config.__dict__.update(self.config.evaluation_config)
+        if eval_config.seed is not None:
+            eval_config.seed += EVALUATION_SEED_OFFSET
+        return EnvRunnerGroup(eval_config, self.env_creator,
+                              num_env_runners=self.config.evaluation_num_env_runners,
+                              on_recreated=lambda i: self._on_recreated(i, is_evaluation=True))
+
+    def evaluate(self) -> dict[str, Any]:
+        """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
+        return self._evaluate(self.learner_group.get_weights(inference_only=True))
+
+    def _evaluate(self, weights: dict[str, np.ndarray]) -> dict[str, Any]:
+        if self.eval_env_runner_group is None:  # evaluation in this process, built when first used
+            self.eval_env_runner_group = self._build_eval_group()
+        group = self.eval_env_runner_group
+        group.sync_weights(weights)
+        duration = self.config.evaluation_duration
+        start = time.perf_counter()
+        if self.config.evaluation_duration_unit == "episodes":
+            episodes, _ = group.sample(num_episodes=duration)
+            episodes = episodes[:duration]
+            metrics = [{"episode_returns": [e.get_return() for e in episodes],
+                        "episode_lens": [len(e) for e in episodes],
+                        "num_env_steps_sampled": sum(len(e) for e in episodes)}]
+        else:
+            _, metrics = group.sample(num_timesteps=duration)
+        stats = EpisodeStats(window=max(1, sum(len(m["episode_returns"]) for m in metrics)))
+        result = {"env_runners": stats.add(metrics),
+                  "num_healthy_env_runners": group.num_healthy_env_runners,
+                  "evaluation_time_s": time.perf_counter() - start}
+        self.callbacks.on_evaluate_end(algorithm=self, evaluation_metrics=result)
+        return result
+
+    def get_module(self):
+        """The trained torch RLModule (a copy when the learners are remote actors)."""
+        if self.learner_group.is_local:
+            return self.learner_group.local_learner.module
+        from rlcourse.core.rl_module.rl_module import build_module
+        module = build_module(self.config, self.observation_space, self.action_space)
+        module.set_state(self.learner_group.get_weights())
+        return module
+
+    def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
+        """Actions of the trained policy for a batch of observations (greedy unless `explore`)."""
+        import torch
+
+        module = self.get_module()
+        obs = torch.as_tensor(np.asarray(observations))
+        with torch.no_grad():
+            inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
+            actions = (module.get_action_dist(inputs).sample() if explore
+                       else module.greedy_actions(inputs))
+        return actions.numpy()
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(JSON-compatible state, tensors) of everything a continued run needs."""
+        learner_state = self.learner_group.get_state()
+        tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
+        state = {
+            "config": config_to_json(self.config),
+            "algorithm": {"iteration": self.iteration,
+                          "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+                          "weights_seq_no": self.env_runner_group.weights_seq_no,
+                          **self.episode_stats.get_state()},
+            "learner": learner_state,
+            "env_runners": self.env_runner_group.get_state(),
+        }
+        return state, {"learner.pt": tensors}
+
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        algo = state["algorithm"]
+        self.iteration = algo["iteration"]
+        self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
+        self.episode_stats.set_state(algo)
+        self.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
+        self.env_runner_group.set_state(state["env_runners"])
+        self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),
+                                           algo["weights_seq_no"])
+
+    def save_to_path(self, path: str | os.PathLike) -> str:
+        """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""
+        state, tensors = self.get_state()
+        return str(write_checkpoint(path, state, tensors))
+
+    def restore_from_path(self, path: str | os.PathLike) -> None:
+        """Continue from the checkpoint in `path` (saved by an algorithm with the same settings)."""
+        state, tensors = read_checkpoint(path)
+        self.set_state(state, tensors)
+        self.callbacks.on_checkpoint_loaded(algorithm=self)
+
+    @staticmethod
+    def from_checkpoint(path: str | os.PathLike) -> "Algorithm":
+        """Build the checkpoint's algorithm from its saved config and restore its state."""
+        state, tensors = read_checkpoint(path)
+        algo = config_from_json(state["config"]).build_algo()
+        try:
+            algo.set_state(state, tensors)
+        except BaseException:
+            algo.stop()
+            raise
+        algo.callbacks.on_checkpoint_loaded(algorithm=algo)
+        return algo
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop runner and learner actors and close envs. Safe to call twice."""
+        for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
+            if part is not None:
+                part.stop()
+        self.env_runner_group = self.eval_env_runner_group = self.learner_group = None
+
+    def __enter__(self) -> "Algorithm":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,265 @@
+"""AlgorithmConfig: every setting of a run, set with fluent methods named as in RLlib.
+
+Each setter returns `self`, so a config reads as one chain:
+
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
+    algo = config.build_algo()
+
+`validate()` checks every setting and raises an error that names the setting and the fix; the
+Algorithm checks resources against the Ray cluster when it is built.
+"""
+
+import copy
+import math
+from typing import Any
+
+from rlcourse.utils.imports import class_path, import_attr
+
+
+class _NotProvided:
+    """Marks a setter argument the caller left out (None can be a real value, e.g. seed=None)."""
+
+    def __repr__(self) -> str:
+        return "NotProvided"
+
+
+NotProvided: Any = _NotProvided()
+
+# RLlib's default network is [256, 256]. The course's envs are small, and on two CPU cores a
+# [64, 64] network solves CartPole in half the wall time (benchmarks/solve_cartpole.py); pass
+# rl_module(model_config={"fcnet_hiddens": [256, 256]}) for RLlib's size.
+DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
+VECTORIZE_MODES = ("SYNC", "ASYNC")
+
+
+class AlgorithmConfig:
+    """Settings shared by all algorithms; subclasses add their own `training()` arguments."""
+
+    algo_class: str = ""  # "module:Class" of the Algorithm this config builds
+    learner_class: str = ""  # "module:Class" of its Learner (imported only where learners run)
+
+    def __init__(self) -> None:
+        # environment()
+        self.env: Any = None
+        self.env_config: dict = {}
+        # env_runners()
+        self.num_env_runners = 0
+        self.num_envs_per_env_runner = 1
+        self.rollout_fragment_length: int | str = "auto"
+        self.num_cpus_per_env_runner: float = 1
+        self.num_gpus_per_env_runner: float = 0
+        self.gym_env_vectorize_mode = "SYNC"
+        self.explore = True
+        self.sample_timeout_s: float = 60.0
+        self.custom_resources_per_env_runner: dict[str, float] = {}
+        # resources()
+        self.placement_strategy: str | None = None
+        # learners()
+        self.num_learners = 0
+        self.num_cpus_per_learner: float = 1
+        self.num_gpus_per_learner: float = 0
+        # training()
+        self.gamma = 0.99
+        self.lr = 3e-4
+        self.train_batch_size_per_learner = 4000
+        self.minibatch_size: int | None = 128  # None: the whole batch in one step
+        self.num_epochs = 10
+        self.grad_clip: float | None = None
+        # rl_module()
+        self.model_config: dict = copy.deepcopy(DEFAULT_MODEL_CONFIG)
+        self.rl_module_class: type | None = None
+        # evaluation()
+        self.evaluation_interval: int | None = None
+        self.evaluation_duration = 10
+        self.evaluation_duration_unit = "episodes"
+        self.evaluation_config: dict = {"explore": False}
+        self.evaluation_num_env_runners = 0
+        self.evaluation_parallel_to_training = False
+        # fault_tolerance()
+        self.restart_failed_env_runners = True
+        self.max_num_env_runner_restarts = 1000
+        self.ignore_env_runner_failures = False
+        self.restart_failed_sub_environments = False
+        self.env_runner_health_probe_timeout_s: float = 30.0
+        # reporting(), debugging(), callbacks()
+        self.metrics_num_episodes_for_smoothing = 100
+        self.seed: int | None = None
+        self.callbacks_class: type | None = None
+
+    # -- fluent setters ---------------------------------------------------------------------
+
+    def _set(self, **settings: Any) -> "AlgorithmConfig":
+        for name, value in settings.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided
+                    ) -> "AlgorithmConfig":
+        """Which env to train on: a gymnasium id, a `register_env` name, or an env class."""
+        return self._set(env=env, env_config=env_config)
+
+    def env_runners(self, *, num_env_runners: int = NotProvided,
+                    num_envs_per_env_runner: int = NotProvided,
+                    rollout_fragment_length: int | str = NotProvided,
+                    num_cpus_per_env_runner: float = NotProvided,
+                    num_gpus_per_env_runner: float = NotProvided,
+                    gym_env_vectorize_mode: str = NotProvided,
+                    explore: bool = NotProvided,
+                    sample_timeout_s: float = NotProvided,
+                    custom_resources_per_env_runner: dict[str, float] = NotProvided
+                    ) -> "AlgorithmConfig":
+        """How many runner actors, how many sub-envs each, and what each actor reserves.
+
+        `sample_timeout_s`: a runner actor that does not answer a sample request within this time
+        is treated as failed (see fault_tolerance()), so a hung env cannot hang training.
+        `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
+        {"worker-node": 0.5} to place runners only on nodes started with that resource.
+        """
+        return self._set(num_env_runners=num_env_runners,
+                         num_envs_per_env_runner=num_envs_per_env_runner,
+                         rollout_fragment_length=rollout_fragment_length,
+                         num_cpus_per_env_runner=num_cpus_per_env_runner,
+                         num_gpus_per_env_runner=num_gpus_per_env_runner,
+                         gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore,
+                         sample_timeout_s=sample_timeout_s,
+                         custom_resources_per_env_runner=custom_resources_per_env_runner)
+
+    def resources(self, *, placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
+        """How runner actors are placed on a cluster's nodes: None (Ray's default scheduling), or a
+        placement group of one bundle per runner with strategy "PACK" (few nodes), "SPREAD" (many
+        nodes), "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each)."""
+        return self._set(placement_strategy=placement_strategy)
+
+    def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
+                 num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
+        """0 learners: one Learner in this process; N > 0: N data-parallel Learner actors.
+
+        `num_gpus_per_learner` reserves GPUs with Ray's scheduler (and fails at build time where
+        there are none); the Learner itself computes on the CPU, where the course's small networks
+        are fast."""
+        return self._set(num_learners=num_learners, num_cpus_per_learner=num_cpus_per_learner,
+                         num_gpus_per_learner=num_gpus_per_learner)
+
+    def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
+                 train_batch_size_per_learner: int = NotProvided,
+                 minibatch_size: int = NotProvided, num_epochs: int = NotProvided,
+                 grad_clip: float | None = NotProvided) -> "AlgorithmConfig":
+        """Settings of the update; algorithm configs add their own (PPO: `lambda_`, ...)."""
+        return self._set(gamma=gamma, lr=lr,
+                         train_batch_size_per_learner=train_batch_size_per_learner,
+                         minibatch_size=minibatch_size, num_epochs=num_epochs, grad_clip=grad_clip)
+
+    def rl_module(self, *, model_config: dict = NotProvided,
+                  rl_module_class: type | None = NotProvided) -> "AlgorithmConfig":
+        """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class."""
+        if model_config is not NotProvided:
+            model_config = copy.deepcopy({**DEFAULT_MODEL_CONFIG, **model_config})
+        return self._set(model_config=model_config, rl_module_class=rl_module_class)
+
+    def evaluation(self, *, evaluation_interval: int | None = NotProvided,
+                   evaluation_duration: int = NotProvided,
+                   evaluation_duration_unit: str = NotProvided,
+                   evaluation_config: dict = NotProvided,
+                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_parallel_to_training: bool = NotProvided) -> "AlgorithmConfig":
+        """Evaluate every `evaluation_interval` iterations (None: only when you call evaluate()).
+
+        `evaluation_config` overrides settings for evaluation (by default greedy actions);
+        `evaluation_num_env_runners=0` evaluates in this process, N > 0 on N runner actors of their
+        own, which with `evaluation_parallel_to_training` sample while training runs.
+        """
+        return self._set(evaluation_interval=evaluation_interval,
+                         evaluation_duration=evaluation_duration,
+                         evaluation_duration_unit=evaluation_duration_unit,
+                         evaluation_config=evaluation_config,
+                         evaluation_num_env_runners=evaluation_num_env_runners,
+                         evaluation_parallel_to_training=evaluation_parallel_to_training)
+
+    def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
+                        max_num_env_runner_restarts: int = NotProvided,
+                        ignore_env_runner_failures: bool = NotProvided,
+                        restart_failed_sub_environments: bool = NotProvided,
+                        env_runner_health_probe_timeout_s: float = NotProvided
+                        ) -> "AlgorithmConfig":
+        """What happens when a runner actor dies or a sub-env raises (RLlib's names and defaults).
+
+        `restart_failed_env_runners`: Ray restarts a dead runner actor (up to
+        `max_num_env_runner_restarts` times); it answers a health probe within
+        `env_runner_health_probe_timeout_s` and samples again with the current weights.
+        `ignore_env_runner_failures`: go on with the healthy runners instead of raising.
+        `restart_failed_sub_environments`: rebuild a sub-env that raises and drop its broken episode.
+        """
+        return self._set(restart_failed_env_runners=restart_failed_env_runners,
+                         max_num_env_runner_restarts=max_num_env_runner_restarts,
+                         ignore_env_runner_failures=ignore_env_runner_failures,
+                         restart_failed_sub_environments=restart_failed_sub_environments,
+                         env_runner_health_probe_timeout_s=env_runner_health_probe_timeout_s)
+
+    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
+                  ) -> "AlgorithmConfig":
+        """How many recent episodes `episode_return_mean` averages over."""
+        return self._set(metrics_num_episodes_for_smoothing=metrics_num_episodes_for_smoothing)
+
+    def debugging(self, *, seed: int | None = NotProvided) -> "AlgorithmConfig":
+        """Seed envs, action sampling, weight init and minibatch shuffling."""
+        return self._set(seed=seed)
+
+    def callbacks(self, callbacks_class: type | None = NotProvided) -> "AlgorithmConfig":
+        """A `rlcourse.Callbacks` subclass whose hooks run during training."""
+        return self._set(callbacks_class=callbacks_class)
+
+    # -- derived values ---------------------------------------------------------------------
+
+    @property
+    def total_train_batch_size(self) -> int:
+        return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    def get_rollout_fragment_length(self) -> int:
+        """Steps per sub-env per `sample()`; "auto" splits the train batch over all sub-envs."""
+        if self.rollout_fragment_length != "auto":
+            return int(self.rollout_fragment_length)
+        sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner
+        return math.ceil(self.total_train_batch_size / sub_envs)
+
+    def get_num_minibatches_per_epoch(self) -> int:
+        """The same for every learner, so that data-parallel learners take the same steps."""
+        if self.minibatch_size is None:
+            return 1
+        return math.ceil(self.train_batch_size_per_learner / self.minibatch_size)
+
+    def get_env_creator(self):
+        from rlcourse.env.registry import get_env_creator
+        return get_env_creator(self.env)
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad setting and how to fix it."""
+        from rlcourse.utils.validation import validate_config
+        validate_config(self)
+
+    # -- copies, dicts, building ------------------------------------------------------------
+
+    def copy(self) -> "AlgorithmConfig":
+        return copy.deepcopy(self)
+
+    def to_dict(self) -> dict:
+        """All settings as a plain dict, plus `config_class` so `from_dict` rebuilds the type."""
+        return {"config_class": class_path(type(self)), **copy.deepcopy(vars(self))}
+
+    @staticmethod
+    def from_dict(d: dict) -> "AlgorithmConfig":
+        d = dict(d)
+        config = import_attr(d.pop("config_class", class_path(AlgorithmConfig)))()
+        unknown = set(d) - set(vars(config))
+        if unknown:
+            raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
+                             f"{type(config).__name__}.")
+        config.__dict__.update(copy.deepcopy(d))
+        return config
+
+    def build_algo(self):
+        """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""
+        self.validate()
+        return import_attr(self.algo_class)(self.copy())

@@ -1,0 +1,93 @@
+"""LearnerThread: learning in the background while the driver keeps collecting samples (IMPALA).
+
+The driver puts train batches into a bounded queue; this thread takes them out and calls
+`LearnerGroup.update` (on the local Learner, or on remote Learner actors). Torch releases the GIL
+while it computes, so the driver's sampling loop keeps running. When learning falls behind, the
+queue is full and the oldest batch is dropped: it was sampled by the stalest policy.
+"""
+
+import queue
+import threading
+import time
+
+import numpy as np
+
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
+
+class LearnerThread(threading.Thread):
+    """Updates from queued batches; publishes new weights every `broadcast_interval` updates."""
+
+    def __init__(self, learner_group, queue_size: int, broadcast_interval: int):
+        super().__init__(daemon=True, name="rlcourse-learner")
+        self.learner_group = learner_group
+        self.broadcast_interval = broadcast_interval
+        self.inqueue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.outqueue: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()  # held during an update, so weights are never read mid-step
+        self.num_updates = 0
+        self.num_queue_drops = 0
+        self.weights: tuple[dict[str, np.ndarray], int] | None = None  # (weights, version)
+        self.error: BaseException | None = None
+        self._stopped = threading.Event()
+
+    def add(self, episodes: list[SingleAgentEpisode], weights_version: int) -> None:
+        """Queue a train batch sampled with `weights_version`; if full, drop the oldest batch."""
+        while True:
+            try:
+                self.inqueue.put_nowait((episodes, weights_version))
+                return
+            except queue.Full:
+                try:
+                    self.inqueue.get_nowait()
+                    self.num_queue_drops += 1
+                except queue.Empty:
+                    pass
+
+    def wait_until_taken(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the learner has taken every queued batch. A runner that
+        samples in this process shares Python's lock with this thread: sampling more than one batch
+        ahead only produces batches that are dropped, and slows the learner down."""
+        deadline = time.monotonic() + timeout_s
+        while not self.inqueue.empty() and self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.002)  # sleeping releases the lock to the learner thread
+
+    def run(self) -> None:
+        try:
+            while not self._stopped.is_set():
+                try:
+                    episodes, version = self.inqueue.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                self._update(episodes, version)
+        except BaseException as e:  # the driver re-raises it; a thread cannot
+            self.error = e
+
+    def _update(self, episodes: list[SingleAgentEpisode], version: int) -> None:
+        start = time.perf_counter()
+        with self.lock:
+            results = self.learner_group.update(episodes)
+            self.num_updates += 1
+            if self.num_updates % self.broadcast_interval == 0:
+                self.weights = (self.learner_group.get_weights(inference_only=True),
+                                self.num_updates)
+        # Policy lag: how many updates the learner had made since the data's weights were made.
+        results["policy_lag"] = self.num_updates - 1 - version
+        results["update_time_s"] = time.perf_counter() - start
+        self.outqueue.put(results)
+
+    def get_results(self) -> list[dict]:
+        """Results of the updates finished since the last call; re-raises a learner error."""
+        if self.error is not None:
+            raise RuntimeError("The learner thread failed; see the error above.") from self.error
+        results = []
+        while True:
+            try:
+                results.append(self.outqueue.get_nowait())
+            except queue.Empty:
+                return results
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self.is_alive():
+            self.join(timeout=60)

@@ -1,0 +1,62 @@
+"""PPO (Schulman et al. 2017): sample with the current policy, then several epochs of clipped updates.
+
+The loss lives in `ppo_learner.py`; this file has the settings and the training step.
+"""
+
+from typing import Any
+
+from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.utils.validation import check_bool, check_number
+
+
+class PPOConfig(AlgorithmConfig):
+    """PPO's settings. The defaults solve CartPole-v1 quickly on two cores."""
+
+    algo_class = "rlcourse.algorithms.ppo.ppo:PPO"
+    learner_class = "rlcourse.algorithms.ppo.ppo_learner:PPOLearner"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lr = 1e-3
+        self.train_batch_size_per_learner = 2000
+        self.minibatch_size = 250
+        self.num_epochs = 6
+        self.grad_clip = 0.5
+        self.lambda_ = 0.95
+        self.clip_param = 0.2
+        self.vf_clip_param = 10.0
+        self.vf_loss_coeff = 0.5
+        self.entropy_coeff = 0.0
+        self.use_kl_loss = False
+        self.kl_coeff = 0.2
+        self.kl_target = 0.01
+
+    def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
+                 vf_clip_param: float = NotProvided, vf_loss_coeff: float = NotProvided,
+                 entropy_coeff: float = NotProvided, use_kl_loss: bool = NotProvided,
+                 kl_coeff: float = NotProvided, kl_target: float = NotProvided,
+                 **kwargs: Any) -> "PPOConfig":
+        """PPO's own settings plus the shared ones (gamma, lr, minibatch_size, ...)."""
+        super().training(**kwargs)
+        return self._set(lambda_=lambda_, clip_param=clip_param, vf_clip_param=vf_clip_param,
+                         vf_loss_coeff=vf_loss_coeff, entropy_coeff=entropy_coeff,
+                         use_kl_loss=use_kl_loss, kl_coeff=kl_coeff, kl_target=kl_target)
+
+    def validate(self) -> None:
+        super().validate()
+        check_number(self, "lambda_", 0.0, 1.0)
+        check_number(self, "clip_param", 0.0, low_open=True)
+        check_number(self, "vf_clip_param", 0.0, low_open=True)
+        check_number(self, "vf_loss_coeff", 0.0)
+        check_number(self, "entropy_coeff", 0.0)
+        check_bool(self, "use_kl_loss", "True or False")
+        check_number(self, "kl_coeff", 0.0)
+        check_number(self, "kl_target", 0.0, low_open=True)
+
+
+class PPO(Algorithm):
+    """Synchronous PPO: every iteration samples a fresh on-policy batch."""
+
+    def training_step(self) -> dict[str, Any]:
+        return self.sample_and_update(self.config.total_train_batch_size)

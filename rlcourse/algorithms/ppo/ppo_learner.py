@@ -1,0 +1,77 @@
+"""PPOLearner: GAE targets for the batch, and the clipped-surrogate loss for each minibatch."""
+
+import numpy as np
+import torch
+
+from rlcourse.core.learner.learner import Learner
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
+
+
+class PPOLearner(Learner):
+    """Policy loss, value loss, entropy bonus and an optional KL penalty, as in RLlib's PPO."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.curr_kl_coeff = self.config.kl_coeff
+
+    def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor]:
+        """Flatten the chunks, compute values (bootstrap observations too), GAE, normalize."""
+        flat = flatten_episodes(episodes)
+        with torch.no_grad():
+            all_values = self.module.compute_values({"obs": torch.as_tensor(flat["all_obs"])})
+        all_values = all_values.numpy()
+        index = flat["obs_index"]
+        advantages, value_targets = compute_gae(
+            flat["rewards"], all_values[index], all_values[index + 1], flat["terminateds"],
+            flat["chunk_ends"], self.config.gamma, self.config.lambda_)
+        # Standardize advantages over the whole batch; across all learners when data-parallel.
+        total, total_sq, count = self.all_reduce_sum(
+            np.array([advantages.sum(), (advantages**2).sum(), len(advantages)], np.float64))
+        mean = total / count
+        std = np.sqrt(max(total_sq / count - mean**2, 0.0))
+        advantages = (advantages - mean) / (std + 1e-8)
+        return {"obs": torch.as_tensor(flat["all_obs"][index]),
+                "actions": torch.as_tensor(flat["actions"]),
+                "action_logp": torch.as_tensor(flat["action_logp"]),
+                "advantages": torch.as_tensor(advantages, dtype=torch.float32),
+                "value_targets": torch.as_tensor(value_targets, dtype=torch.float32)}
+
+    def compute_loss(self, batch: dict[str, torch.Tensor]):
+        cfg = self.config
+        dist = self.module.get_action_dist(self.module.forward_train(batch)["action_dist_inputs"])
+        logp = dist.log_prob(batch["actions"])
+        log_ratio = logp - batch["action_logp"]
+        ratio = log_ratio.exp()
+        adv = batch["advantages"]
+        surrogate = torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv)
+        policy_loss = -surrogate.mean()
+        values = self.module.compute_values(batch)
+        vf_loss = (values - batch["value_targets"]).pow(2).clamp(max=cfg.vf_clip_param).mean()
+        entropy = dist.entropy().mean()
+        # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator).
+        mean_kl = ((ratio - 1) - log_ratio).mean()
+        total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
+        if cfg.use_kl_loss:
+            total = total + self.curr_kl_coeff * mean_kl
+        return total, {"total_loss": total.detach(), "policy_loss": policy_loss.detach(),
+                       "vf_loss": vf_loss.detach(), "entropy": entropy.detach(),
+                       "mean_kl_loss": mean_kl.detach(), "curr_kl_coeff": self.curr_kl_coeff}
+
+    def get_state(self):
+        return {**super().get_state(), "curr_kl_coeff": self.curr_kl_coeff}
+
+    def set_state(self, state):
+        super().set_state(state)
+        self.curr_kl_coeff = state["curr_kl_coeff"]
+
+    def update(self, episodes, num_minibatches=None):
+        results = super().update(episodes, num_minibatches)
+        if self.config.use_kl_loss:  # adapt the KL penalty towards kl_target, as RLlib does
+            # Averaged over learners so that every learner keeps the same coefficient.
+            kl = self.all_reduce_sum(np.array([results["mean_kl_loss"]]))[0] / self.world_size
+            if kl > 2.0 * self.config.kl_target:
+                self.curr_kl_coeff *= 1.5
+            elif kl < 0.5 * self.config.kl_target:
+                self.curr_kl_coeff *= 0.5
+        return results

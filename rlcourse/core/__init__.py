@@ -1,0 +1,1 @@
+"""The learning core: `rl_module/` (the networks) and `learner/` (the updates)."""

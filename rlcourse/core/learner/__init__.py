@@ -1,0 +1,1 @@
+"""Learner (episodes -> batch -> loss -> optimizer step) and LearnerGroup (one, or N data-parallel)."""

@@ -1,0 +1,154 @@
+"""Learner: owns the torch RLModule and its optimizer, and turns episodes into weight updates.
+
+`update(episodes)` = `build_batch` (algorithm-specific targets, e.g. GAE) + `num_epochs` passes of
+minibatch SGD on `compute_loss`. When several Learners run as Ray actors (see LearnerGroup), they are
+joined by torch.distributed: each holds a shard of the batch, and after every backward pass they
+all-reduce their gradients, so every Learner takes the same step with the same weights.
+"""
+
+import math
+import os
+import socket
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from rlcourse.core.rl_module.rl_module import build_module
+from rlcourse.env.env_state import from_plain, to_plain
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
+
+class Learner:
+    """Base Learner; algorithms subclass it with `build_batch` and `compute_loss`."""
+
+    def __init__(self, config, observation_space: gym.Space, action_space: gym.Space):
+        self.config = config
+        if config.seed is not None:
+            torch.manual_seed(config.seed)
+        self.module = build_module(config, observation_space, action_space)
+        # fused: one kernel for all parameters instead of a Python loop over them (~15% per step).
+        self.optimizer = torch.optim.Adam(self.module.parameters(), lr=config.lr, fused=True)
+        self.rng = np.random.default_rng(config.seed)
+        self.world_size = 1
+        self.num_updates = 0
+
+    # -- joining other learners -------------------------------------------------------------
+
+    @staticmethod
+    def get_free_address() -> tuple[str, int]:
+        """An address and free port on this learner's node, for the others to rendezvous at."""
+        import ray
+        host = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return host, s.getsockname()[1]
+
+    def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
+                          num_threads: int = 1) -> None:
+        """Join the gloo process group, then copy rank 0's weights so all start identical."""
+        torch.set_num_threads(num_threads)
+        if host.startswith("127."):
+            # gloo otherwise uses the interface of the machine's hostname, which may not be loopback.
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=rank,
+                                world_size=world_size)
+        self.world_size = world_size
+        for param in self.module.parameters():
+            dist.broadcast(param.data, src=0)
+        self.rng = np.random.default_rng(None if self.config.seed is None
+                                         else self.config.seed + rank)
+
+    def all_reduce_sum(self, values: np.ndarray) -> np.ndarray:
+        """Sum `values` over all learners (identity for a single learner)."""
+        if self.world_size == 1:
+            return values
+        tensor = torch.as_tensor(values, dtype=torch.float64)
+        dist.all_reduce(tensor)
+        return tensor.numpy()
+
+    # -- the update -------------------------------------------------------------------------
+
+    def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def compute_loss(self, batch: dict[str, torch.Tensor]
+                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Return (total loss, {name: scalar} to report) for one minibatch."""
+        raise NotImplementedError
+
+    def update(self, episodes: list[SingleAgentEpisode], num_minibatches: int | None = None
+               ) -> dict[str, float]:
+        """Minibatch SGD over the batch built from `episodes`; returns mean loss statistics.
+
+        All learners must take the same number of steps, so `num_minibatches` comes from the
+        config (train_batch_size_per_learner / minibatch_size), not from this shard's size.
+        """
+        batch = self.build_batch(episodes)
+        size = len(batch["actions"])
+        if num_minibatches is None:
+            num_minibatches = self.config.get_num_minibatches_per_epoch()
+        stats: dict[str, list[float]] = {}
+        for _ in range(self.config.num_epochs):
+            for index in self.minibatch_indices(size, num_minibatches):
+                minibatch = {k: v[index] for k, v in batch.items()}
+                loss, metrics = self.compute_loss(minibatch)
+                self.optimizer.zero_grad(set_to_none=False)
+                loss.backward()
+                metrics["gradients_global_norm"] = self.apply_gradients(len(minibatch["actions"]))
+                for name, value in metrics.items():
+                    stats.setdefault(name, []).append(float(value))
+        self.num_updates += 1
+        results = {name: float(np.mean(values)) for name, values in stats.items()}
+        results["num_env_steps_trained"] = size
+        results["curr_lr"] = self.optimizer.param_groups[0]["lr"]
+        return results
+
+    def minibatch_indices(self, size: int, num_minibatches: int) -> list[torch.Tensor | slice]:
+        """A shuffled split of the batch; learners that need steps in order override this."""
+        permutation = torch.from_numpy(self.rng.permutation(size))
+        return list(torch.tensor_split(permutation, num_minibatches))
+
+    def apply_gradients(self, minibatch_size: int) -> float:
+        """Average gradients over learners (weighted by shard size), clip, and step."""
+        params = [p for p in self.module.parameters() if p.grad is not None]
+        if self.world_size > 1:
+            # One all-reduce: every gradient times this shard's size, plus the size itself.
+            flat = torch.cat([p.grad.reshape(-1) * minibatch_size for p in params]
+                             + [torch.tensor([float(minibatch_size)])])
+            dist.all_reduce(flat)
+            flat = flat[:-1] / flat[-1]
+            offset = 0
+            for p in params:
+                p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
+                offset += p.numel()
+        max_norm = self.config.grad_clip if self.config.grad_clip is not None else math.inf
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        self.optimizer.step()
+        return float(norm)
+
+    # -- weights ----------------------------------------------------------------------------
+
+    def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
+        return self.module.get_state(inference_only=inference_only)
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.module.set_state(weights)
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything an update depends on. `module`, `optimizer` and `torch_rng` hold tensors
+        (saved with torch); the rest is plain data (saved as JSON)."""
+        return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
+                "num_updates": self.num_updates}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.module.load_state_dict(state["module"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.rng = from_plain(state["rng"])
+        self.num_updates = state["num_updates"]

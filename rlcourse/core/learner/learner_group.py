@@ -1,0 +1,123 @@
+"""LearnerGroup: one Learner in this process, or N Learner actors doing data-parallel updates.
+
+With N > 0 the batch is split into N shards of about equal size, each Learner actor updates on its
+shard, and torch.distributed (gloo) all-reduces the gradients after every backward pass, so all N
+hold the same weights after each step (see `Learner.apply_gradients`).
+This module does not import torch: the Learner class named by the config does.
+"""
+
+import gymnasium as gym
+import numpy as np
+import ray
+from ray.exceptions import RayActorError
+
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.imports import import_attr
+
+STARTUP_TIMEOUT_S = 180
+
+
+def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
+                   ) -> list[list[SingleAgentEpisode]]:
+    """Split episodes into `num_shards` lists with about equal numbers of steps (longest first)."""
+    shards: list[list[SingleAgentEpisode]] = [[] for _ in range(num_shards)]
+    sizes = [0] * num_shards
+    for episode in sorted(episodes, key=len, reverse=True):
+        i = int(np.argmin(sizes))
+        shards[i].append(episode)
+        sizes[i] += len(episode)
+    return shards
+
+
+class LearnerFailure(RuntimeError):
+    """A Learner actor died (learners are not restarted)."""
+
+
+class LearnerGroup:
+    """Runs `Learner.update` on the local Learner or on all Learner actors at once."""
+
+    def __init__(self, config, observation_space: gym.Space, action_space: gym.Space):
+        self.config = config
+        learner_cls = import_attr(config.learner_class)
+        self.local_learner = None
+        self.remote_learners = []
+        if config.num_learners == 0:
+            self.local_learner = learner_cls(config, observation_space, action_space)
+            return
+        remote_cls = ray.remote(learner_cls).options(num_cpus=config.num_cpus_per_learner,
+                                                     num_gpus=config.num_gpus_per_learner)
+        self.remote_learners = [remote_cls.remote(config, observation_space, action_space)
+                                for _ in range(config.num_learners)]
+        host, port = ray.get(self.remote_learners[0].get_free_address.remote(),
+                             timeout=STARTUP_TIMEOUT_S)
+        threads = max(1, int(config.num_cpus_per_learner))
+        ray.get([learner.setup_distributed.remote(rank, config.num_learners, host, port, threads)
+                 for rank, learner in enumerate(self.remote_learners)], timeout=STARTUP_TIMEOUT_S)
+
+    @property
+    def is_local(self) -> bool:
+        return self.local_learner is not None
+
+    def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:
+        """One update on all episodes; returns loss statistics averaged over the learners."""
+        num_minibatches = self.config.get_num_minibatches_per_epoch()
+        if self.is_local:
+            return self.local_learner.update(episodes, num_minibatches)
+        shards = shard_episodes(episodes, len(self.remote_learners))
+        if any(not shard for shard in shards):
+            raise ValueError(f"Only {len(episodes)} episode chunks for {len(shards)} learners: "
+                             "raise train_batch_size_per_learner or lower num_learners.")
+        results = self._get([learner.update.remote(shard, num_minibatches)
+                             for learner, shard in zip(self.remote_learners, shards, strict=True)])
+        merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
+        merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
+        return merged
+
+    def foreach_learner(self, method: str, *args, **kwargs) -> list:
+        """Call a Learner method on every learner and return the results."""
+        if self.is_local:
+            return [getattr(self.local_learner, method)(*args, **kwargs)]
+        return self._get([getattr(learner, method).remote(*args, **kwargs)
+                          for learner in self.remote_learners])
+
+    def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
+        """The weights of learner 0 (all learners hold the same ones)."""
+        if self.is_local:
+            return self.local_learner.get_weights(inference_only)
+        return self._get([self.remote_learners[0].get_weights.remote(inference_only)])[0]
+
+    @staticmethod
+    def _get(refs: list) -> list:
+        """ray.get, with a clear error when a Learner actor has died."""
+        try:
+            return ray.get(refs)
+        except RayActorError as e:
+            raise LearnerFailure(
+                "A Learner actor died. Learners are not restarted: the data-parallel group shares "
+                "one optimizer state, which died with it. Build the algorithm again, or continue "
+                "from a checkpoint with Algorithm.from_checkpoint(path).") from e
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.foreach_learner("set_weights", weights)
+
+    def get_state(self) -> dict:
+        """Learner 0's state (all hold the same weights), with every learner's own RNG in `rngs`."""
+        states = self.foreach_learner("get_state")
+        return {**states[0], "rngs": [state.pop("rng") for state in states]}
+
+    def set_state(self, state: dict) -> None:
+        """Give every learner the saved state (and its own RNG, if the learner count is the same)."""
+        rngs = state["rngs"] if len(state["rngs"]) == max(1, self.config.num_learners) else None
+        learners = [self.local_learner] if self.is_local else self.remote_learners
+        calls = []
+        for rank, learner in enumerate(learners):
+            own = {k: v for k, v in state.items() if k != "rngs"}
+            own["rng"] = rngs[rank] if rngs else state["rngs"][0]
+            calls.append(learner.set_state(own) if self.is_local else learner.set_state.remote(own))
+        if not self.is_local:
+            ray.get(calls)
+
+    def stop(self) -> None:
+        for learner in self.remote_learners:
+            ray.kill(learner)
+        self.remote_learners = []

@@ -1,0 +1,2 @@
+"""Course-only code, with no RLlib counterpart: the command line, doctor, widgets (dashboard, scaling
+lab), local clusters, memory measurement, the course's own envs, and the exercises' checkers."""

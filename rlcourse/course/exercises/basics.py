@@ -1,0 +1,102 @@
+"""Lesson 01's exercise: the reinforcement-learning loop, written by hand.
+
+The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act with
+`policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
+rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
+only on `terminated`, counting steps instead of adding rewards, and not passing the seed to reset.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.course.exercises.common import ExerciseError, passed
+
+__all__ = ["check_run_episode"]
+
+
+class _Watched(gym.Wrapper):
+    """Refuses to step past the end of an episode (instead of looping forever) and records seeds."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.ended, self.seeds = False, []
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self.ended = False
+        self.seeds.append(seed)
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any):
+        if self.ended:
+            raise ExerciseError("run_episode called step() after the episode had ended. Stop when "
+                                "`terminated or truncated` is True: a time limit ends an episode "
+                                "by truncation, without terminating it.")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.ended = terminated or truncated
+        return obs, reward, terminated, truncated, info
+
+
+class _Drift(gym.Env):
+    """Never terminates; rewards 0.5, 1.5, 0.5, 1.5, ...; starts at a random point."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.uniform(-1, 1, 1).astype(np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(1, np.float32), 0.5 + (self.t % 2 == 0), False, False, {}
+
+
+def _expected(env: gym.Env, policy: Callable, seed: int) -> float:
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += float(reward)
+        done = terminated or truncated
+    return total
+
+
+def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
+    def lean(obs):  # push the cart the way the pole leans: a decent CartPole policy
+        return int(obs[2] > 0)
+
+    return [
+        ("CartPole with a simple policy", lambda: gym.make("CartPole-v1"), lean,
+         "Sum the rewards of every step until the episode ends."),
+        ("an env that only ends by its time limit (7 steps, rewards 0.5 and 1.5)",
+         lambda: gym.wrappers.TimeLimit(_Drift(), max_episode_steps=7), lambda obs: 0,
+         "Add up the rewards themselves (they are not always 1), and stop on truncation too."),
+    ]
+
+
+def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) -> None:
+    """Check `run_episode(env, policy, seed)`; raise ExerciseError with a hint if it is wrong."""
+    for name, make_env, policy, hint in _cases():
+        for seed in (0, 7):
+            env = _Watched(make_env())
+            try:
+                got = run_episode(env, policy, seed)
+            except ExerciseError:
+                raise
+            except Exception as e:
+                raise ExerciseError(f"run_episode raised {type(e).__name__}: {e} ({name}).") from e
+            if env.seeds[:1] != [seed]:
+                raise ExerciseError(f"Reset the env with the seed you are given: "
+                                    f"env.reset(seed=seed) (it was reset with {env.seeds}).")
+            if not env.ended:
+                raise ExerciseError(f"run_episode returned before the episode ended ({name}). "
+                                    "Keep stepping until terminated or truncated is True.")
+            expected = _expected(make_env(), policy, seed)
+            if not np.isclose(float(got), expected):
+                raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
+                                    f"episode's return is {expected}. Hint: {hint}")
+    passed("your loop resets with the seed, steps until the episode ends, and adds up the rewards.")

@@ -1,0 +1,156 @@
+"""How sampling scales: env steps per second of an EnvRunnerGroup as runners are added.
+
+`measure_throughput(config)` builds the config's EnvRunnerGroup (real Ray actors), gives it the
+weights of a freshly built module, and times synchronous `sample()` calls, the call PPO's
+`training_step` makes. `sweep()` does that for several runner counts and returns rows with the
+speed-up over one runner and the scaling efficiency (speed-up / runners; 1.0 is perfect).
+
+On a 2-core machine CPU-bound CartPole stops gaining at about 2 runners, while an env that mostly
+waits (`rlcourse.course.envs.LatencyBoundCartPole`) keeps gaining: waiting runners need no core.
+"""
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.course.envs import DEFAULT_STEP_LATENCY_S, LatencyBoundCartPole
+from rlcourse.env.env_runner_group import EnvRunnerGroup
+from rlcourse.env.registry import probe_spaces
+from rlcourse.utils.resources import check_cpus, init_ray
+
+TARGET_CALL_S = 0.1  # one sample() call: long enough to hide Ray's round trip, short enough to repeat
+MAX_FRAGMENT = 4000  # steps per sub-env per call, at most
+
+
+@dataclass(frozen=True)
+class EnvKind:
+    """An env to measure: what the chart calls it, and what `config.environment()` gets."""
+
+    label: str
+    env: Any
+    env_config: dict
+
+
+ENV_KINDS = {
+    "cpu_bound": EnvKind("CPU-bound CartPole-v1", "CartPole-v1", {}),
+    "latency_bound": EnvKind(f"latency-bound CartPole ({DEFAULT_STEP_LATENCY_S * 1000:g} ms/step)",
+                             LatencyBoundCartPole, {"step_latency_s": DEFAULT_STEP_LATENCY_S}),
+}
+
+
+def scaling_config(num_env_runners: int, *, num_envs_per_env_runner: int = 1,
+                   env_kind: str = "cpu_bound", gym_env_vectorize_mode: str = "SYNC",
+                   num_cpus_per_env_runner: float = 0.25) -> AlgorithmConfig:
+    """The runner settings of one measurement, as an algorithm would have them."""
+    if env_kind not in ENV_KINDS:
+        raise ValueError(f"env_kind={env_kind!r}: use one of {sorted(ENV_KINDS)}.")
+    kind = ENV_KINDS[env_kind]
+    return (AlgorithmConfig()
+            .environment(kind.env, env_config=dict(kind.env_config))
+            .env_runners(num_env_runners=num_env_runners,
+                         num_envs_per_env_runner=num_envs_per_env_runner,
+                         num_cpus_per_env_runner=num_cpus_per_env_runner,
+                         gym_env_vectorize_mode=gym_env_vectorize_mode))
+
+
+def fresh_weights(config: AlgorithmConfig) -> dict:
+    """The inference weights of a newly built module for the config's env (untrained policy)."""
+    from rlcourse.core.rl_module.rl_module import build_module  # torch: only the driver needs it
+    observation_space, action_space = probe_spaces(config.get_env_creator(), config.env_config)
+    return build_module(config, observation_space, action_space).get_state(inference_only=True)
+
+
+def measure_throughput(config: AlgorithmConfig, duration_s: float = 2.0) -> float:
+    """Env steps per second that the config's runners sample together, timed over `duration_s`.
+
+    Start-up and a warm-up call are not timed. The call size is calibrated so that one call takes
+    about TARGET_CALL_S, so slow and fast envs alike pay Ray's per-call cost only a little.
+    """
+    if duration_s <= 0:
+        raise ValueError(f"duration_s={duration_s}: measure for a positive number of seconds.")
+    config.validate()
+    init_ray()
+    if config.num_env_runners > 0:
+        check_cpus(config)  # Ray would wait forever for CPUs it does not have
+    weights = fresh_weights(config)
+    group = EnvRunnerGroup(config, config.get_env_creator())
+    try:
+        group.wait_until_ready()
+        group.sync_weights(weights)
+        sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
+        group.sample(num_timesteps=sub_envs)  # warm-up: resets the envs
+        fragment = calibrate_fragment(lambda n: group.sample(num_timesteps=n * sub_envs))
+        steps, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < duration_s:
+            _, metrics = group.sample(num_timesteps=fragment * sub_envs)
+            steps += sum(m["num_env_steps_sampled"] for m in metrics)
+        return steps / elapsed
+    finally:
+        group.stop()
+
+
+def calibrate_fragment(sample: Callable[[int], Any]) -> int:
+    """Steps per sub-env for a call of about TARGET_CALL_S. Calls grow from 16 steps (at most 8x
+    per try, as short calls time poorly) until one takes half the target; they warm up the runners."""
+    fragment = 16
+    while True:
+        start = time.perf_counter()
+        sample(fragment)
+        elapsed = time.perf_counter() - start
+        scaled = int(fragment * min(8.0, TARGET_CALL_S / max(elapsed, 1e-9)))
+        if elapsed >= TARGET_CALL_S / 2 or scaled >= MAX_FRAGMENT:
+            return max(1, min(MAX_FRAGMENT, scaled))
+        fragment = scaled
+
+
+def scaling_rows(throughputs: Mapping[int, float]) -> list[dict]:
+    """Rows of workers, env_steps_per_s, speedup (over 1 worker) and efficiency (speedup / workers).
+
+    Without a 1-worker measurement, the smallest count's rate per worker stands in for it.
+    """
+    smallest = min(throughputs)
+    one_worker = throughputs[smallest] / smallest
+    rows = []
+    for workers in sorted(throughputs):
+        speedup = throughputs[workers] / one_worker
+        rows.append({"workers": workers, "env_steps_per_s": throughputs[workers],
+                     "speedup": speedup, "efficiency": speedup / workers})
+    return rows
+
+
+def sweep(workers: Sequence[int] = (1, 2, 4, 8), *, num_envs_per_env_runner: int = 1,
+          env_kind: str = "cpu_bound", gym_env_vectorize_mode: str = "SYNC",
+          duration_s: float = 2.0, num_cpus_per_env_runner: float | None = None,
+          on_measured: Callable[[int, float], None] | None = None) -> list[dict]:
+    """Measure each runner count in `workers` (see `measure_throughput`); return `scaling_rows`.
+
+    By default each runner reserves an equal share of the cluster's CPUs at the largest count
+    (0.25 of 2 CPUs for 8 runners), so every count fits. `on_measured(workers, env_steps_per_s)`
+    is called after each measurement, for progress displays.
+    """
+    if not workers or min(workers) < 1:
+        raise ValueError(f"workers={workers!r}: give runner counts >= 1, e.g. (1, 2, 4, 8).")
+    init_ray()
+    if num_cpus_per_env_runner is None:
+        num_cpus_per_env_runner = min(1.0, ray.cluster_resources()["CPU"] / max(workers))
+    throughputs = {}
+    for n in sorted(set(workers)):
+        config = scaling_config(n, num_envs_per_env_runner=num_envs_per_env_runner,
+                                env_kind=env_kind, gym_env_vectorize_mode=gym_env_vectorize_mode,
+                                num_cpus_per_env_runner=num_cpus_per_env_runner)
+        throughputs[n] = measure_throughput(config, duration_s)
+        if on_measured is not None:
+            on_measured(n, throughputs[n])
+    return scaling_rows(throughputs)
+
+
+def format_rows(rows: Sequence[Mapping[str, float]]) -> str:
+    """The rows as a small text table, for printing in a notebook or terminal."""
+    lines = [f"{'workers':>7} {'env steps/s':>12} {'speed-up':>9} {'efficiency':>10}"]
+    lines += [f"{r['workers']:>7} {r['env_steps_per_s']:>12,.0f} {r['speedup']:>8.2f}x "
+              f"{r['efficiency']:>10.0%}" for r in rows]
+    return "\n".join(lines)

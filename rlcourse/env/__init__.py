@@ -1,0 +1,1 @@
+"""Where experience comes from: EnvRunner, EnvRunnerGroup, SingleAgentEpisode, env creation."""

@@ -1,0 +1,282 @@
+"""EnvRunner: steps a gymnasium vector env with an inference-only module and returns episodes.
+
+RLlib calls this class SingleAgentEnvRunner. One EnvRunner lives in the driver (num_env_runners=0)
+or in each Ray actor of an EnvRunnerGroup. `sample()` writes each step into preallocated [T, N]
+NumPy buffers (no Python object per step), then slices the buffers into SingleAgentEpisodes.
+
+Sub-envs reset themselves in the same step that ends an episode (gymnasium's SAME_STEP autoreset):
+the step returns the new episode's first observation, and the old episode's last one arrives in
+`infos["final_obs"]`. So every step in a buffer is a real transition; none crosses an episode boundary.
+"""
+
+import math
+import os
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import ray
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule, space_info
+from rlcourse.env.env_context import EnvContext
+from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
+from rlcourse.env.registry import EnvCreator
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.env.sub_env_restarts import RestartOnFailure
+
+EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
+
+
+def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> gym.vector.VectorEnv:
+    """`num_envs_per_env_runner` sub-envs, each built with its own EnvContext; with
+    `restart_failed_sub_environments`, each is rebuilt when it raises (`sub_env_restarts.py`)."""
+    contexts = [EnvContext(config.env_config, worker_index, i, config.num_env_runners)
+                for i in range(config.num_envs_per_env_runner)]
+    if config.restart_failed_sub_environments:
+        fns = [partial(RestartOnFailure, env_creator, context) for context in contexts]
+    else:
+        fns = [partial(env_creator, context) for context in contexts]
+    vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
+    # copy=False: the runner copies each step's observations into its own buffer straight away.
+    return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
+
+
+def build_inference_module(config, observation_space, action_space, seed: int | None):
+    """NumPy for the default MLP (no torch in this process); torch for a custom module class."""
+    if config.rl_module_class is None:
+        return NumpyMLPModule(space_info(observation_space, action_space), config.model_config, seed)
+    module = config.rl_module_class(observation_space, action_space, config.model_config)
+    return module.get_inference_module(seed)
+
+
+class EnvRunner:
+    """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
+
+    def __init__(self, config, env_creator: EnvCreator, worker_index: int = 0):
+        self.config = config
+        self.worker_index = worker_index
+        self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
+        self.env = make_vector_env(env_creator, config, worker_index)
+        self.num_envs = self.env.num_envs
+        self.observation_space = self.env.single_observation_space
+        self.action_space = self.env.single_action_space
+        self.module = build_inference_module(config, self.observation_space, self.action_space,
+                                             self.seed)
+        self.callbacks = config.callbacks_class() if config.callbacks_class else None
+        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
+        self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+        self.weights_seq_no = -1  # which weights version the module holds; -1: none yet
+        self._needs_reset = True
+        self._episode_returns: list[float] = []  # finished since the last get_metrics()
+        self._episode_lens: list[int] = []
+        self._num_env_steps = 0
+        self._num_env_steps_lifetime = 0
+        self._num_sub_env_restarts = 0  # broken episodes dropped since the last get_metrics()
+
+    # -- weights and health -----------------------------------------------------------------
+
+    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int = 0) -> None:
+        """Load new policy weights (the group passes one ObjectRef that Ray resolves here)."""
+        self.module.set_state(weights)
+        self.weights_seq_no = weights_seq_no
+
+    def ping(self) -> int:
+        """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
+        return os.getpid()
+
+    def get_spaces(self) -> tuple[gym.Space, gym.Space]:
+        return self.observation_space, self.action_space
+
+    # -- sampling ---------------------------------------------------------------------------
+
+    def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None) -> list[SingleAgentEpisode]:
+        """Step all sub-envs; return episode chunks covering at least `num_timesteps` steps, or
+        `num_episodes` complete episodes. With neither, `rollout_fragment_length` steps per sub-env.
+        """
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
+        if self.weights_seq_no < 0:
+            raise RuntimeError("This EnvRunner has no policy weights yet: call set_weights() with a "
+                               "Learner's get_weights(inference_only=True) first (an Algorithm "
+                               "does this for its runners).")
+        explore = self.config.explore if explore is None else explore
+        if num_episodes is not None:
+            return self._sample_episodes(num_episodes, explore)
+        if num_timesteps is None:
+            steps = self.config.get_rollout_fragment_length()
+        else:
+            steps = math.ceil(num_timesteps / self.num_envs)
+        return self._sample_steps(steps, explore)
+
+    def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
+                               weights_seq_no: int = -1, **kwargs
+                               ) -> tuple[list[SingleAgentEpisode], dict]:
+        """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
+
+        The group sends its latest weights (one ObjectRef, resolved by Ray) with every request: one
+        call per sample, and a runner that Ray has just restarted samples with current weights.
+        """
+        if weights is not None and weights_seq_no > self.weights_seq_no:
+            self.set_weights(weights, weights_seq_no)
+        return self.sample(**kwargs), self.get_metrics()
+
+    def _reset(self) -> None:
+        seed = self.seed if self._num_env_steps_lifetime == 0 else None
+        self._obs, _ = self.env.reset(seed=seed)
+        self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
+        self._t_started = [0] * self.num_envs
+        self._running_returns = [0.0] * self.num_envs
+        self._needs_reset = False
+
+    def _sample_steps(self, steps: int, explore: bool) -> list[SingleAgentEpisode]:
+        """Run `steps` vector steps into [T, N] buffers, then slice them into episode chunks."""
+        if self._needs_reset:
+            self._reset()
+        n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
+                                          else self.module.forward_inference)
+        obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
+        rewards = np.empty((steps, n_envs), dtype=np.float32)
+        terminated = np.empty((steps, n_envs), dtype=bool)
+        truncated = np.empty((steps, n_envs), dtype=bool)
+        outputs: dict[str, np.ndarray] = {}
+        final_obs: dict[tuple[int, int], np.ndarray] = {}
+        failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
+        obs[0] = self._obs
+        box = isinstance(self.action_space, gym.spaces.Box)
+        for t in range(steps):
+            out = forward(obs[t])
+            if t == 0:
+                outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
+            for k, v in out.items():
+                outputs[k][t] = v
+            actions = out["actions"]
+            if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
+                actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            try:
+                obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
+            except Exception as e:
+                self._needs_reset = True  # some sub-envs stepped, others did not
+                e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
+                           "sub-envs and drop their broken episodes, set config.fault_tolerance("
+                           "restart_failed_sub_environments=True).")
+                raise
+            if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
+                for i in np.flatnonzero(infos["_final_obs"]):
+                    final_obs[t, i] = infos["final_obs"][i]
+                if "_env_failure" in infos["final_info"]:
+                    failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
+        self._obs = obs[steps]
+        self._num_env_steps += steps * n_envs
+        self._num_env_steps_lifetime += steps * n_envs
+        return self._to_episodes(obs, outputs, rewards, terminated, truncated, final_obs, failed)
+
+    def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs, failed):
+        episodes = []
+        steps = len(rewards)
+        done = terminated | truncated
+        for i in range(self.num_envs):
+            start = 0
+            for t in np.flatnonzero(done[:, i]):
+                if (t, i) in failed:  # a broken episode: its last chunk never reaches a batch
+                    self._drop_broken_episode(i)
+                    start = t + 1
+                    continue
+                # A Discrete env may return a Python int: make it a row of the buffer's dtype.
+                last = np.asarray(final_obs[t, i], dtype=obs.dtype)[None]
+                ep_obs = np.concatenate([obs[start:t + 1, i], last])
+                # An env may report both at its time limit; a termination means no future.
+                episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
+                                                 terminated[t, i],
+                                                 truncated[t, i] and not terminated[t, i]))
+                start = t + 1
+            if start < steps:
+                episodes.append(self._make_chunk(i, obs[start:, i], outputs, rewards, start, steps,
+                                                 False, False))
+        return episodes
+
+    def _make_chunk(self, i, ep_obs, outputs, rewards, start, end, is_terminated, is_truncated):
+        extra = {k: v[start:end, i] for k, v in outputs.items() if k != "actions"}
+        episode = SingleAgentEpisode(ep_obs, outputs["actions"][start:end, i],
+                                     rewards[start:end, i], extra, is_terminated, is_truncated,
+                                     id_=self._ids[i], t_started=self._t_started[i])
+        self._running_returns[i] += episode.get_return()
+        if episode.is_done:
+            self._episode_returns.append(self._running_returns[i])
+            self._episode_lens.append(episode.t)
+            if self.callbacks:
+                self.callbacks.on_episode_end(episode=episode, env_runner=self, env_index=i)
+            self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
+            self._running_returns[i] = 0.0
+        else:
+            self._t_started[i] = episode.t
+        return episode
+
+    def _drop_broken_episode(self, i: int) -> None:
+        self._num_sub_env_restarts += 1
+        self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
+        self._running_returns[i] = 0.0
+
+    def _sample_episodes(self, num_episodes: int, explore: bool) -> list[SingleAgentEpisode]:
+        """Fresh episodes run to their end; chunks are joined, unfinished ones dropped."""
+        self._needs_reset = True
+        finished: list[SingleAgentEpisode] = []
+        ongoing: dict[str, SingleAgentEpisode] = {}
+        while len(finished) < num_episodes:
+            for chunk in self._sample_steps(EPISODES_MODE_STEPS, explore):
+                if chunk.id_ in ongoing:
+                    chunk = ongoing.pop(chunk.id_).concat_episode(chunk)
+                if chunk.is_done:
+                    finished.append(chunk)
+                else:
+                    ongoing[chunk.id_] = chunk
+        self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
+        return finished[:num_episodes]
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def get_metrics(self) -> dict:
+        """Episodes finished and steps taken since the last call (then forgets them)."""
+        metrics = {"episode_returns": self._episode_returns, "episode_lens": self._episode_lens,
+                   "num_env_steps_sampled": self._num_env_steps,
+                   "num_sub_env_restarts": self._num_sub_env_restarts,
+                   "weights_seq_no": self.weights_seq_no, "pid": os.getpid()}
+        self._episode_returns, self._episode_lens, self._num_env_steps = [], [], 0
+        self._num_sub_env_restarts = 0
+        return metrics
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> dict:
+        """Everything needed to continue sampling exactly here, as plain data (see env_state.py).
+
+        Sub-envs of an ASYNC vector env live in other processes: their episodes restart instead.
+        """
+        state = {"num_env_steps_lifetime": self._num_env_steps_lifetime,
+                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
+                 "episodes": None}
+        if not self._needs_reset and isinstance(self.env, SyncVectorEnv):
+            state["episodes"] = {
+                "obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
+                "running_returns": self._running_returns,
+                "envs": [get_env_state(env) for env in self.env.envs]}
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Continue from `get_state()` of a runner built with the same config."""
+        self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
+        if state["module_rng"] is not None and hasattr(self.module, "rng"):
+            self.module.rng = from_plain(state["module_rng"])
+        episodes = state["episodes"]
+        self._needs_reset = episodes is None or not isinstance(self.env, SyncVectorEnv)
+        if self._needs_reset:
+            return
+        for env, env_state in zip(self.env.envs, episodes["envs"], strict=True):
+            set_env_state(env, env_state)
+        self._obs = from_plain(episodes["obs"])
+        self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
+        self._running_returns = list(episodes["running_returns"])
+
+    def stop(self) -> None:
+        self.env.close()

@@ -1,0 +1,309 @@
+"""EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
+
+With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvRunner actors sample
+in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. New weights are put
+into Ray's object store once per sync; every sample request carries that one reference, and a runner
+holding older weights takes the new ones before it samples.
+
+Fault tolerance (`config.fault_tolerance()`): runner actors are created with Ray's `max_restarts`,
+so Ray starts a new process when one dies. A request to a dead runner fails with a RayActorError:
+its sample is dropped whole (never half-used), the runner is probed with `ping` until it answers
+(it has been restarted) or `env_runner_health_probe_timeout_s` passes, and its next request brings it
+the current weights. A runner that does not come back is marked unhealthy: with
+`ignore_env_runner_failures` the others go on, otherwise the error is raised.
+"""
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.registry import EnvCreator
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.validation import ConfigError
+
+STARTUP_TIMEOUT_S = 120
+PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
+PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
+
+
+class EnvRunnerFailure(RuntimeError):
+    """Runner actors failed and the fault-tolerance settings say not to go on without them."""
+
+
+class EnvRunnerGroup:
+    """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
+
+    def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
+                 on_recreated: Callable[[list[int]], None] | None = None):
+        self.config = config
+        n = config.num_env_runners if num_env_runners is None else num_env_runners
+        self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
+        options: dict[str, Any] = {"num_cpus": config.num_cpus_per_env_runner,
+                                   "num_gpus": config.num_gpus_per_env_runner,
+                                   "resources": dict(config.custom_resources_per_env_runner)}
+        if config.restart_failed_env_runners:
+            options["max_restarts"] = config.max_num_env_runner_restarts
+        self.placement_group = self._make_placement_group(n) if n and config.placement_strategy else None
+        self.remote_env_runners = [
+            ray.remote(EnvRunner).options(**options, **self._placement(i)).remote(
+                config, env_creator, worker_index=i + 1)
+            for i in range(n)]
+        # The actors start in the background (a new process each); wait_until_ready() collects
+        # these answers, so the driver can build its learners meanwhile.
+        self._pings = [r.ping.remote() for r in self.remote_env_runners]
+        self.on_recreated = on_recreated  # called with the indices of restored runners
+        self.healthy = [True] * n
+        self._pids: list[int | None] = [None] * n  # a runner's new pid means Ray restarted it
+        self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
+        self.num_env_runner_restarts = 0
+        self.num_env_runner_failures = 0
+        self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
+        self._weights_ref: ray.ObjectRef | None = None
+        self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+
+    def _make_placement_group(self, n: int) -> PlacementGroup:
+        """One bundle of resources per runner, placed on the nodes by `placement_strategy`."""
+        config = self.config
+        bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
+                  **config.custom_resources_per_env_runner}
+        bundle = {name: amount for name, amount in bundle.items() if amount > 0}
+        group = placement_group([bundle] * n, strategy=config.placement_strategy)
+        try:
+            ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
+        except GetTimeoutError:
+            remove_placement_group(group)
+            raise ConfigError("placement_strategy", config.placement_strategy,
+                              f"the cluster cannot place {n} runner bundles {bundle} this way "
+                              f"within {PLACEMENT_TIMEOUT_S:g} s (nodes: {len(ray.nodes())}). "
+                              "Use 'PACK' or 'SPREAD', or fewer runners.", "resources") from None
+        return group
+
+    def _placement(self, i: int) -> dict[str, Any]:
+        if self.placement_group is None:
+            return {}
+        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
+            self.placement_group, placement_group_bundle_index=i)}
+
+    def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until every runner actor is up; a runner whose env fails to build raises here."""
+        if not self._pings:  # no actors (and ray.get([]) would start Ray just to return [])
+            return
+        for i, pid in enumerate(ray.get(self._pings, timeout=timeout_s)):
+            self._pids[i] = pid
+
+    def get_node_ids(self) -> list[str | None]:
+        """The Ray node each runner actor runs on (None for a runner in this process)."""
+        return self.foreach_env_runner(lambda runner: runner.node_id)
+
+    def get_node_names(self) -> list[str]:
+        """The name of the node each runner runs on (its IP unless `ray start --node-name` gave it
+        one; "driver" for a runner in this process)."""
+        node_ids = self.get_node_ids()
+        names = {node["NodeID"]: node["NodeName"] for node in ray.nodes()} if any(node_ids) else {}
+        return [names.get(node_id, node_id) if node_id else "driver" for node_id in node_ids]
+
+    @property
+    def num_remote_env_runners(self) -> int:
+        return len(self.remote_env_runners)
+
+    @property
+    def num_healthy_env_runners(self) -> int:
+        return sum(self.healthy) if self.remote_env_runners else 1
+
+    # -- weights ----------------------------------------------------------------------------
+
+    def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None) -> None:
+        """Make `weights` the runners' weights: one `ray.put`, delivered with each next request.
+
+        `weights_seq_no` numbers the version (by default the next one); runners report it back.
+        """
+        self.weights_seq_no = self.weights_seq_no + 1 if weights_seq_no is None else weights_seq_no
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_weights(weights, self.weights_seq_no)
+        if self.remote_env_runners:
+            self._weights_ref = ray.put(weights)
+
+    def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
+        return self.remote_env_runners[i].sample_and_get_metrics.remote(
+            self._weights_ref, self.weights_seq_no, **sample_kwargs)
+
+    # -- synchronous sampling ---------------------------------------------------------------
+
+    def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
+        """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners.
+
+        Returns the episodes and each answering runner's metrics. A runner that fails mid-request
+        loses its share; the shortfall is requested again from the runners that are healthy.
+        """
+        if self.local_env_runner is not None:
+            runner = self.local_env_runner
+            return runner.sample(num_timesteps, num_episodes, explore), [runner.get_metrics()]
+        episodes: list[SingleAgentEpisode] = []
+        metrics: list[dict] = []
+        steps = done = 0  # env steps and finished episodes received so far
+        while True:
+            runners = self._healthy_indices()
+            share = {"num_timesteps": None if num_timesteps is None
+                     else math.ceil((num_timesteps - steps) / len(runners)),
+                     "num_episodes": None if num_episodes is None
+                     else math.ceil((num_episodes - done) / len(runners))}
+            refs = {self._request(i, **share, explore=explore): i for i in runners}
+            for ref, i in refs.items():
+                result = self._get(ref, i, self.config.sample_timeout_s)
+                if result is not None:
+                    episodes += result[0]
+                    metrics.append(result[1])
+            steps = sum(len(e) for e in episodes)
+            done = sum(e.is_done for e in episodes)
+            if ((num_timesteps is None or steps >= num_timesteps)
+                    and (num_episodes is None or done >= num_episodes)
+                    and (num_timesteps is not None or num_episodes is not None or metrics)):
+                return episodes, metrics
+
+    # -- asynchronous sampling --------------------------------------------------------------
+
+    def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
+                                  ) -> list[tuple[list[SingleAgentEpisode], dict]]:
+        """Keep up to `max_requests_in_flight` `sample()` requests running on each healthy runner
+        and return the (episodes, metrics) of those that are done, without waiting for the slowest
+        runner. New requests carry the weights of the last `sync_weights`.
+        """
+        if self.local_env_runner is not None:  # no actors: sample here, synchronously
+            return [self.local_env_runner.sample_and_get_metrics()]
+        self._top_up_requests(max_requests_in_flight)
+        refs = list(self._in_flight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:  # take everything else that is done by now, too
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        results = []
+        for ref in ready:
+            result = self._get(ref, self._in_flight.pop(ref), timeout_s=None)
+            if result is not None:
+                results.append(result)
+        self._top_up_requests(max_requests_in_flight)
+        return results
+
+    def _top_up_requests(self, max_requests_in_flight: int) -> None:
+        counts = [0] * len(self.remote_env_runners)
+        for i in self._in_flight.values():
+            counts[i] += 1
+        for i in self._healthy_indices():
+            for _ in range(max_requests_in_flight - counts[i]):
+                self._in_flight[self._request(i)] = i
+
+    # -- failures ---------------------------------------------------------------------------
+
+    def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> Any:
+        """The result of runner i's request, or None if the runner failed (handled here)."""
+        try:
+            result = ray.get(ref, timeout=timeout_s)
+        except (RayActorError, GetTimeoutError) as e:
+            self._handle_failure(i, e)
+            return None
+        self._note_pid(i, result[1]["pid"])
+        return result
+
+    def _handle_failure(self, i: int, error: Exception) -> None:
+        self.num_env_runner_failures += 1
+        if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
+            ray.kill(self.remote_env_runners[i], no_restart=False)
+        if self.config.restart_failed_env_runners and self._probe(i):
+            return
+        self.healthy[i] = False
+        self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+        if self.config.restart_failed_env_runners:
+            self._probes[i] = self.remote_env_runners[i].ping.remote()  # it may still come back
+        if not self.config.ignore_env_runner_failures:
+            raise EnvRunnerFailure(
+                f"EnvRunner {i + 1} failed ({type(error).__name__}: {error}) and "
+                + ("did not answer its health probe within env_runner_health_probe_timeout_s="
+                   f"{self.config.env_runner_health_probe_timeout_s}."
+                   if self.config.restart_failed_env_runners else
+                   "restart_failed_env_runners is False.")
+                + " Set config.fault_tolerance(ignore_env_runner_failures=True) to go on with the "
+                "healthy runners.") from error
+
+    def _probe(self, i: int) -> bool:
+        """Wait for runner i to answer (Ray restarts a dead actor); True if it did in time."""
+        deadline = time.monotonic() + self.config.env_runner_health_probe_timeout_s
+        while True:
+            try:
+                pid = ray.get(self.remote_env_runners[i].ping.remote(),
+                              timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except ActorUnavailableError:  # being restarted: ask again until the deadline
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(PROBE_RETRY_S)
+            except (RayActorError, GetTimeoutError):  # dead for good, or no answer in time
+                return False
+        self._note_pid(i, pid)
+        return True
+
+    def _note_pid(self, i: int, pid: int) -> None:
+        if self._pids[i] is not None and pid != self._pids[i]:
+            self.num_env_runner_restarts += 1
+            if self.on_recreated is not None:
+                self.on_recreated([i])
+        self._pids[i] = pid
+
+    def _healthy_indices(self) -> list[int]:
+        """Healthy runners, after taking back unhealthy ones whose probe has been answered."""
+        for i, ref in list(self._probes.items()):
+            if ray.wait([ref], timeout=0)[0]:
+                del self._probes[i]
+                try:
+                    self._note_pid(i, ray.get(ref))
+                    self.healthy[i] = True
+                except ActorUnavailableError:  # still restarting: ask again next time
+                    self._probes[i] = self.remote_env_runners[i].ping.remote()
+                except RayActorError:
+                    pass  # gone for good (no restarts left)
+        healthy = [i for i, ok in enumerate(self.healthy) if ok]
+        if not healthy:
+            raise EnvRunnerFailure("No healthy EnvRunner is left to sample from. Raise "
+                                   "max_num_env_runner_restarts in config.fault_tolerance(), or "
+                                   "look at the runners' errors above.")
+        return healthy
+
+    # -- state, calls, life cycle -----------------------------------------------------------
+
+    def get_state(self) -> list[dict]:
+        """Each runner's state (EnvRunner.get_state), for checkpoints."""
+        return self.foreach_env_runner(lambda runner: runner.get_state())
+
+    def set_state(self, states: list[dict]) -> None:
+        """Give each runner its saved state; with another number of runners, episodes restart."""
+        runners = [self.local_env_runner] if self.local_env_runner else self.remote_env_runners
+        if len(states) != len(runners):
+            return
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_state(states[0])
+        else:
+            ray.get([r.set_state.remote(s) for r, s in zip(runners, states, strict=True)])
+
+    def foreach_env_runner(self, fn: Callable[[EnvRunner], Any]) -> list[Any]:
+        """Call `fn(runner)` on every runner (in its own process for actors) and return results."""
+        if self.local_env_runner is not None:
+            return [fn(self.local_env_runner)]
+        return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
+
+    def stop(self) -> None:
+        self._in_flight.clear()
+        self._probes.clear()
+        if self.local_env_runner is not None:
+            self.local_env_runner.stop()
+        for runner in self.remote_env_runners:
+            ray.kill(runner)
+        self.remote_env_runners = []
+        if self.placement_group is not None:
+            remove_placement_group(self.placement_group)
+            self.placement_group = None

@@ -1,0 +1,114 @@
+"""Starting Ray small and quiet, and checking a config's resource requests before any actor exists.
+
+Ray queues an actor whose resources no node has and waits forever; a course cannot hang in front of
+a room, so the requests are checked against the cluster first and fail within seconds.
+"""
+
+import contextlib
+import importlib
+import logging
+import os
+import sys
+import threading
+import time
+
+import ray
+
+from rlcourse.utils.validation import ConfigError, setter_of
+
+RELEASE_WAIT_S = 5.0
+OBJECT_STORE_MB = 200
+
+
+def init_ray(num_cpus: int | None = None, **kwargs) -> None:
+    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again.
+
+    A new local Ray gets a small object store (OBJECT_STORE_MB): the course's objects are weights
+    and episodes of a few MB, and a small store fits Binder's 2 GiB and a container's small /dev/shm.
+    """
+    if ray.is_initialized():
+        return
+    _import_torch_in_background()
+    if "address" not in kwargs and not os.environ.get("RAY_ADDRESS"):
+        kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
+    ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True,
+             logging_level=logging.WARNING, **kwargs)
+
+
+def _import_torch_in_background() -> None:
+    """Start importing torch (and torch._dynamo, which the first optimizer loads) in a thread.
+
+    The Learner will need both: about 4 s of CPU in a fresh process. `ray.init` mostly waits for
+    Ray's own processes to start, so the driver's core is free meanwhile. The standard-library
+    modules that both imports load are loaded first, so the two never wait on one import lock.
+    """
+    if "torch._dynamo" in sys.modules:
+        return
+    for name in ("argparse", "ctypes.util", "gettext", "gzip", "pkgutil", "timeit"):
+        importlib.import_module(name)
+    threading.Thread(target=_import_torch, name="rlcourse-import-torch", daemon=True).start()
+
+
+def _import_torch() -> None:
+    with contextlib.suppress(Exception):  # an import error surfaces where torch is really used
+        importlib.import_module("torch._dynamo")
+
+
+def _fail(config, setting: str, fix: str) -> None:
+    raise ConfigError(setting, getattr(config, setting), fix, setter_of(config, setting))
+
+
+def _local_cuda() -> bool:
+    import torch  # only when a GPU is asked for: importing torch takes seconds
+    return torch.cuda.is_available()
+
+
+def check_gpus(config) -> None:
+    """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not _local_cuda():
+        _fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
+              "set num_gpus_per_learner=0 to train on the CPU.")
+    if not ray.is_initialized():
+        return
+    have = ray.available_resources().get("GPU", 0)
+    for setting, count in (("num_gpus_per_env_runner", config.num_env_runners),
+                           ("num_gpus_per_learner", config.num_learners)):
+        need = count * getattr(config, setting)
+        if need > have:
+            _fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
+                  f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
+
+
+def check_custom_resources(config) -> None:
+    """Custom resources the runners ask for must exist in the cluster (else Ray waits forever)."""
+    have = ray.cluster_resources()
+    runners = config.num_env_runners + config.evaluation_num_env_runners
+    for name, amount in config.custom_resources_per_env_runner.items():
+        if runners * amount > have.get(name, 0) + 1e-9:
+            _fail(config, "custom_resources_per_env_runner", (
+                f"{runners} runners x {amount} {name!r} = {runners * amount:g}, but the Ray "
+                f"cluster has {have.get(name, 0):g} in all. Start nodes with that resource "
+                "(ray start --resources='{...}') or ask for less."))
+
+
+def check_cpus(config) -> None:
+    """Runner and learner actors together must fit into the cluster's free CPUs."""
+    runners = ((config.num_env_runners + config.evaluation_num_env_runners)
+               * config.num_cpus_per_env_runner)
+    learners = config.num_learners * config.num_cpus_per_learner
+    # Actors killed a moment ago (an Algorithm just stopped) release their CPUs within seconds.
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while (have := ray.available_resources().get("CPU", 0)) < runners + learners - 1e-9:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    else:
+        return
+    setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
+    _fail(config, setting, (
+        f"{config.num_env_runners + config.evaluation_num_env_runners} env runners (training "
+        f"and evaluation) x {config.num_cpus_per_env_runner} CPU + "
+        f"{config.num_learners} learners x {config.num_cpus_per_learner} CPU = "
+        f"{runners + learners:g} CPUs, but the Ray cluster has {have:g} free. Ask for fractions "
+        "(e.g. num_cpus_per_env_runner=0.5) or fewer actors; if an earlier Algorithm still runs "
+        "in this kernel, call its stop()."))

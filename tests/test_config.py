@@ -4,9 +4,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlcourse.algorithms.algorithm_config import DEFAULT_MODEL_CONFIG, AlgorithmConfig
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.utils.validation import ConfigError
 
 

@@ -252,7 +252,7 @@ print(f"restored from {path}: iteration {restored.iteration}, same actions: {sam
 
 **Read next in the source**
 - `rlcourse/algorithms/algorithm_config.py`: every setting and its fluent setter.
-- `rlcourse/algorithms/algorithm.py`, `Algorithm.sample_and_update`: one iteration in ten lines.
+- `rlcourse/algorithms/ppo/ppo.py`, `PPO.training_step`: one iteration, sample, learn, sync, in a dozen lines.
 - `rlcourse/algorithms/ppo/ppo_learner.py`, `compute_loss`: the PPO loss.
 - `rlcourse/utils/checkpoints.py`: how a checkpoint is written safely.
 """),

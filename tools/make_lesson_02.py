@@ -90,8 +90,8 @@ for name, array in weights.items():
 An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-only copy of the policy.
 `ray.remote(EnvRunner)` makes it an actor class; half a CPU each lets two share one core. A runner
 refuses to sample before it has weights, so we put the weights into Ray's object store **once** and
-hand the same reference to both runners (`EnvRunnerGroup.sync_weights` also puts the weights once,
-but hands the reference over with the next sample request, as we will see)."""),
+hand the same reference to both runners (`EnvRunnerGroup.sync_weights` does the same, as we will
+see)."""),
     code("""from rlcourse.env.env_runner import EnvRunner
 
 RemoteEnvRunner = ray.remote(EnvRunner).options(num_cpus=0.5)
@@ -305,23 +305,25 @@ same_classes = (isinstance(group, EnvRunnerGroup) and isinstance(learners, Learn
                 and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"EnvRunner"})"""),
     md("""Two iterations. The result's timers are our hand loop's three steps plus the whole iteration,
 and the learner's numbers have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
-initial weights from `setup`) and only **puts** it into the object store, without calling the runners:
-the next sample request carries the reference. So after two iterations the group has put version 2,
-while the runners hold version 1, the weights they sampled the second batch with."""),
+initial weights from `setup`), **puts** it into the object store once, and sends that one reference
+to every runner with a `set_weights` call it does not wait for: Ray runs an actor's calls in the
+order they were sent, so the runner's next sample uses the new weights. After two iterations the
+group has sent version 2, and every runner holds version 2."""),
     code("""for _ in range(2):
     result = algo.train()
 print("timers (s):", {k: round(v, 3) for k, v in result["timers"].items()})
 print("learner keys match our update:",
       set(result["learners"]["default_policy"]) == set(update_stats))
-print("weights version put by the group:", group.weights_seq_no,
+print("weights version sent by the group:", group.weights_seq_no,
       "| held by each runner:", group.foreach_env_runner(lambda runner: runner.weights_seq_no))
 print("return:", round(result["env_runners"]["episode_return_mean"], 1))"""),
-    md("""And here is the whole training step, the loop you just wrote by hand:"""),
+    md("""And here is PPO's whole training step (`rlcourse/algorithms/ppo/ppo.py`), the loop you just
+wrote by hand:"""),
     code("""import inspect
 
-from rlcourse import Algorithm
+from rlcourse import PPO
 
-print(inspect.getsource(Algorithm.sample_and_update))"""),
+print(inspect.getsource(PPO.training_step))"""),
     md("""### The data walk, file by file
 
 | step | where | what it does |
@@ -334,7 +336,7 @@ print(inspect.getsource(Algorithm.sample_and_update))"""),
 | update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
 | weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
-| sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`; every next sample request carries the reference |"""),
+| sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`, one `set_weights` call per runner |"""),
     md("""## Summary
 
 - An **EnvRunner** is a vector env plus an inference-only policy; as a Ray actor it samples in
@@ -350,14 +352,14 @@ print(inspect.getsource(Algorithm.sample_and_update))"""),
 - `rlcourse/env/env_runner.py`, `EnvRunner._sample_steps` and `_to_episodes`: how steps become chunks.
 - `rlcourse/utils/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
 - `rlcourse/algorithms/ppo/ppo_learner.py`, `build_batch` and `compute_loss`.
-- `rlcourse/algorithms/algorithm.py`, `Algorithm.setup` and `sample_and_update`."""),
+- `rlcourse/algorithms/algorithm.py`, `Algorithm.setup`; `rlcourse/algorithms/ppo/ppo.py`, `PPO.training_step`."""),
     code("""# Lesson check: the pieces fit together, the hand-written loop learned, and the Algorithm is made of them.
 assert logp_gap < 1e-4, logp_gap
 assert hand_returns[-1] > 1.5 * hand_returns[0], hand_returns
 assert same_classes
 assert set(result["learners"]["default_policy"]) == set(update_stats)
 assert group.weights_seq_no == 2
-assert group.foreach_env_runner(lambda runner: runner.weights_seq_no) == [1, 1]
+assert group.foreach_env_runner(lambda runner: runner.weights_seq_no) == [2, 2]
 algo.stop()
 ray.shutdown()
 print("Lesson 02 complete.")"""),

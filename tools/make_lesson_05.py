@@ -75,8 +75,8 @@ IMPALA (Espeholt et al., 2018) keeps the runners sampling all the time and learn
   (`learner_queue_size`); a **learner thread** takes them out and updates (torch releases Python's
   lock while it computes, so sampling goes on); when learning falls behind, the oldest batch is
   dropped;
-* every `broadcast_interval` updates the new weights are put into Ray's object store once and ride
-  along with the next request of each runner whose request came back.
+* every `broadcast_interval` updates the new weights are put into Ray's object store once and sent
+  to every runner, which takes them after the requests it is already working on.
 """),
     code("""
 fig, ax = plt.subplots(figsize=(9, 2.6))

@@ -308,8 +308,8 @@ The algorithm code never changes; the config and where the driver runs do.
 **Read next in the source**
 - `rlcourse/course/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
   of processes), and the three ways teardown is guaranteed.
-- `rlcourse/env/env_runner_group.py`, `_make_placement_group` and `_probe`: bundles, and how a restarted
-  runner is noticed.
+- `rlcourse/utils/resources.py`, `make_placement_group`: one bundle per runner; and
+  `rlcourse/env/env_runner_group.py`, `_probe`: how a restarted runner is noticed.
 - `rlcourse/course/train_job.py`: the job's entrypoint, one line per iteration.
 - `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.
 """),

@@ -1,9 +1,10 @@
 """Algorithm: builds EnvRunners and Learners from a config and runs training iterations.
 
     setup():  env spaces -> Ray (if actors are asked for) -> EnvRunnerGroup + LearnerGroup
-    train():  training_step() (sample -> update -> sync weights) -> metrics -> result dict
+    train():  training_step() -> evaluation (if due) -> counters and timers -> result dict
 
-Subclasses (PPO, ...) implement `training_step`. The result dict uses RLlib's keys, e.g.
+Each algorithm writes its loop in `training_step` (PPO: sample, update, sync weights, in
+`ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
 result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
 `save_to_path` / `from_checkpoint` / `restore_from_path` write and read checkpoints (checkpoints.py).
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerGroup
-from rlcourse.core.rl_module.numpy_mlp import space_info
+from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import probe_spaces
 from rlcourse.utils.checkpoints import (
@@ -93,7 +94,7 @@ class Algorithm:
         if evaluate_now and self.config.evaluation_parallel_to_training:
             # Evaluate the weights this iteration starts with, on the evaluation runners, while
             # training_step() runs here (both mostly wait on Ray, so threads suffice).
-            weights = self.learner_group.get_weights(inference_only=True)
+            weights = self._runner_weights()
             with ThreadPoolExecutor(max_workers=1) as pool:
                 evaluation = pool.submit(self._evaluate, weights)
                 result = self.training_step()
@@ -122,20 +123,6 @@ class Algorithm:
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
 
-    def sample_and_update(self, num_timesteps: int) -> dict[str, Any]:
-        """The synchronous step most on-policy algorithms share: sample, learn, sync weights."""
-        with self.timers.time("env_runner_sampling_timer"):
-            episodes, runner_metrics = self.env_runner_group.sample(num_timesteps=num_timesteps)
-        env_runner_results = self.episode_stats.add(runner_metrics)
-        with self.timers.time("learner_update_timer"):
-            learner_results = self.learner_group.update(episodes)
-        self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
-        with self.timers.time("synch_weights"):
-            self.env_runner_group.sync_weights(
-                self.learner_group.get_weights(inference_only=True))
-        return {"env_runners": env_runner_results,
-                "learners": {DEFAULT_POLICY: learner_results}}
-
     # -- evaluation and inference -----------------------------------------------------------
 
     def _build_eval_group(self) -> EnvRunnerGroup:
@@ -149,7 +136,11 @@ class Algorithm:
 
     def evaluate(self) -> dict[str, Any]:
         """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
-        return self._evaluate(self.learner_group.get_weights(inference_only=True))
+        return self._evaluate(self._runner_weights())
+
+    def _runner_weights(self) -> dict[str, np.ndarray]:
+        """The learner's current weights in the form runners use (no value network)."""
+        return self.learner_group.get_weights(inference_only=True)
 
     def _evaluate(self, weights: dict[str, np.ndarray]) -> dict[str, Any]:
         if self.eval_env_runner_group is None:  # evaluation in this process, built when first used
@@ -174,9 +165,12 @@ class Algorithm:
         return result
 
     def get_module(self):
-        """The trained torch RLModule (a copy when the learners are remote actors)."""
+        """The trained torch RLModule: the Learner's own when it runs in this process, else a copy."""
         if self.learner_group.is_local:
             return self.learner_group.local_learner.module
+        return self._copy_of_module()
+
+    def _copy_of_module(self):
         from rlcourse.core.rl_module.rl_module import build_module
         module = build_module(self.config, self.observation_space, self.action_space)
         module.set_state(self.learner_group.get_weights())

@@ -13,6 +13,7 @@ import copy
 import math
 from typing import Any
 
+from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.utils.imports import class_path, import_attr
 
 
@@ -25,11 +26,6 @@ class _NotProvided:
 
 NotProvided: Any = _NotProvided()
 
-# RLlib's default network is [256, 256]. The course's envs are small, and on two CPU cores a
-# [64, 64] network solves CartPole in half the wall time (benchmarks/solve_cartpole.py); pass
-# rl_module(model_config={"fcnet_hiddens": [256, 256]}) for RLlib's size.
-DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
-VECTORIZE_MODES = ("SYNC", "ASYNC")
 
 
 class AlgorithmConfig:

@@ -11,6 +11,7 @@ the step returns the new episode's first observation, and the old episode's last
 
 import math
 import os
+from dataclasses import dataclass
 from functools import partial
 
 import gymnasium as gym
@@ -18,7 +19,8 @@ import numpy as np
 import ray
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule, space_info
+from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
 from rlcourse.env.registry import EnvCreator
@@ -26,6 +28,18 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.env.sub_env_restarts import RestartOnFailure
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
+
+
+@dataclass
+class SampleResult:
+    """A runner's answer to one sample request: episodes and their metrics, plus where they came from
+    (the weights version they were sampled with, for IMPALA's policy lag, and the runner's process,
+    for noticing that Ray restarted it)."""
+
+    episodes: list[SingleAgentEpisode]
+    metrics: dict  # what get_metrics() reports: finished episodes' returns and lengths, env steps
+    weights_seq_no: int
+    pid: int
 
 
 def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> gym.vector.VectorEnv:
@@ -76,10 +90,15 @@ class EnvRunner:
 
     # -- weights and health -----------------------------------------------------------------
 
-    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int = 0) -> None:
-        """Load new policy weights (the group passes one ObjectRef that Ray resolves here)."""
-        self.module.set_state(weights)
-        self.weights_seq_no = weights_seq_no
+    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int | None = None) -> None:
+        """Load new policy weights as version `weights_seq_no` (default: the next version). From a
+        remote group they arrive as one ObjectRef that Ray resolves. Versions not newer than the one
+        held are ignored, so a late delivery never replaces newer weights."""
+        if weights_seq_no is None:
+            weights_seq_no = self.weights_seq_no + 1
+        if weights_seq_no > self.weights_seq_no:
+            self.module.set_state(weights)
+            self.weights_seq_no = weights_seq_no
 
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
@@ -111,16 +130,16 @@ class EnvRunner:
         return self._sample_steps(steps, explore)
 
     def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
-                               weights_seq_no: int = -1, **kwargs
-                               ) -> tuple[list[SingleAgentEpisode], dict]:
+                               weights_seq_no: int = -1, **kwargs) -> SampleResult:
         """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
 
-        The group sends its latest weights (one ObjectRef, resolved by Ray) with every request: one
-        call per sample, and a runner that Ray has just restarted samples with current weights.
+        The group's requests carry its latest weights (one ObjectRef, resolved by Ray), so a runner
+        that Ray has just restarted, and that missed the last sync_weights, catches up first.
         """
-        if weights is not None and weights_seq_no > self.weights_seq_no:
+        if weights is not None:
             self.set_weights(weights, weights_seq_no)
-        return self.sample(**kwargs), self.get_metrics()
+        episodes = self.sample(**kwargs)
+        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid())
 
     def _reset(self) -> None:
         seed = self.seed if self._num_env_steps_lifetime == 0 else None
@@ -240,8 +259,7 @@ class EnvRunner:
         """Episodes finished and steps taken since the last call (then forgets them)."""
         metrics = {"episode_returns": self._episode_returns, "episode_lens": self._episode_lens,
                    "num_env_steps_sampled": self._num_env_steps,
-                   "num_sub_env_restarts": self._num_sub_env_restarts,
-                   "weights_seq_no": self.weights_seq_no, "pid": os.getpid()}
+                   "num_sub_env_restarts": self._num_sub_env_restarts}
         self._episode_returns, self._episode_lens, self._num_env_steps = [], [], 0
         self._num_sub_env_restarts = 0
         return metrics

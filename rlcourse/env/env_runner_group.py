@@ -1,9 +1,9 @@
 """EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
 
 With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvRunner actors sample
-in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. New weights are put
-into Ray's object store once per sync; every sample request carries that one reference, and a runner
-holding older weights takes the new ones before it samples.
+in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
+new weights into Ray's object store once and sends that one reference to every runner; every sample
+request carries it too, so a runner that Ray restarted in between catches up before it samples.
 
 Fault tolerance (`config.fault_tolerance()`): runner actors are created with Ray's `max_restarts`,
 so Ray starts a new process when one dies. A request to a dead runner fails with a RayActorError:
@@ -13,6 +13,7 @@ the current weights. A runner that does not come back is marked unhealthy: with
 `ignore_env_runner_failures` the others go on, otherwise the error is raised.
 """
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -20,17 +21,15 @@ from typing import Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray.util.placement_group import remove_placement_group
 
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.env_runner import EnvRunner, SampleResult
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.validation import ConfigError
+from rlcourse.utils.resources import bundle_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
 PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
-PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
 
 
 class EnvRunnerFailure(RuntimeError):
@@ -50,9 +49,10 @@ class EnvRunnerGroup:
                                    "resources": dict(config.custom_resources_per_env_runner)}
         if config.restart_failed_env_runners:
             options["max_restarts"] = config.max_num_env_runner_restarts
-        self.placement_group = self._make_placement_group(n) if n and config.placement_strategy else None
+        self.placement_group = (make_placement_group(config, n) if n and config.placement_strategy
+                                else None)
         self.remote_env_runners = [
-            ray.remote(EnvRunner).options(**options, **self._placement(i)).remote(
+            ray.remote(EnvRunner).options(**options, **bundle_options(self.placement_group, i)).remote(
                 config, env_creator, worker_index=i + 1)
             for i in range(n)]
         # The actors start in the background (a new process each); wait_until_ready() collects
@@ -66,30 +66,8 @@ class EnvRunnerGroup:
         self.num_env_runner_failures = 0
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
+        self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
-
-    def _make_placement_group(self, n: int) -> PlacementGroup:
-        """One bundle of resources per runner, placed on the nodes by `placement_strategy`."""
-        config = self.config
-        bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
-                  **config.custom_resources_per_env_runner}
-        bundle = {name: amount for name, amount in bundle.items() if amount > 0}
-        group = placement_group([bundle] * n, strategy=config.placement_strategy)
-        try:
-            ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
-        except GetTimeoutError:
-            remove_placement_group(group)
-            raise ConfigError("placement_strategy", config.placement_strategy,
-                              f"the cluster cannot place {n} runner bundles {bundle} this way "
-                              f"within {PLACEMENT_TIMEOUT_S:g} s (nodes: {len(ray.nodes())}). "
-                              "Use 'PACK' or 'SPREAD', or fewer runners.", "resources") from None
-        return group
-
-    def _placement(self, i: int) -> dict[str, Any]:
-        if self.placement_group is None:
-            return {}
-        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
-            self.placement_group, placement_group_bundle_index=i)}
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -120,15 +98,33 @@ class EnvRunnerGroup:
     # -- weights ----------------------------------------------------------------------------
 
     def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None) -> None:
-        """Make `weights` the runners' weights: one `ray.put`, delivered with each next request.
+        """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
 
-        `weights_seq_no` numbers the version (by default the next one); runners report it back.
+        The calls are not waited for, yet whatever a runner is asked after this, it answers with
+        these weights: Ray runs one caller's calls to an actor in the order they were sent (a sample
+        already running finishes with the weights it started with). Versions only grow: the next
+        one, or `weights_seq_no` if that is later (IMPALA numbers versions by learner updates), so
+        weights restored from a checkpoint are never ignored as "older" by a runner.
         """
-        self.weights_seq_no = self.weights_seq_no + 1 if weights_seq_no is None else weights_seq_no
+        self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if self.local_env_runner is not None:
             self.local_env_runner.set_weights(weights, self.weights_seq_no)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
+            self._collect_weight_deliveries()
+            self._weight_deliveries += [
+                self.remote_env_runners[i].set_weights.remote(self._weights_ref, self.weights_seq_no)
+                for i, healthy in enumerate(self.healthy) if healthy]
+
+    def _collect_weight_deliveries(self) -> None:
+        """Take the answers of finished set_weights calls. A runner that died meanwhile needs
+        nothing here: its next sample request fails and is handled, or it was restarted and that
+        request brings it the weights."""
+        done, self._weight_deliveries = ray.wait(self._weight_deliveries,
+                                                 num_returns=len(self._weight_deliveries), timeout=0)
+        for ref in done:
+            with contextlib.suppress(RayActorError, ActorUnavailableError):
+                ray.get(ref)
 
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
@@ -159,8 +155,8 @@ class EnvRunnerGroup:
             for ref, i in refs.items():
                 result = self._get(ref, i, self.config.sample_timeout_s)
                 if result is not None:
-                    episodes += result[0]
-                    metrics.append(result[1])
+                    episodes += result.episodes
+                    metrics.append(result.metrics)
             steps = sum(len(e) for e in episodes)
             done = sum(e.is_done for e in episodes)
             if ((num_timesteps is None or steps >= num_timesteps)
@@ -171,10 +167,9 @@ class EnvRunnerGroup:
     # -- asynchronous sampling --------------------------------------------------------------
 
     def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
-                                  ) -> list[tuple[list[SingleAgentEpisode], dict]]:
+                                  ) -> list[SampleResult]:
         """Keep up to `max_requests_in_flight` `sample()` requests running on each healthy runner
-        and return the (episodes, metrics) of those that are done, without waiting for the slowest
-        runner. New requests carry the weights of the last `sync_weights`.
+        and return the results of those that are done, without waiting for the slowest runner.
         """
         if self.local_env_runner is not None:  # no actors: sample here, synchronously
             return [self.local_env_runner.sample_and_get_metrics()]
@@ -201,14 +196,14 @@ class EnvRunnerGroup:
 
     # -- failures ---------------------------------------------------------------------------
 
-    def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> Any:
+    def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> SampleResult | None:
         """The result of runner i's request, or None if the runner failed (handled here)."""
         try:
             result = ray.get(ref, timeout=timeout_s)
         except (RayActorError, GetTimeoutError) as e:
             self._handle_failure(i, e)
             return None
-        self._note_pid(i, result[1]["pid"])
+        self._note_pid(i, result.pid)
         return result
 
     def _handle_failure(self, i: int, error: Exception) -> None:
@@ -298,6 +293,7 @@ class EnvRunnerGroup:
 
     def stop(self) -> None:
         self._in_flight.clear()
+        self._weight_deliveries.clear()
         self._probes.clear()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()

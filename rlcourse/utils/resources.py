@@ -13,10 +13,14 @@ import threading
 import time
 
 import ray
+from ray.exceptions import GetTimeoutError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rlcourse.utils.validation import ConfigError, setter_of
 
 RELEASE_WAIT_S = 5.0
+PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
 OBJECT_STORE_MB = 200
 
 
@@ -112,3 +116,28 @@ def check_cpus(config) -> None:
         f"{runners + learners:g} CPUs, but the Ray cluster has {have:g} free. Ask for fractions "
         "(e.g. num_cpus_per_env_runner=0.5) or fewer actors; if an earlier Algorithm still runs "
         "in this kernel, call its stop()."))
+
+
+def make_placement_group(config, n: int) -> PlacementGroup:
+    """One bundle of resources per runner, placed on the nodes by `placement_strategy`; a placement
+    the cluster cannot make fails within PLACEMENT_TIMEOUT_S instead of waiting forever."""
+    bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
+              **config.custom_resources_per_env_runner}
+    bundle = {name: amount for name, amount in bundle.items() if amount > 0}
+    group = placement_group([bundle] * n, strategy=config.placement_strategy)
+    try:
+        ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
+    except GetTimeoutError:
+        remove_placement_group(group)
+        _fail(config, "placement_strategy", f"the cluster cannot place {n} runner bundles {bundle} "
+              f"this way within {PLACEMENT_TIMEOUT_S:g} s (nodes: {len(ray.nodes())}). Use 'PACK' "
+              "or 'SPREAD', or fewer runners.")
+    return group
+
+
+def bundle_options(group: PlacementGroup | None, i: int) -> dict:
+    """Actor options that put an actor into bundle `i` of `group` (none without a group)."""
+    if group is None:
+        return {}
+    return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
+        group, placement_group_bundle_index=i)}

@@ -17,12 +17,17 @@ class ConfigError(ValueError):
 
 
 def setter_of(config: Any, setting: str) -> str | None:
-    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'."""
-    for name in ("environment", "env_runners", "resources", "learners", "training", "rl_module",
-                 "evaluation", "fault_tolerance", "reporting", "debugging", "callbacks"):
-        for cls in type(config).__mro__:  # a subclass's setter may take the rest as **kwargs
+    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'.
+
+    Found from the setters' signatures, so a new setting needs no list kept here. A subclass's setter
+    may pass the rest on as **kwargs, hence the look through the base classes too.
+    """
+    for name in dir(type(config)):
+        if name.startswith("_"):
+            continue
+        for cls in type(config).__mro__:
             method = cls.__dict__.get(name)
-            if method is not None and setting in inspect.signature(method).parameters:
+            if inspect.isfunction(method) and setting in inspect.signature(method).parameters:
                 return name
     return None
 
@@ -61,7 +66,16 @@ def check_number(config: Any, setting: str, low: float, high: float = float("inf
 
 
 def validate_config(config: Any) -> None:
-    """Check the settings every algorithm shares."""
+    """Check the settings every algorithm shares, one group per setter; a new setting's check goes
+    into its setter's group."""
+    for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
+                  _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
+                  _check_reporting_and_debugging, _check_callbacks):
+        check(config)
+
+
+def _check_environment(config: Any) -> None:
+    """What config.environment() sets: the env and its env_config."""
     if config.env is None:
         fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
     try:
@@ -70,6 +84,10 @@ def validate_config(config: Any) -> None:
         fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
+
+
+def _check_env_runners(config: Any) -> None:
+    """What config.env_runners() sets: how many runners, their sub-envs and resources."""
     check_int(config, "num_env_runners", 0)
     check_int(config, "num_envs_per_env_runner", 1)
     if config.rollout_fragment_length != "auto":
@@ -88,14 +106,27 @@ def validate_config(config: Any) -> None:
                                              for k, v in custom.items())):
         fail(config, "custom_resources_per_env_runner", "pass a dict of resource name -> amount, "
              "e.g. {'worker-node': 0.5}.")
+
+
+def _check_resources(config: Any) -> None:
+    """What config.resources() sets: how runner actors are placed."""
     if config.placement_strategy not in PLACEMENT_STRATEGIES:
         fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
-    if config.placement_strategy and not (config.num_cpus_per_env_runner > 0 or any(custom.values())):
+    reserves = config.num_cpus_per_env_runner > 0 or any(config.custom_resources_per_env_runner.values())
+    if config.placement_strategy and not reserves:
         fail(config, "placement_strategy", "a placement group needs each runner to reserve "
              "something: set num_cpus_per_env_runner > 0 (e.g. 0.5).")
+
+
+def _check_learners(config: Any) -> None:
+    """What config.learners() sets."""
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
+
+
+def _check_training(config: Any) -> None:
+    """What config.training() sets (algorithms check their own settings in their validate())."""
     check_number(config, "gamma", 0.0, 1.0)
     check_number(config, "lr", 0.0, low_open=True)
     check_int(config, "train_batch_size_per_learner", 1)
@@ -107,7 +138,10 @@ def validate_config(config: Any) -> None:
     check_int(config, "num_epochs", 1)
     if config.grad_clip is not None:
         check_number(config, "grad_clip", 0.0, low_open=True, hint="Or None for no clipping.")
-    _validate_model_config(config)
+
+
+def _check_evaluation(config: Any) -> None:
+    """What config.evaluation() sets."""
     if config.evaluation_interval is not None:
         check_int(config, "evaluation_interval", 1)
     check_int(config, "evaluation_duration", 1)
@@ -128,20 +162,28 @@ def validate_config(config: Any) -> None:
     if config.evaluation_parallel_to_training and config.evaluation_interval is None:
         fail(config, "evaluation_parallel_to_training", "it needs an evaluation_interval (e.g. 1) "
              "saying which iterations to evaluate in.")
+
+
+def _check_fault_tolerance(config: Any) -> None:
+    """What config.fault_tolerance() sets."""
     for setting in ("restart_failed_env_runners", "ignore_env_runner_failures",
                     "restart_failed_sub_environments"):
         check_bool(config, setting, "True or False")
     check_int(config, "max_num_env_runner_restarts", 0)
     check_number(config, "env_runner_health_probe_timeout_s", 0.0, low_open=True,
                  hint="Seconds a restarted runner has to answer its health probe.")
+
+
+def _check_reporting_and_debugging(config: Any) -> None:
+    """What config.reporting() and config.debugging() set."""
     check_int(config, "metrics_num_episodes_for_smoothing", 1)
     if config.seed is not None and not _is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")
-    _validate_callbacks(config)
 
 
-def _validate_model_config(config: Any) -> None:
-    from rlcourse.core.rl_module.numpy_mlp import ACTIVATIONS
+def _check_rl_module(config: Any) -> None:
+    """What config.rl_module() sets: the default model's settings, or a module class."""
+    from rlcourse.core.rl_module.default_model_config import ACTIVATIONS
 
     if config.rl_module_class is not None:
         from rlcourse.core.rl_module.rl_module import RLModule
@@ -158,7 +200,8 @@ def _validate_model_config(config: Any) -> None:
         fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
 
 
-def _validate_callbacks(config: Any) -> None:
+def _check_callbacks(config: Any) -> None:
+    """What config.callbacks() sets."""
     if config.callbacks_class is None:
         return
     from rlcourse.callbacks.callbacks import Callbacks

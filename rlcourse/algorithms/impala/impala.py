@@ -103,11 +103,11 @@ class IMPALA(Algorithm):
                 if self.env_runner_group.local_env_runner is not None:
                     # Sampling here shares Python's lock with the learner thread: keep one batch ahead.
                     self.learner_thread.wait_until_taken(timeout_s=1.0)
-                for episodes, metrics in self.env_runner_group.fetch_ready_async_samples(
+                for sample in self.env_runner_group.fetch_ready_async_samples(
                         cfg.max_requests_in_flight_per_env_runner):
-                    runner_metrics.append(metrics)
-                    sampled += metrics["num_env_steps_sampled"]
-                    self._add_to_batch(episodes, metrics["weights_seq_no"])
+                    runner_metrics.append(sample.metrics)
+                    sampled += sample.metrics["num_env_steps_sampled"]
+                    self._add_to_batch(sample.episodes, sample.weights_seq_no)
                 learner_results += self.learner_thread.get_results()
         trained = sum(r["num_env_steps_trained"] for r in learner_results)
         self.num_env_steps_trained_lifetime += trained
@@ -128,9 +128,29 @@ class IMPALA(Algorithm):
             self.learner_thread.add(self._batch, int(self._batch_version))
             self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
 
-    def evaluate(self) -> dict[str, Any]:
-        with self.learner_thread.lock:  # read weights between updates, never during one
-            return super().evaluate()
+    # The learner thread holds its lock during each update: whatever reads or replaces the learner's
+    # module and optimizer takes the lock too, so it sees them between two updates, never inside one.
+
+    def _runner_weights(self) -> dict[str, np.ndarray]:
+        with self.learner_thread.lock:
+            return super()._runner_weights()
+
+    def get_module(self):
+        """A copy of the module as of one update (the learner thread keeps changing its own)."""
+        with self.learner_thread.lock:
+            return self._copy_of_module()
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        with self.learner_thread.lock:
+            return super().get_state()
+
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        """Restore, then number the learner's next updates after the restored weights' version and
+        forget batches and weights from before the restore."""
+        with self.learner_thread.lock:
+            super().set_state(state, tensors)
+            self.learner_thread.restart_from_version(self.env_runner_group.weights_seq_no)
+        self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
 
     def stop(self) -> None:
         if getattr(self, "learner_thread", None) is not None:

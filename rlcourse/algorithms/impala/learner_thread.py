@@ -24,7 +24,9 @@ class LearnerThread(threading.Thread):
         self.broadcast_interval = broadcast_interval
         self.inqueue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.outqueue: queue.Queue = queue.Queue()
-        self.lock = threading.Lock()  # held during an update, so weights are never read mid-step
+        # Held during an update, so weights are never read mid-step; reentrant, so a reader that
+        # holds it (a restore) may call others that take it too.
+        self.lock = threading.RLock()
         self.num_updates = 0
         self.num_queue_drops = 0
         self.weights: tuple[dict[str, np.ndarray], int] | None = None  # (weights, version)
@@ -75,6 +77,14 @@ class LearnerThread(threading.Thread):
         results["policy_lag"] = self.num_updates - 1 - version
         results["update_time_s"] = time.perf_counter() - start
         self.outqueue.put(results)
+
+    def restart_from_version(self, version: int) -> None:
+        """After a restore (call with the lock held): count updates on from the restored weights'
+        `version`, and drop queued batches and published weights from before it."""
+        self.num_updates = version
+        self.weights = None
+        while not self.inqueue.empty():
+            self.inqueue.get_nowait()
 
     def get_results(self) -> list[dict]:
         """Results of the updates finished since the last call; re-raises a learner error."""

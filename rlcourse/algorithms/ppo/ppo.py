@@ -5,7 +5,7 @@ The loss lives in `ppo_learner.py`; this file has the settings and the training 
 
 from typing import Any
 
-from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.utils.validation import check_bool, check_number
 
@@ -56,7 +56,21 @@ class PPOConfig(AlgorithmConfig):
 
 
 class PPO(Algorithm):
-    """Synchronous PPO: every iteration samples a fresh on-policy batch."""
+    """Synchronous PPO: every iteration samples a fresh on-policy batch, learns from it, and sends
+    the new weights to the runners before they sample again."""
 
     def training_step(self) -> dict[str, Any]:
-        return self.sample_and_update(self.config.total_train_batch_size)
+        # 1. Sample a train batch with the current policy, split over all runners at once.
+        with self.timers.time("env_runner_sampling_timer"):
+            episodes, runner_metrics = self.env_runner_group.sample(
+                num_timesteps=self.config.total_train_batch_size)
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        # 2. Learn: GAE, then num_epochs of clipped minibatch SGD (ppo_learner.py), on every learner.
+        with self.timers.time("learner_update_timer"):
+            learner_results = self.learner_group.update(episodes)
+        self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
+        # 3. Send the new weights to every runner: the next batch is on-policy again.
+        with self.timers.time("synch_weights"):
+            self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
+        return {"env_runners": env_runner_results,
+                "learners": {DEFAULT_POLICY: learner_results}}

@@ -6,6 +6,7 @@ joined by torch.distributed: each holds a shard of the batch, and after every ba
 all-reduce their gradients, so every Learner takes the same step with the same weights.
 """
 
+import copy
 import math
 import os
 import socket
@@ -142,7 +143,9 @@ class Learner:
     def get_state(self) -> dict[str, Any]:
         """Everything an update depends on. `module`, `optimizer` and `torch_rng` hold tensors
         (saved with torch); the rest is plain data (saved as JSON)."""
-        return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
+        # Copies, not the live tensors: the caller may save them while the next update runs.
+        return {"module": copy.deepcopy(self.module.state_dict()),
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
                 "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
                 "num_updates": self.num_updates}
 

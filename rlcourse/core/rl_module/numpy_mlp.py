@@ -6,50 +6,13 @@ of start-up instead of ~145 MB and seconds, and less per-call overhead on small 
 The torch module in `rl_module.py` computes exactly the same distribution (a test checks it).
 """
 
-from dataclasses import dataclass
-
-import gymnasium as gym
 import numpy as np
 
+from rlcourse.core.rl_module.default_model_config import SpaceInfo
+
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
-ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
+_ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
                "linear": lambda x: x}
-
-
-@dataclass(frozen=True)
-class SpaceInfo:
-    """What the default module needs to know about the spaces: input size and action head."""
-
-    obs_dim: int
-    obs_one_hot: bool  # Discrete observations are fed one-hot
-    discrete_actions: bool
-    action_dim: int  # number of actions (Discrete) or action vector size (Box)
-
-    @property
-    def dist_inputs_dim(self) -> int:
-        """Logits per action (Discrete), or a mean and a log-std per action dimension (Box)."""
-        return self.action_dim if self.discrete_actions else 2 * self.action_dim
-
-
-def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
-    """Check that the default MLP supports these spaces and size its layers."""
-    if isinstance(observation_space, gym.spaces.Box):
-        obs_dim, one_hot = int(np.prod(observation_space.shape)), False
-    elif isinstance(observation_space, gym.spaces.Discrete):
-        obs_dim, one_hot = int(observation_space.n), True
-    else:
-        raise ValueError(
-            f"Unsupported observation_space {observation_space}: the default MLP takes Box or "
-            "Discrete observations. Flatten it with gymnasium.wrappers.FlattenObservation in your "
-            "env creator, or pass your own module with config.rl_module(rl_module_class=...).")
-    if isinstance(action_space, gym.spaces.Discrete):
-        return SpaceInfo(obs_dim, one_hot, True, int(action_space.n))
-    if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-        return SpaceInfo(obs_dim, one_hot, False, int(action_space.shape[0]))
-    raise ValueError(
-        f"Unsupported action_space {action_space}: the default MLP acts in Discrete or 1-D Box "
-        "spaces. Wrap the env to use one of those, or pass your own module with "
-        "config.rl_module(rl_module_class=...).")
 
 
 def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
@@ -64,7 +27,7 @@ class NumpyMLPModule:
 
     def __init__(self, info: SpaceInfo, model_config: dict, seed: int | None = None):
         self.info = info
-        self.activation = ACTIVATIONS[model_config["fcnet_activation"]]
+        self.activation = _ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
         self.rng = np.random.default_rng(seed)
 

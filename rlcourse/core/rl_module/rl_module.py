@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlcourse.core.rl_module.numpy_mlp import space_info
+from rlcourse.core.rl_module.default_model_config import space_info
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 

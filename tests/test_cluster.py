@@ -3,8 +3,11 @@ node mid-training, a Ray Job, and a teardown that leaves no process behind. One 
 whole module; the local Ray of other test modules is shut down first and restarted at the end."""
 
 import argparse
+import json
 import math
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -119,6 +122,20 @@ def test_a_submitted_job_trains_on_a_new_worker_and_its_logs_are_read_back(clust
     assert "Ray cluster: 2 node(s)" in logs and "'head'" in placement and "'worker-2'" in placement
     assert "iter    1 | return" in logs and "done: reached return 40" in logs
     assert f"checkpoint: {tmp_path / 'checkpoint'}" in logs and (tmp_path / "checkpoint").is_dir()
+
+
+def test_a_job_without_the_token_is_refused(cluster, tmp_path):
+    marker = tmp_path / "ran"
+    request = urllib.request.Request(
+        f"{cluster.dashboard_url}/api/jobs/", method="POST",
+        data=json.dumps({"entrypoint": f"touch {marker}"}).encode(),
+        headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 401
+    client = JobSubmissionClient(cluster.dashboard_url)  # with the token: the same API answers
+    assert all(str(marker) not in job.entrypoint for job in client.list_jobs())
+    assert not marker.exists()
 
 
 def test_teardown_leaves_no_process_of_the_cluster(cluster):

@@ -229,6 +229,34 @@ job_logs = client.get_job_logs(job_id)
 print("job status:", job_status)
 """),
     md("""
+**Who may submit a job?** Whoever reaches the dashboard's port could run any command on the head,
+so the course's clusters keep Ray's **token authentication** on: every node, driver and client
+must present the token in `~/.ray/auth_token` (readable by you only; `RAY_AUTH_TOKEN` or
+`RAY_AUTH_TOKEN_PATH` point elsewhere). `JobSubmissionClient` above sent it for you. A request
+without it, as a stranger's would be, is refused:
+"""),
+    code("""
+import json
+import urllib.error
+import urllib.request
+
+request = urllib.request.Request(f"{cluster.dashboard_url}/api/jobs/", method="POST",
+                                 data=json.dumps({"entrypoint": "echo hello from a stranger"}).encode(),
+                                 headers={"Content-Type": "application/json"})  # no token
+try:
+    urllib.request.urlopen(request, timeout=30)
+    stranger_status = 200
+except urllib.error.HTTPError as error:
+    stranger_status = error.code
+print("a job submitted without the token:", stranger_status, "(401 = Unauthorized)")
+"""),
+    md("""
+The cluster also listens on 127.0.0.1 only, as every local Ray the course starts (`init_ray`,
+`rlcourse/utils/local_ray.py`): on a cafe's or a workshop's network, nobody else even reaches
+the ports. A real cluster's nodes must reach each other, so there the token is the lock; keep the
+dashboard's port private too (the cluster file below forwards it through SSH).
+"""),
+    md("""
 ## 5. Real clusters: `ray up` and KubeRay
 
 On real machines nobody types `ray start` by hand. Two tools do it for you from a file, and the
@@ -303,7 +331,7 @@ The algorithm code never changes; the config and where the driver runs do.
 - Losing a node costs an iteration: Ray restarts the runner elsewhere, the runner group probes it
   and sends it the current weights.
 - A Ray Job runs the driver on the cluster; `JobSubmissionClient` (or `ray job submit`) sends it
-  and reads its logs.
+  and reads its logs. Only holders of the cluster's token may: keep token authentication on.
 
 **Read next in the source**
 - `rlcourse/course/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
@@ -311,6 +339,7 @@ The algorithm code never changes; the config and where the driver runs do.
 - `rlcourse/utils/resources.py`, `make_placement_group`: one bundle per runner; and
   `rlcourse/env/env_runner_group.py`, `_probe`: how a restarted runner is noticed.
 - `rlcourse/course/train_job.py`: the job's entrypoint, one line per iteration.
+- `rlcourse/utils/local_ray.py`: how a Ray on one machine stays on loopback, and its token private.
 - `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.
 """),
     code("""
@@ -319,6 +348,7 @@ The algorithm code never changes; the config and where the driver runs do.
 assert sorted(before) == ["head", "worker-1"], before
 assert after == ["head", "head"] and history[-1]["restarts"] >= 1, history[-1]
 assert str(job_status) == "SUCCEEDED" and "done: reached return 200" in job_logs, job_logs[-2000:]
+assert stranger_status == 401, stranger_status
 cluster.shutdown()
 assert cluster.processes() == [] and not ray.is_initialized()
 print("Lesson 06 complete.")

@@ -3,7 +3,9 @@
 A real cluster runs `ray start --head` on one machine and `ray start --address=<head>` on every other
 one. `LocalCluster` runs the same commands here: each node is one `ray start --block` process (the
 node's raylet and Ray's other processes are its children) with its own CPUs, a custom resource named
-after the node, its own temp dir and ports. Everything listens on 127.0.0.1 only, the dashboard too.
+after the node, its own temp dir and ports. Everything listens on 127.0.0.1 only, the dashboard too,
+and Ray's token authentication is on: a job or driver without the token is refused (see
+rlcourse/utils/local_ray.py).
 
     with LocalCluster(num_workers=1) as cluster:    # nodes "head" and "worker-1"
         cluster.connect()                            # this process becomes the cluster's driver
@@ -28,7 +30,6 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from unittest import mock
 
 import psutil
 import ray
@@ -40,9 +41,9 @@ from rlcourse.course.node_processes import (
     node_processes,
     stop_node_processes,
 )
+from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth
 from rlcourse.utils.resources import init_ray
 
-LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 180.0
 RAY = Path(sys.executable).with_name("ray")  # the `ray` of this interpreter's environment
 
@@ -64,6 +65,7 @@ class LocalCluster:
         self.address = f"{LOOPBACK}:{self.port}"
         self.dashboard_url = f"http://{LOOPBACK}:{self.dashboard_port}"
         self.nodes: dict[str, Node] = {}
+        enable_token_auth()  # the nodes, this driver and Ray Jobs read the same token file
         self._finalizer = weakref.finalize(self, _teardown, self.nodes, self.temp_root,
                                            self.address)
         try:
@@ -132,15 +134,12 @@ class LocalCluster:
 
     def _node_env(self, mark: str, head: bool) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items()
-               if key not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+               if key != "RAY_ADDRESS"}  # RAY_AUTH_MODE=token included: see enable_token_auth
         env.update({
             NODE_MARK: mark,
             # Ray Jobs run `python ...`: make that the python of this environment.
             "PATH": f"{RAY.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "RAY_START_HOOK": f"{__name__}.loopback_start_hook",
-            # Authenticate as this process does, so that it can connect: with Ray's tokens if a
-            # local ray.init() here turned them on, else without (only this machine gets in).
-            "RAY_AUTH_MODE": "token" if os.environ.get("RAY_AUTH_MODE") == "token" else "disabled",
+            "RAY_START_HOOK": "rlcourse.utils.local_ray.loopback_start_hook",
             "RAY_USAGE_STATS_ENABLED": "0",
             # On SIGTERM, stop at once (Ray's default first waits up to 30 s for the node to drain).
             "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
@@ -176,13 +175,9 @@ class LocalCluster:
 
     def connect(self) -> None:
         """Make this process the cluster's driver (it leaves any other Ray it is connected to)."""
-        from ray._private import services
-
         if ray.is_initialized() and not _is_driver_of(self.address):
             ray.shutdown()
-        # Ray would replace 127.0.0.1 in the address, as in `ray start` (see loopback_start_hook).
-        with mock.patch.object(services, "get_node_ip_address", _loopback_ip):
-            init_ray(address=self.address)
+        init_ray(address=self.address)
         _wait_for_alive_nodes(self.alive_nodes())
 
     # -- life cycle -------------------------------------------------------------------------
@@ -198,25 +193,7 @@ class LocalCluster:
         self.shutdown()
 
 
-def loopback_start_hook(ray_params, head: bool) -> None:
-    """Runs inside `ray start` before it starts anything (Ray's RAY_START_HOOK): keep 127.0.0.1.
-
-    Ray replaces 127.0.0.1 in `--node-ip-address` and `--address` with this machine's network
-    address, so that other machines could reach the node. A node whose address is 127.0.0.1 binds
-    its servers to the loopback interface only: what a cluster inside one machine wants.
-    """
-    from ray._private import services
-
-    ray_params.node_ip_address = LOOPBACK
-    services.get_node_ip_address = _loopback_ip
-    ray_params.ray_client_server_port = None  # no Ray Client server (ray://): nothing here uses it
-
-
 # -- helpers (module-level, so that the finalizer holds no reference to the cluster) ---------------
-
-
-def _loopback_ip(address: str | None = None) -> str:
-    return LOOPBACK
 
 
 def _is_driver_of(address: str) -> bool:

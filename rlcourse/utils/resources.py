@@ -17,6 +17,7 @@ from ray.exceptions import GetTimeoutError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
 from rlcourse.utils.validation import ConfigError, setter_of
 
 RELEASE_WAIT_S = 5.0
@@ -27,16 +28,27 @@ OBJECT_STORE_MB = 200
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     """Start (or join) Ray without the dashboard and with quiet logs; safe to call again.
 
-    A new local Ray gets a small object store (OBJECT_STORE_MB): the course's objects are weights
-    and episodes of a few MB, and a small store fits Binder's 2 GiB and a container's small /dev/shm.
+    A new local Ray listens on 127.0.0.1 only, with Ray's token authentication on (see
+    rlcourse/utils/local_ray.py), and gets a small object store (OBJECT_STORE_MB): the course's
+    objects are weights and episodes of a few MB, and a small store fits Binder's 2 GiB and a
+    container's small /dev/shm. Joining a cluster (`address=` or $RAY_ADDRESS) changes neither, and
+    joins a Ray on 127.0.0.1 (the cluster lesson's) at that address.
     """
     if ray.is_initialized():
         return
     _import_torch_in_background()
-    if "address" not in kwargs and not os.environ.get("RAY_ADDRESS"):
-        kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
-    ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True,
-             logging_level=logging.WARNING, **kwargs)
+    kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+    address = kwargs.get("address") or os.environ.get("RAY_ADDRESS")
+    if address:
+        # Ray would replace 127.0.0.1 in an address by this machine's network address.
+        local = address.startswith(LOOPBACK)
+        with loopback_addresses() if local else contextlib.nullcontext():
+            ray.init(**kwargs)
+        return
+    kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
+    enable_token_auth()
+    with loopback_addresses():
+        ray.init(_node_ip_address=LOOPBACK, **kwargs)
 
 
 def _import_torch_in_background() -> None:

@@ -38,14 +38,17 @@ class Learner:
 
     # -- joining other learners -------------------------------------------------------------
 
-    @staticmethod
-    def get_free_address() -> tuple[str, int]:
-        """An address and free port on this learner's node, for the others to rendezvous at."""
+    def open_store_socket(self) -> tuple[str, int]:
+        """Listen on this learner's node address for the others; return the (host, port) to join.
+
+        Rank 0 serves torch.distributed's key-value store (the rendezvous) on this socket. Left to
+        itself the store would listen on every interface, unauthenticated; bound here it listens on
+        the node's address only (127.0.0.1 on a local Ray), and no process can take the port first.
+        """
         import ray
         host = ray.util.get_node_ip_address()
-        with socket.socket() as s:
-            s.bind((host, 0))
-            return host, s.getsockname()[1]
+        self._store_socket = socket.create_server((host, 0))
+        return host, self._store_socket.getsockname()[1]
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
                           num_threads: int = 1) -> None:
@@ -54,8 +57,11 @@ class Learner:
         if host.startswith("127."):
             # gloo otherwise uses the interface of the machine's hostname, which may not be loopback.
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=rank,
-                                world_size=world_size)
+        # The store takes over rank 0's listening socket (and closes it when it ends).
+        listen_fd = self._store_socket.detach() if rank == 0 else None
+        store = dist.TCPStore(host, port, world_size, is_master=rank == 0,
+                              master_listen_fd=listen_fd)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
         self.world_size = world_size
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0)

@@ -48,7 +48,7 @@ class LearnerGroup:
                                                      num_gpus=config.num_gpus_per_learner)
         self.remote_learners = [remote_cls.remote(config, observation_space, action_space)
                                 for _ in range(config.num_learners)]
-        host, port = ray.get(self.remote_learners[0].get_free_address.remote(),
+        host, port = ray.get(self.remote_learners[0].open_store_socket.remote(),
                              timeout=STARTUP_TIMEOUT_S)
         threads = max(1, int(config.num_cpus_per_learner))
         ray.get([learner.setup_distributed.remote(rank, config.num_learners, host, port, threads)

@@ -36,6 +36,7 @@ READ_ATTEMPTS = 5  # a reader whose version was replaced (and deleted) by a save
 # What saves create besides the manifest and the lock: versions, and a manifest before it replaces
 # the old one. Only these (and a format-1 checkpoint's files) are ever deleted.
 SAVED_NAME = re.compile(r"(\.manifest-)?v-[0-9a-f]{16}")
+LEGACY_FILES = {"learner.pt"}  # what a format-1 checkpoint holds beside its JSON
 
 
 class CheckpointError(ValueError):
@@ -92,14 +93,24 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
         return None
 
 
-def _ours(root: Path) -> set[str]:
-    """The names in `root` a checkpoint may hold besides versions: the manifest, the lock, and the
-    files of a format-1 checkpoint."""
-    names = {STATE_FILE, LOCK_FILE}
+def _current(root: Path) -> set[str]:
+    """The names in `root` that make up its checkpoint now (none if there is none)."""
     manifest = _read_manifest(root)
-    if isinstance(manifest, dict) and manifest.get("format") == 1:
-        names.update(manifest.get("files", {}))
-    return names
+    if not isinstance(manifest, dict):
+        return set()
+    if manifest.get("format") == 1:
+        return {STATE_FILE, *LEGACY_FILES}
+    return {STATE_FILE, str(manifest.get("version"))}
+
+
+def _refuse_other_files(root: Path) -> None:
+    """Raise if `root` holds files that no save made."""
+    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
+                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name))
+    if others:
+        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
+                              "save into a new or empty directory (saving does not overwrite "
+                              "other files).")
 
 
 def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
@@ -112,15 +123,11 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
     if root.exists() and not root.is_dir():
         raise CheckpointError(f"{root} is a file; pass a directory for the checkpoint.")
     root.mkdir(parents=True, exist_ok=True)
+    if not (root / STATE_FILE).exists():
+        _refuse_other_files(root)  # before the lock file is made in a folder that is not ours
     with _locked(root):
-        ours = _ours(root)
-        others = [p.name for p in root.iterdir()
-                  if p.name not in ours and not SAVED_NAME.fullmatch(p.name)]
-        if others:
-            raise CheckpointError(f"{root} holds {sorted(others)[:3]}, which are not part of a "
-                                  "checkpoint: save into a new or empty directory (saving does not "
-                                  "overwrite other files).")
-        _remove_all_but(root, keep={*ours, _current_version(root)})  # a killed save's leftovers
+        _refuse_other_files(root)
+        _remove_all_but(root, keep={LOCK_FILE, *_current(root)})  # what killed saves left
         version = f"v-{os.urandom(8).hex()}"
         vdir = root / version
         vdir.mkdir()
@@ -144,11 +151,6 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
         _fsync(root)  # the replace is on disk before the old version goes
         _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, version})
     return root
-
-
-def _current_version(root: Path) -> str:
-    manifest = _read_manifest(root)
-    return str(manifest.get("version", "")) if isinstance(manifest, dict) else ""
 
 
 def _remove_all_but(root: Path, keep: set[str]) -> None:
@@ -189,11 +191,12 @@ def _load_files(folder: Path, digests: Any, where: str) -> dict[str, bytes | Any
     loaded = {}
     for name, digest in digests.items():
         file = _inside(folder, name, where)
-        if not file.is_file():
+        try:
+            data = file.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
             raise _Replaced(f"{file} is missing: the checkpoint is incomplete (a file was deleted "
                             "or not copied with it). Use another checkpoint, or copy the whole "
-                            "directory again.")
-        data = file.read_bytes()
+                            "directory again.") from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise CheckpointError(f"{file} does not match the SHA-256 recorded in {STATE_FILE}: it "
                                   "is truncated or was changed after saving. Use another checkpoint.")
@@ -246,11 +249,11 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
                               "directory that Algorithm.save_to_path() returned.")
     attempt = 1
     while True:
-        before = _current_version(root)
+        before = _current(root)
         try:
             return _read_once(root)
         except _Replaced as e:
             # A save replaced the version being read (and deleted it): read the new one.
-            if attempt == READ_ATTEMPTS or _current_version(root) == before:
+            if attempt == READ_ATTEMPTS or _current(root) == before:
                 raise CheckpointError(str(e)) from None
             attempt += 1

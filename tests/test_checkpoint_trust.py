@@ -229,6 +229,12 @@ def test_symlinks_out_of_the_directory_are_refused(checkpoint, tmp_path):
     (_version(path) / "learner.pt").symlink_to(outside)
     with pytest.raises(CheckpointError, match="outside the checkpoint's directory"):
         read_checkpoint(path)
+    # the manifest as a link to one elsewhere
+    path = _copy(checkpoint, tmp_path / "ckpt3")
+    shutil.move(path / STATE_FILE, tmp_path / "manifest.json")
+    (path / STATE_FILE).symlink_to(tmp_path / "manifest.json")
+    with pytest.raises(CheckpointError, match="outside the checkpoint's directory"):
+        read_checkpoint(path)
     # and a version directory that is a link to a copy elsewhere
     path = _copy(checkpoint, tmp_path / "ckpt2")
     shutil.move(_version(path), tmp_path / "moved")

@@ -16,7 +16,6 @@ with an error that names it. Checkpoints of format 1 (the files directly in `<di
 checksummed) still load, and saving over one replaces it just as atomically.
 """
 
-import fcntl
 import hashlib
 import io
 import json
@@ -78,6 +77,8 @@ def _write(path: Path, data: bytes) -> None:
 def _locked(root: Path) -> Iterator[None]:
     """Hold `root`'s lock: one save at a time, across threads and processes. The kernel releases
     an flock when its holder dies, even by SIGKILL, so a killed save never blocks the next."""
+    import fcntl  # POSIX (Linux, macOS): imported here, so that importing rlcourse works anywhere
+
     fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -127,7 +128,7 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
         _refuse_other_files(root)  # before the lock file is made in a folder that is not ours
     with _locked(root):
         _refuse_other_files(root)
-        _remove_all_but(root, keep={LOCK_FILE, *_current(root)})  # what killed saves left
+        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, *_current(root)})  # killed saves' rest
         version = f"v-{os.urandom(8).hex()}"
         vdir = root / version
         vdir.mkdir()
@@ -222,7 +223,7 @@ def _parse(data: bytes, file: Path) -> dict[str, Any]:
 
 
 def _read_once(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    manifest_file = root / STATE_FILE
+    manifest_file = _inside(root, STATE_FILE, str(root))
     manifest = _parse(manifest_file.read_bytes(), manifest_file)
     if manifest.get("format") == 1:  # format 1: the state and the files beside it; JSON unchecked
         return manifest, _load_files(root, manifest.get("files"), str(manifest_file))

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from fault_envs import CountingEnv
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.registry import register_env
-from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError
+from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError, read_checkpoint
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -99,14 +100,18 @@ def test_restore_continues_the_sub_env_restart_count(tmp_path):
                                                       + after["num_sub_env_restarts"])
 
 
+def _iteration(path) -> int:
+    return read_checkpoint(path)[0]["algorithm"]["iteration"]
+
+
 def test_saving_replaces_an_old_checkpoint_and_a_crash_leaves_the_old_one(tmp_path, monkeypatch):
     with _config().build_algo() as algo:
         algo.train()
         path = Path(algo.save_to_path(tmp_path / "ckpt"))
-        first = json.loads((path / STATE_FILE).read_text())["algorithm"]["iteration"]
+        first = _iteration(path)
         algo.train()
         algo.save_to_path(path)  # replaces it
-        assert json.loads((path / STATE_FILE).read_text())["algorithm"]["iteration"] == 2
+        assert _iteration(path) == 2
 
         def crash(*args, **kwargs):
             raise OSError("disk full (simulated)")
@@ -116,8 +121,9 @@ def test_saving_replaces_an_old_checkpoint_and_a_crash_leaves_the_old_one(tmp_pa
         with pytest.raises(OSError, match="disk full"):
             algo.save_to_path(path)
     assert first == 1
-    assert json.loads((path / STATE_FILE).read_text())["algorithm"]["iteration"] == 2  # intact
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # no half-written directory
+    assert _iteration(path) == 2  # intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # nothing written beside it
+    assert len([p for p in path.iterdir() if p.name.startswith("v-")]) == 1  # nor half-written
     Algorithm.from_checkpoint(path).stop()  # and it still loads
 
 
@@ -132,23 +138,36 @@ def checkpoint(tmp_path_factory) -> Path:
 def broken(checkpoint, tmp_path) -> Path:
     """A copy of the checkpoint to damage."""
     copy = tmp_path / "copy"
-    copy.mkdir()
-    for file in checkpoint.iterdir():
-        (copy / file.name).write_bytes(file.read_bytes())
+    shutil.copytree(checkpoint, copy)
     return copy
 
 
+def _file(checkpoint: Path, name: str) -> Path:
+    """The current version's file `name` (e.g. learner.pt) in a checkpoint directory."""
+    return checkpoint / json.loads((checkpoint / STATE_FILE).read_text())["version"] / name
+
+
+def _rehash(checkpoint: Path, name: str) -> None:
+    """Record the SHA-256 of the file `name` as it is now in the manifest, as an attacker who
+    knows the format would (the manifest's own SHA-256 is updated too)."""
+    manifest = json.loads((checkpoint / STATE_FILE).read_text())
+    manifest["files"][name] = hashlib.sha256(_file(checkpoint, name).read_bytes()).hexdigest()
+    fields = {k: v for k, v in manifest.items() if k != "sha256"}
+    manifest["sha256"] = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    (checkpoint / STATE_FILE).write_text(json.dumps(manifest))
+
+
 def test_a_truncated_tensor_file_is_named(broken):
-    data = (broken / "learner.pt").read_bytes()
-    (broken / "learner.pt").write_bytes(data[: len(data) // 2])
+    data = _file(broken, "learner.pt").read_bytes()
+    _file(broken, "learner.pt").write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match=r"learner\.pt does not match the SHA-256"):
         Algorithm.from_checkpoint(broken)
 
 
 def test_a_tampered_tensor_file_is_named(broken):
-    data = bytearray((broken / "learner.pt").read_bytes())
+    data = bytearray(_file(broken, "learner.pt").read_bytes())
     data[-100] ^= 0xFF
-    (broken / "learner.pt").write_bytes(bytes(data))
+    _file(broken, "learner.pt").write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=r"learner\.pt does not match"):
         Algorithm.from_checkpoint(broken)
 
@@ -174,11 +193,9 @@ class RunsCode:
 
 def test_loading_cannot_run_code_even_with_matching_checksums(broken, tmp_path, monkeypatch):
     """A .pt file whose pickle calls os.system, with its SHA-256 updated to match, is refused."""
-    with open(broken / "learner.pt", "wb") as f:
+    with open(_file(broken, "learner.pt"), "wb") as f:
         pickle.dump(RunsCode(), f, protocol=2)
-    state = json.loads((broken / STATE_FILE).read_text())
-    state["files"]["learner.pt"] = hashlib.sha256((broken / "learner.pt").read_bytes()).hexdigest()
-    (broken / STATE_FILE).write_text(json.dumps(state))
+    _rehash(broken, "learner.pt")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CheckpointError, match=r"learner\.pt cannot be loaded as tensors"):
         Algorithm.from_checkpoint(broken)
@@ -203,7 +220,7 @@ def test_registered_env_names_and_module_level_creators_round_trip(tmp_path):
     for env in ("checkpointed-cartpole", _make_cartpole):
         with PPOConfig().environment(env).training(**SMALL).build_algo() as algo:
             path = algo.save_to_path(tmp_path / "ckpt")
-        restored = Algorithm.from_checkpoint(path)
+        restored = Algorithm.from_checkpoint(path, allowed=[_make_cartpole])
         try:
             assert restored.config.env == env
         finally:

@@ -11,6 +11,7 @@ result["env_runners"]["episode_return_mean"] and result["learners"]["default_pol
 
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,12 +22,13 @@ from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import probe_spaces
-from rlcourse.utils.checkpoints import (
+from rlcourse.utils.checkpoint_contents import (
+    check_restorable,
     config_from_json,
     config_to_json,
-    read_checkpoint,
-    write_checkpoint,
+    env_layers,
 )
+from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
 from rlcourse.utils.metrics import EpisodeStats, Timers
 from rlcourse.utils.resources import check_cpus, check_custom_resources, check_gpus, init_ray
 
@@ -206,6 +208,11 @@ class Algorithm:
         return state, {"learner.pt": tensors}
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        """Restore what `get_state` returned. All of it is checked first (algorithm, network and
+        optimizer shapes, files, runners' sub-envs), so a checkpoint that does not fit raises and
+        leaves this algorithm as it was."""
+        check_restorable(state, tensors, self.config, self.learner_group.get_state(),
+                         self.env_runner_group.foreach_env_runner(env_layers))
         algo = state["algorithm"]
         self.iteration = algo["iteration"]
         self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
@@ -223,14 +230,23 @@ class Algorithm:
     def restore_from_path(self, path: str | os.PathLike) -> None:
         """Continue from the checkpoint in `path` (saved by an algorithm with the same settings)."""
         state, tensors = read_checkpoint(path)
-        self.set_state(state, tensors)
+        try:
+            self.set_state(state, tensors)
+        except CheckpointError as e:
+            raise CheckpointError(f"{path}: {e}") from None
         self.callbacks.on_checkpoint_loaded(algorithm=self)
 
     @staticmethod
-    def from_checkpoint(path: str | os.PathLike) -> "Algorithm":
-        """Build the checkpoint's algorithm from its saved config and restore its state."""
+    def from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "Algorithm":
+        """Build the checkpoint's algorithm from its saved config and restore its state.
+
+        Loading imports no class or function because the checkpoint names it (an edited file must
+        not run code): its config may name rlcourse's own classes, register_env names and gymnasium
+        ids. Pass the classes and env creators of your own that it names in `allowed`, e.g.
+        `Algorithm.from_checkpoint(path, allowed=[MyCallbacks, make_my_env])`.
+        """
         state, tensors = read_checkpoint(path)
-        algo = config_from_json(state["config"]).build_algo()
+        algo = config_from_json(state["config"], f"The checkpoint {path}", allowed).build_algo()
         try:
             algo.set_state(state, tensors)
         except BaseException:

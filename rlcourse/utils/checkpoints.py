@@ -1,92 +1,46 @@
-"""Checkpoints: an Algorithm's state in a directory, written atomically and loaded without pickle.
+"""Checkpoints: an Algorithm's state in a directory, replaced atomically and loaded without pickle.
 
-    <dir>/rlcourse_checkpoint.json   the config, counters, RNG and EnvRunner states (JSON), and the
-                                     SHA-256 of every other file
-    <dir>/learner.pt                 the RLModule's weights, the optimizer's state, torch's RNG state
+    <dir>/rlcourse_checkpoint.json   the manifest: which version is current and the SHA-256 of each of
+                                     its files, and a SHA-256 of the manifest itself
+    <dir>/v-<id>/state.json          the config, counters, RNG and EnvRunner states (JSON)
+    <dir>/v-<id>/learner.pt          the RLModule's weights, the optimizer's state, torch's RNG state
+    <dir>/.lock                      held by the save in progress (flock)
 
-Everything is written into a temporary directory next to `<dir>`, flushed to disk, then renamed into
-place: a crash leaves the previous checkpoint (or none), never half of one. Tensors are read with
-`torch.load(weights_only=True)` and the rest is JSON, so loading a checkpoint cannot run code.
-A truncated or edited file fails its SHA-256 check with an error that names it.
+A save writes a new version directory beside the current one, then replaces the manifest with
+`os.replace` (atomic), then deletes the old version. At every instant `<dir>` holds the old or the
+new checkpoint. Saves to one directory take turns under the lock, and each first deletes what a save
+killed halfway left behind, so leftovers never pile up. Tensors are read with
+`torch.load(weights_only=True)` and the rest is JSON, so reading runs no code (and
+checkpoint_contents.py imports no class the file names). A truncated or edited file fails its SHA-256
+with an error that names it. Checkpoints of format 1 (the files directly in `<dir>`, the JSON not
+checksummed) still load, and saving over one replaces it just as atomically.
 """
 
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
-from importlib import import_module
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-STATE_FILE = "rlcourse_checkpoint.json"
-FORMAT_VERSION = 1
+STATE_FILE = "rlcourse_checkpoint.json"  # the manifest (format 2), or everything (format 1)
+STATE_JSON = "state.json"
+LOCK_FILE = ".lock"
+FORMAT_VERSION = 2
+READ_ATTEMPTS = 5  # a reader whose version was replaced (and deleted) by a save meanwhile retries
+# What saves create besides the manifest and the lock: versions, and a manifest before it replaces
+# the old one. Only these (and a format-1 checkpoint's files) are ever deleted.
+SAVED_NAME = re.compile(r"(\.manifest-)?v-[0-9a-f]{16}")
+LEGACY_FILES = {"learner.pt"}  # what a format-1 checkpoint holds beside its JSON
 
 
 class CheckpointError(ValueError):
     """A checkpoint cannot be written or read; the message names the file or setting and the fix."""
 
-
-# -- the config as JSON ---------------------------------------------------------------------------
-
-def _import_path(value: Any, setting: str) -> dict[str, str]:
-    """A class or function as {"__import__": "module:qualname"}; the loader imports it again."""
-    qualname = getattr(value, "__qualname__", "")
-    if "<" in qualname:  # <lambda> or <locals>: nothing to import it from
-        raise CheckpointError(
-            f"Cannot save config.{setting}={value!r}: it is defined inside a function or is a "
-            "lambda. Use a module-level class or function, or give the env a name with "
-            "rlcourse.register_env(name, creator) and pass the name.")
-    return {"__import__": f"{value.__module__}:{qualname}"}
-
-
-def config_to_json(config: Any) -> dict[str, Any]:
-    """The config's settings as JSON-compatible values (classes and functions by import path)."""
-    document = {}
-    for setting, value in config.to_dict().items():
-        if isinstance(value, type) or callable(value):
-            value = _import_path(value, setting)
-        try:
-            json.dumps(value, allow_nan=True)
-        except (TypeError, ValueError):
-            raise CheckpointError(f"Cannot save config.{setting}={value!r} as JSON: use numbers, "
-                                  "strings, lists and dicts in settings such as env_config.") from None
-        document[setting] = value
-    return document
-
-
-def _resolve(value: Any, setting: str) -> Any:
-    if not (isinstance(value, dict) and set(value) == {"__import__"}):
-        return value
-    module, _, qualname = value["__import__"].partition(":")
-    try:
-        obj = import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        raise CheckpointError(
-            f"The checkpoint's config.{setting} is {module}.{qualname}, which this process cannot "
-            f"import. Define or import it (e.g. run the notebook cell that defines {qualname}) "
-            "before loading the checkpoint.") from None
-    return obj
-
-
-def config_from_json(document: dict[str, Any]) -> Any:
-    """Rebuild the config written by `config_to_json` (its class must be an AlgorithmConfig)."""
-    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
-
-    settings = {name: _resolve(value, name) for name, value in document.items()}
-    module, _, name = str(settings.get("config_class", "")).partition(":")
-    try:
-        config_class = getattr(import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
-        config_class = None
-    if not (isinstance(config_class, type) and issubclass(config_class, AlgorithmConfig)):
-        raise CheckpointError(f"The checkpoint's config_class {settings.get('config_class')!r} is "
-                              "not an AlgorithmConfig subclass this process can import.")
-    return AlgorithmConfig.from_dict(settings)
-
-
-# -- files ----------------------------------------------------------------------------------------
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -94,6 +48,12 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _manifest_sha256(manifest: dict[str, Any]) -> str:
+    """The SHA-256 of the manifest's other fields, so an edit of the manifest itself shows."""
+    fields = {k: v for k, v in manifest.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 def _fsync(path: Path) -> None:
@@ -104,76 +64,197 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Hold `root`'s lock: one save at a time, across threads and processes. The kernel releases
+    an flock when its holder dies, even by SIGKILL, so a killed save never blocks the next."""
+    import fcntl  # POSIX (Linux, macOS): imported here, so that importing rlcourse works anywhere
+
+    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read_manifest(root: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((root / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _current(root: Path) -> set[str]:
+    """The names in `root` that make up its checkpoint now (none if there is none)."""
+    manifest = _read_manifest(root)
+    if not isinstance(manifest, dict):
+        return set()
+    if manifest.get("format") == 1:
+        return {STATE_FILE, *LEGACY_FILES}
+    return {STATE_FILE, str(manifest.get("version"))}
+
+
+def _refuse_other_files(root: Path) -> None:
+    """Raise if `root` holds files that no save made."""
+    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
+                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name))
+    if others:
+        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
+                              "save into a new or empty directory (saving does not overwrite "
+                              "other files).")
+
+
 def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
                      tensor_files: dict[str, Any]) -> Path:
-    """Write `state` (JSON-compatible) and `tensor_files` (file name -> object of tensors) to `path`.
-
-    Returns the checkpoint's absolute path. An existing checkpoint there is replaced.
-    """
+    """Write `state` (JSON-compatible) and `tensor_files` (file name -> object of tensors) to the
+    directory `path` (new, empty, or holding a checkpoint, which is replaced); return its path."""
     import torch
 
-    path = Path(path).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.writing-{os.getpid()}-{os.urandom(4).hex()}"
-    tmp.mkdir()
-    try:
-        digests = {}
-        for name, obj in tensor_files.items():
-            torch.save(obj, tmp / name)
-            digests[name] = _sha256(tmp / name)
-        document = {"format": FORMAT_VERSION, "files": digests, **state}
-        (tmp / STATE_FILE).write_text(json.dumps(document))
-        for name in (*tensor_files, STATE_FILE):
-            _fsync(tmp / name)
-        _fsync(tmp)
-        _move_into_place(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    root = Path(path).resolve()
+    if root.exists() and not root.is_dir():
+        raise CheckpointError(f"{root} is a file; pass a directory for the checkpoint.")
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / STATE_FILE).exists():
+        _refuse_other_files(root)  # before the lock file is made in a folder that is not ours
+    with _locked(root):
+        _refuse_other_files(root)
+        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, *_current(root)})  # killed saves' rest
+        version = f"v-{os.urandom(8).hex()}"
+        vdir = root / version
+        vdir.mkdir()
+        try:
+            digests = {}
+            for name, obj in tensor_files.items():
+                torch.save(obj, vdir / name)
+                _fsync(vdir / name)
+                digests[name] = _sha256(vdir / name)
+            _write(vdir / STATE_JSON, json.dumps(state).encode())
+            digests[STATE_JSON] = _sha256(vdir / STATE_JSON)
+            _fsync(vdir)
+            manifest = {"format": FORMAT_VERSION, "version": version, "files": digests}
+            manifest["sha256"] = _manifest_sha256(manifest)
+            tmp = root / f".manifest-{version}"
+            _write(tmp, json.dumps(manifest).encode())
+            os.replace(tmp, root / STATE_FILE)  # the instant the new checkpoint replaces the old
+        except BaseException:
+            shutil.rmtree(vdir, ignore_errors=True)
+            raise
+        _fsync(root)  # the replace is on disk before the old version goes
+        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, version})
+    return root
+
+
+def _remove_all_but(root: Path, keep: set[str]) -> None:
+    """Delete `root`'s entries not in `keep` (called with the lock held, so no save is writing)."""
+    for entry in root.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            os.unlink(entry)
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+class _Replaced(Exception):
+    """A file named by the manifest vanished: maybe a save replaced the checkpoint meanwhile."""
+
+
+def _inside(root: Path, name: Any, where: str) -> Path:
+    """`root / name` if `name` is a plain file name that stays inside `root`; else an error."""
+    if not (isinstance(name, str) and name and name == Path(name).name and name not in (".", "..")):
+        raise CheckpointError(f"{where} names the file {name!r}: a checkpoint's files are plain "
+                              "names inside its directory (no '..', '/' or absolute paths).")
+    path = root / name
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise CheckpointError(f"{where} names {name!r}, a link to {path.resolve()}, outside the "
+                              "checkpoint's directory: copy the file into the checkpoint instead.")
     return path
 
 
-def _move_into_place(tmp: Path, path: Path) -> None:
-    """Rename `tmp` to `path`; an old checkpoint there is moved aside first and deleted after."""
-    if not path.exists():
-        os.rename(tmp, path)
-        return
-    if not (path / STATE_FILE).is_file():
-        raise CheckpointError(f"{path} exists and is not a checkpoint; choose another directory "
-                              "(saving does not overwrite other files).")
-    old = path.parent / f".{path.name}.replaced-{os.urandom(4).hex()}"
-    os.rename(path, old)
-    os.rename(tmp, path)
-    shutil.rmtree(old)
+def _load_files(folder: Path, digests: Any, where: str) -> dict[str, bytes | Any]:
+    """Verify each file against its SHA-256; return {name: loaded tensors, or JSON text's bytes}."""
+    import torch
+
+    if not isinstance(digests, dict):
+        raise CheckpointError(f"{where} has no 'files' table: it is not an rlcourse checkpoint.")
+    loaded = {}
+    for name, digest in digests.items():
+        file = _inside(folder, name, where)
+        try:
+            data = file.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            raise _Replaced(f"{file} is missing: the checkpoint is incomplete (a file was deleted "
+                            "or not copied with it). Use another checkpoint, or copy the whole "
+                            "directory again.") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointError(f"{file} does not match the SHA-256 recorded in {STATE_FILE}: it "
+                                  "is truncated or was changed after saving. Use another checkpoint.")
+        if name == STATE_JSON:
+            loaded[name] = data
+            continue
+        try:
+            loaded[name] = torch.load(io.BytesIO(data), weights_only=True)
+        except Exception as e:
+            raise CheckpointError(f"{file} cannot be loaded as tensors: {e}") from None
+    return loaded
+
+
+def _parse(data: bytes, file: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{file} is not valid JSON ({e}): the file is truncated or was "
+                              "edited. Restore it or use another checkpoint.") from None
+    if not isinstance(document, dict):
+        raise CheckpointError(f"{file} is not an rlcourse checkpoint.")
+    return document
+
+
+def _read_once(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    manifest_file = _inside(root, STATE_FILE, str(root))
+    manifest = _parse(manifest_file.read_bytes(), manifest_file)
+    if manifest.get("format") == 1:  # format 1: the state and the files beside it; JSON unchecked
+        return manifest, _load_files(root, manifest.get("files"), str(manifest_file))
+    if manifest.get("format") != FORMAT_VERSION:
+        raise CheckpointError(f"{manifest_file} is not an rlcourse checkpoint of format 1 or "
+                              f"{FORMAT_VERSION}.")
+    if manifest.get("sha256") != _manifest_sha256(manifest):
+        raise CheckpointError(f"{manifest_file} does not match its own SHA-256: it was edited "
+                              "or damaged after saving. Use another checkpoint.")
+    folder = _inside(root, manifest.get("version"), str(manifest_file))
+    if not folder.is_dir():
+        raise _Replaced(f"{folder} is missing: the checkpoint is incomplete.")
+    files = _load_files(folder, manifest["files"], str(manifest_file))
+    if STATE_JSON not in files:
+        raise CheckpointError(f"{manifest_file} lists no {STATE_JSON}: the checkpoint is incomplete.")
+    return _parse(files.pop(STATE_JSON), folder / STATE_JSON), files
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return the checkpoint's JSON state and its tensor files (file name -> loaded object)."""
-    import torch
-
-    path = Path(path)
-    state_file = path / STATE_FILE
-    if not state_file.is_file():
-        raise CheckpointError(f"No checkpoint at {path}: {STATE_FILE} is missing. Pass the "
+    root = Path(path)
+    if not (root / STATE_FILE).is_file():
+        raise CheckpointError(f"No checkpoint at {root}: {STATE_FILE} is missing. Pass the "
                               "directory that Algorithm.save_to_path() returned.")
-    try:
-        state = json.loads(state_file.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{state_file} is not valid JSON ({e}): the file is truncated or "
-                              "was edited. Restore it or use another checkpoint.") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
-        raise CheckpointError(f"{state_file} is not an rlcourse checkpoint of format "
-                              f"{FORMAT_VERSION}.")
-    tensors = {}
-    for name, digest in state.get("files", {}).items():
-        file = path / name
-        if not file.is_file():
-            raise CheckpointError(f"{file} is missing from the checkpoint.")
-        if _sha256(file) != digest:
-            raise CheckpointError(f"{file} does not match the SHA-256 recorded in {STATE_FILE}: it "
-                                  "is truncated or was changed after saving. Use another checkpoint.")
+    attempt = 1
+    while True:
+        before = _current(root)
         try:
-            tensors[name] = torch.load(file, weights_only=True)
-        except Exception as e:
-            raise CheckpointError(f"{file} cannot be loaded as tensors: {e}") from None
-    return state, tensors
+            return _read_once(root)
+        except _Replaced as e:
+            # A save replaced the version being read (and deleted it): read the new one.
+            if attempt == READ_ATTEMPTS or _current(root) == before:
+                raise CheckpointError(str(e)) from None
+            attempt += 1

@@ -227,10 +227,13 @@ HTML(movie.to_jshtml(default_mode="once"))
     md("""
 ## 6. Save it, load it back
 
-`save_to_path` writes a checkpoint directory: the config as JSON, the weights and optimizer state as
-tensors (loaded with `weights_only=True`, so a checkpoint cannot run code), and the counters. It is
-written to a temporary name and renamed into place, so a crash never leaves half a checkpoint.
-`Algorithm.from_checkpoint` builds the same algorithm again and restores it.
+`save_to_path` writes a checkpoint directory: the config and counters as JSON, the weights and
+optimizer state as tensors, and a manifest with the SHA-256 of every file. A new version is written
+beside the old one and the manifest switched over in one atomic rename, so a crash leaves the old
+checkpoint or the new one, never half of one. `Algorithm.from_checkpoint` builds the same algorithm
+again and restores it. A checkpoint from someone else cannot run code here: tensors are loaded with
+`weights_only=True`, and the JSON may only name this package's classes, registered envs and
+gymnasium ids (your own classes: `Algorithm.from_checkpoint(path, allowed=[MyEnv])`).
 """),
     code("""
 from rlcourse import Algorithm

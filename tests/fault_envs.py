@@ -50,3 +50,33 @@ class CountingEnv(gym.Env):
             time.sleep(self.step_delay)
         self.t += 1
         return self._obs(), 1.0, self.t >= self.length, False, {}
+
+
+class BadValueEnv(CountingEnv):
+    """CountingEnv that returns a bad value: env_config `bad` is "nan_obs", "inf_reward" or
+    "none_reward"; it comes at step `bad_at_step` of an episode (default 5), or, with `bad_rate`,
+    on that fraction of steps instead. `bad_sub_env` limits it to one vector index."""
+
+    def __init__(self, config: dict | None = None):
+        super().__init__(config)
+        config = config or {}
+        self.bad = config.get("bad", "nan_obs")
+        self.bad_at_step = config.get("bad_at_step", 5)
+        self.bad_rate = config.get("bad_rate")
+        sub_env = config.get("bad_sub_env")
+        self.enabled = sub_env is None or getattr(config, "vector_index", 0) == sub_env
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.bad_rate is not None:
+            due = self.np_random.random() < self.bad_rate
+        else:
+            due = self.t == self.bad_at_step
+        if self.enabled and due:
+            if self.bad == "nan_obs":
+                obs = np.array([np.nan, 0.0], dtype=np.float32)
+            elif self.bad == "inf_reward":
+                reward = np.inf
+            else:
+                reward = None
+        return obs, reward, terminated, truncated, info

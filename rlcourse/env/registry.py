@@ -66,6 +66,12 @@ def get_env_creator(env: Any) -> EnvCreator:
                      "subclass, or a creator function.")
 
 
+def env_name(env: Any) -> str:
+    """How error messages name the `env` setting: its gymnasium id or registered name, or the name
+    of its class or creator function."""
+    return env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)
+
+
 def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, gym.Space]:
     """Build and reset one env in the driver to learn its spaces. A broken env fails here, at
     build_algo(), with its own error, instead of later inside a runner actor."""

@@ -18,7 +18,8 @@ class CountingEnv(gym.Env):
 
     env_config: `failure_rate` (probability that step() raises), `hang_marker` (a file path: if it
     does not exist yet, step 10 creates it and then hangs, so only the first process to get there
-    hangs), `step_delay` (seconds each step sleeps, like a slow simulator).
+    hangs), `hang_always` (every step 2 hangs, in every process), `step_delay` (seconds each step
+    sleeps, like a slow simulator), `never_ends` (episodes never end).
     """
 
     def __init__(self, config: dict | None = None):
@@ -26,6 +27,8 @@ class CountingEnv(gym.Env):
         self.failure_rate = config.get("failure_rate", 0.0)
         self.hang_marker = config.get("hang_marker")
         self.step_delay = config.get("step_delay", 0.0)
+        self.hang_always = config.get("hang_always", False)
+        self.never_ends = config.get("never_ends", False)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self.action_space = gym.spaces.Discrete(2)
         self.t = 0
@@ -37,7 +40,7 @@ class CountingEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self.t = 0
-        self.length = int(self.np_random.integers(20, 61))
+        self.length = np.inf if self.never_ends else int(self.np_random.integers(20, 61))
         return self._obs(), {}
 
     def step(self, action):
@@ -45,6 +48,8 @@ class CountingEnv(gym.Env):
             raise RuntimeError(f"CountingEnv crashed at step {self.t} (simulated fault)")
         if self.hang_marker and self.t == 10 and not Path(self.hang_marker).exists():
             Path(self.hang_marker).write_text(str(os.getpid()))
+            time.sleep(3600)
+        if self.hang_always and self.t == 2:
             time.sleep(3600)
         if self.step_delay:
             time.sleep(self.step_delay)

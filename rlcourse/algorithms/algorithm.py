@@ -7,6 +7,8 @@ Each algorithm writes its loop in `training_step` (PPO: sample, update, sync wei
 `ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
 result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
 `save_to_path` / `from_checkpoint` / `restore_from_path` write and read checkpoints (checkpoints.py).
+After `stop()`, or once Ray was shut down under an algorithm with actors, every use raises
+AlgorithmStopped saying so (instead of an AttributeError, or Ray quietly starting anew).
 """
 
 import os
@@ -15,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import ray
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerGroup
@@ -34,6 +37,17 @@ DEFAULT_POLICY = "default_policy"
 EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
 
 
+class AlgorithmStopped(RuntimeError):
+    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
+
+
+def _current_ray_session() -> str:
+    """This driver's job and node in the connected Ray: both change when Ray is started anew (a new
+    local Ray reuses job ids; a new connection to a cluster gets a new job)."""
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}@{context.get_node_id()}"
+
+
 class Algorithm:
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
@@ -47,6 +61,8 @@ class Algorithm:
         self.episode_stats = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self.timers = Timers()
         self.num_env_steps_trained_lifetime = 0
+        self._stopped = False
+        self._ray_session: str | None = None  # the Ray session the actors live in (None: no actors)
         try:
             self.setup(config)
         except BaseException:
@@ -61,6 +77,7 @@ class Algorithm:
             space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             init_ray()  # before the checks: they compare the requests with the cluster's resources
+            self._ray_session = _current_ray_session()
             check_cpus(config)
             check_custom_resources(config)
         check_gpus(config)
@@ -76,6 +93,25 @@ class Algorithm:
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 
+    def _check_usable(self) -> None:
+        """Raise AlgorithmStopped if stop() was called or this algorithm's Ray is gone. Checked
+        before anything reaches Ray, whose API would otherwise start a new, full-size Ray to send
+        requests to actors that died with the old one."""
+        if self._stopped:
+            raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
+                                   "config.build_algo(), or continue from a checkpoint with "
+                                   "Algorithm.from_checkpoint(path).")
+        if self._ray_session is not None and not self._same_ray():
+            raise AlgorithmStopped(
+                "Ray was shut down under this Algorithm (ray.shutdown() or a new ray.init()), and "
+                "its runner and learner actors with it. Call algo.stop(), then build a new one "
+                "with config.build_algo() (it starts Ray again), or continue from a checkpoint "
+                "with Algorithm.from_checkpoint(path). Save checkpoints before shutting Ray down.")
+
+    def _same_ray(self) -> bool:
+        """Whether the Ray that this algorithm's actors live in is still the one connected."""
+        return ray.is_initialized() and _current_ray_session() == self._ray_session
+
     def _on_recreated(self, indices: list[int], is_evaluation: bool = False) -> None:
         self.callbacks.on_env_runners_recreated(algorithm=self, env_runner_indices=indices,
                                                 is_evaluation=is_evaluation)
@@ -88,6 +124,7 @@ class Algorithm:
 
     def train(self) -> dict[str, Any]:
         """Run one training iteration and return its nested result dict."""
+        self._check_usable()
         start = time.perf_counter()
         interval = self.config.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
@@ -136,6 +173,7 @@ class Algorithm:
 
     def evaluate(self) -> dict[str, Any]:
         """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
+        self._check_usable()
         return self._evaluate(self._runner_weights())
 
     def _runner_weights(self) -> dict[str, np.ndarray]:
@@ -166,6 +204,7 @@ class Algorithm:
 
     def get_module(self):
         """The trained torch RLModule: the Learner's own when it runs in this process, else a copy."""
+        self._check_usable()
         if self.learner_group.is_local:
             return self.learner_group.local_learner.module
         return self._copy_of_module()
@@ -192,6 +231,7 @@ class Algorithm:
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(JSON-compatible state, tensors) of everything a continued run needs."""
+        self._check_usable()
         learner_state = self.learner_group.get_state()
         tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
         state = {
@@ -206,6 +246,7 @@ class Algorithm:
         return state, {"learner.pt": tensors}
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        self._check_usable()
         algo = state["algorithm"]
         self.iteration = algo["iteration"]
         self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
@@ -242,11 +283,14 @@ class Algorithm:
     # -- life cycle -------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop runner and learner actors and close envs. Safe to call twice."""
+        """Stop runner and learner actors and close envs. Safe to call twice, and after Ray was shut
+        down (the actors ended with it; no new Ray is started to stop them)."""
+        actors_alive = self._ray_session is None or self._same_ray()
         for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
             if part is not None:
-                part.stop()
+                part.stop(kill_actors=actors_alive)
         self.env_runner_group = self.eval_env_runner_group = self.learner_group = None
+        self._stopped = True
 
     def __enter__(self) -> "Algorithm":
         return self

@@ -297,15 +297,17 @@ class EnvRunnerGroup:
             return [fn(self.local_env_runner)]
         return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
 
-    def stop(self) -> None:
+    def stop(self, kill_actors: bool = True) -> None:
+        """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
+        ended with their Ray, and a call to Ray now would start a new one)."""
         self._in_flight.clear()
         self._weight_deliveries.clear()
         self._probes.clear()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
-        for runner in self.remote_env_runners:
+        for runner in self.remote_env_runners if kill_actors else []:
             ray.kill(runner)
         self.remote_env_runners = []
-        if self.placement_group is not None:
+        if self.placement_group is not None and kill_actors:
             remove_placement_group(self.placement_group)
-            self.placement_group = None
+        self.placement_group = None

@@ -117,7 +117,8 @@ class LearnerGroup:
         if not self.is_local:
             ray.get(calls)
 
-    def stop(self) -> None:
-        for learner in self.remote_learners:
+    def stop(self, kill_actors: bool = True) -> None:
+        """End the Learner actors (`kill_actors=False`: they ended with their Ray)."""
+        for learner in self.remote_learners if kill_actors else []:
             ray.kill(learner)
         self.remote_learners = []

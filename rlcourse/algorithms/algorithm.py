@@ -21,9 +21,9 @@ import ray
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerGroup
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.env.registry import probe_spaces
+from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
 from rlcourse.utils.checkpoints import (
     config_from_json,
     config_to_json,
@@ -71,8 +71,8 @@ class Algorithm:
 
     def setup(self, config) -> None:
         self.env_creator = config.get_env_creator()
-        self.observation_space, self.action_space = probe_spaces(self.env_creator,
-                                                                 config.env_config)
+        self.observation_space, self.action_space = probe_spaces(
+            self.env_creator, config.env_config, env_name(config.env))
         if config.rl_module_class is None:
             space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
@@ -90,6 +90,10 @@ class Algorithm:
         self.env_runner_group.wait_until_ready()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.wait_until_ready()
+        for group in (self.env_runner_group, self.eval_env_runner_group):
+            if group is not None and group.num_remote_env_runners:  # env_config per worker_index
+                check_same_spaces(env_name(config.env), (self.observation_space, self.action_space),
+                                  group.foreach_env_runner(lambda runner: runner.get_spaces()))
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 
@@ -225,7 +229,7 @@ class Algorithm:
             inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
             actions = (module.get_action_dist(inputs).sample() if explore
                        else module.greedy_actions(inputs))
-        return actions.numpy()
+        return actions.numpy() + env_action_offset(self.action_space)  # Discrete(n, start=k)
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import numpy as np
 import ray
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
 from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
@@ -174,6 +174,7 @@ class EnvRunner:
         failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
         obs[0] = self._obs
         box = isinstance(self.action_space, gym.spaces.Box)
+        offset = env_action_offset(self.action_space)  # Discrete(n, start=k): the env takes k..
         self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for t in range(steps):
             check_deadline(deadline, self.config, self.name)
@@ -185,6 +186,8 @@ class EnvRunner:
             actions = out["actions"]
             if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
                 actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            elif offset:  # the episode keeps the module's index 0..n-1, as it keeps unclipped ones
+                actions = actions + offset
             try:
                 obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:

@@ -27,7 +27,7 @@ from rlcourse.env.finite_check import check_finite_sample
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_timeout import check_deadline, sample_deadline
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.env.sub_env_restarts import RestartOnFailure, SubEnvFailure
+from rlcourse.env.sub_env_restarts import RestartOnFailure, add_restart_hint
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
 
@@ -191,10 +191,7 @@ class EnvRunner:
             try:
                 obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:
-                if not isinstance(e, SubEnvFailure):  # that one was rebuilt already, in vain
-                    e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
-                               "sub-envs and drop their broken episodes, set config.fault_tolerance("
-                               "restart_failed_sub_environments=True).")
+                add_restart_hint(e)
                 raise
             if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
                 for i in np.flatnonzero(infos["_final_obs"]):

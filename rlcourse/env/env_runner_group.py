@@ -65,6 +65,7 @@ class EnvRunnerGroup:
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+        self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -177,17 +178,32 @@ class EnvRunnerGroup:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         results = []
         for ref in ready:
-            result = self._get(ref, self._in_flight.pop(ref), timeout_s=None)
+            i = self._in_flight.pop(ref)
+            self._owing_since[i] = time.monotonic()  # it answered: its next answer is due from now
+            result = self._get(ref, i, timeout_s=None)
             if result is not None:
                 results.append(result)
+        self._end_hung_requests()
         self._top_up_requests(max_requests_in_flight)
         return results
+
+    def _end_hung_requests(self) -> None:
+        """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended
+        and restarted) like one whose synchronous request timed out."""
+        timeout_s = self.config.sample_timeout_s
+        for i in set(self._in_flight.values()):
+            if time.monotonic() - self._owing_since[i] > timeout_s:
+                self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+                self._handle_failure(i, GetTimeoutError(
+                    f"no answer to a sample request within sample_timeout_s={timeout_s} s"))
 
     def _top_up_requests(self, max_requests_in_flight: int) -> None:
         counts = [0] * len(self.remote_env_runners)
         for i in self._in_flight.values():
             counts[i] += 1
         for i in self._healthy_indices():
+            if counts[i] == 0:  # idle until now: the clock for its answer starts
+                self._owing_since[i] = time.monotonic()
             for _ in range(max_requests_in_flight - counts[i]):
                 self._in_flight[self._request(i)] = i
 

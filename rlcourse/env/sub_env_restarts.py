@@ -81,6 +81,14 @@ class RestartOnFailure(gym.Wrapper):
         return obs, info
 
 
+def add_restart_hint(error: Exception) -> None:
+    """Tell the reader of an env's error how to go on despite it (unless restarts were tried)."""
+    if not isinstance(error, SubEnvFailure):
+        error.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing sub-envs "
+                       "and drop their broken episodes, set config.fault_tolerance("
+                       "restart_failed_sub_environments=True).")
+
+
 def _check_finite(obs: Any, reward: Any = 0.0) -> None:
     field = non_finite_field(obs, reward)
     if field is not None:

@@ -35,15 +35,14 @@ def test_a_stopped_algorithm_says_so(call, tmp_path):
     algo.stop()  # still safe to call again
 
 
-def test_after_ray_shutdown_train_fails_clearly_and_starts_no_ray(ray_session):
+def test_after_ray_shutdown_train_fails_clearly_and_starts_no_ray(ray_session, tmp_path):
     algo = small_config(num_env_runners=1).build_algo()
     try:
         algo.train()
         ray.shutdown()
-        with pytest.raises(AlgorithmStopped, match="Ray was shut down under this Algorithm"):
-            algo.train()
-        with pytest.raises(AlgorithmStopped, match="Ray was shut down under this Algorithm"):
-            algo.evaluate()
+        for call in (algo.train, algo.evaluate, lambda: algo.save_to_path(tmp_path / "ckpt")):
+            with pytest.raises(AlgorithmStopped, match="Ray was shut down under this Algorithm"):
+                call()
         assert not ray.is_initialized()
         algo.stop()  # nothing to kill: the actors ended with their Ray
         assert not ray.is_initialized()

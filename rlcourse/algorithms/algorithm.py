@@ -7,6 +7,8 @@ Each algorithm writes its loop in `training_step` (PPO: sample, update, sync wei
 `ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
 result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
 `save_to_path` / `from_checkpoint` / `restore_from_path` write and read checkpoints (checkpoints.py).
+After `stop()`, or once Ray was shut down under an algorithm with actors, every use raises
+AlgorithmStopped saying so (instead of an AttributeError, or Ray quietly starting anew).
 """
 
 import os
@@ -16,12 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import ray
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerGroup
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.env.registry import probe_spaces
+from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
 from rlcourse.utils.checkpoint_contents import (
     check_restorable,
     config_from_json,
@@ -34,6 +37,17 @@ from rlcourse.utils.resources import check_cpus, check_custom_resources, check_g
 
 DEFAULT_POLICY = "default_policy"
 EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
+
+
+class AlgorithmStopped(RuntimeError):
+    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
+
+
+def _current_ray_session() -> str:
+    """This driver's job and node in the connected Ray: both change when Ray is started anew (a new
+    local Ray reuses job ids; a new connection to a cluster gets a new job)."""
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}@{context.get_node_id()}"
 
 
 class Algorithm:
@@ -49,6 +63,8 @@ class Algorithm:
         self.episode_stats = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self.timers = Timers()
         self.num_env_steps_trained_lifetime = 0
+        self._stopped = False
+        self._ray_session: str | None = None  # the Ray session the actors live in (None: no actors)
         try:
             self.setup(config)
         except BaseException:
@@ -57,12 +73,13 @@ class Algorithm:
 
     def setup(self, config) -> None:
         self.env_creator = config.get_env_creator()
-        self.observation_space, self.action_space = probe_spaces(self.env_creator,
-                                                                 config.env_config)
+        self.observation_space, self.action_space = probe_spaces(
+            self.env_creator, config.env_config, env_name(config.env))
         if config.rl_module_class is None:
             space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             init_ray()  # before the checks: they compare the requests with the cluster's resources
+            self._ray_session = _current_ray_session()
             check_cpus(config)
             check_custom_resources(config)
         check_gpus(config)
@@ -75,8 +92,31 @@ class Algorithm:
         self.env_runner_group.wait_until_ready()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.wait_until_ready()
+        for group in (self.env_runner_group, self.eval_env_runner_group):
+            if group is not None and group.num_remote_env_runners:  # env_config per worker_index
+                check_same_spaces(env_name(config.env), (self.observation_space, self.action_space),
+                                  group.foreach_env_runner(lambda runner: runner.get_spaces()))
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
+
+    def _check_usable(self) -> None:
+        """Raise AlgorithmStopped if stop() was called or this algorithm's Ray is gone. Checked
+        before anything reaches Ray, whose API would otherwise start a new, full-size Ray to send
+        requests to actors that died with the old one."""
+        if self._stopped:
+            raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
+                                   "config.build_algo(), or continue from a checkpoint with "
+                                   "Algorithm.from_checkpoint(path).")
+        if self._ray_session is not None and not self._same_ray():
+            raise AlgorithmStopped(
+                "Ray was shut down under this Algorithm (ray.shutdown() or a new ray.init()), and "
+                "its runner and learner actors with it. Call algo.stop(), then build a new one "
+                "with config.build_algo() (it starts Ray again), or continue from a checkpoint "
+                "with Algorithm.from_checkpoint(path). Save checkpoints before shutting Ray down.")
+
+    def _same_ray(self) -> bool:
+        """Whether the Ray that this algorithm's actors live in is still the one connected."""
+        return ray.is_initialized() and _current_ray_session() == self._ray_session
 
     def _on_recreated(self, indices: list[int], is_evaluation: bool = False) -> None:
         self.callbacks.on_env_runners_recreated(algorithm=self, env_runner_indices=indices,
@@ -90,6 +130,7 @@ class Algorithm:
 
     def train(self) -> dict[str, Any]:
         """Run one training iteration and return its nested result dict."""
+        self._check_usable()
         start = time.perf_counter()
         interval = self.config.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
@@ -138,6 +179,7 @@ class Algorithm:
 
     def evaluate(self) -> dict[str, Any]:
         """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
+        self._check_usable()
         return self._evaluate(self._runner_weights())
 
     def _runner_weights(self) -> dict[str, np.ndarray]:
@@ -168,6 +210,7 @@ class Algorithm:
 
     def get_module(self):
         """The trained torch RLModule: the Learner's own when it runs in this process, else a copy."""
+        self._check_usable()
         if self.learner_group.is_local:
             return self.learner_group.local_learner.module
         return self._copy_of_module()
@@ -188,12 +231,13 @@ class Algorithm:
             inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
             actions = (module.get_action_dist(inputs).sample() if explore
                        else module.greedy_actions(inputs))
-        return actions.numpy()
+        return actions.numpy() + env_action_offset(self.action_space)  # Discrete(n, start=k)
 
     # -- checkpoints ------------------------------------------------------------------------
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(JSON-compatible state, tensors) of everything a continued run needs."""
+        self._check_usable()
         learner_state = self.learner_group.get_state()
         tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
         state = {
@@ -211,6 +255,7 @@ class Algorithm:
         """Restore what `get_state` returned. All of it is checked first (algorithm, network and
         optimizer shapes, files, runners' sub-envs), so a checkpoint that does not fit raises and
         leaves this algorithm as it was."""
+        self._check_usable()
         check_restorable(state, tensors, self.config, self.learner_group.get_state(),
                          self.env_runner_group.foreach_env_runner(env_layers))
         algo = state["algorithm"]
@@ -258,11 +303,14 @@ class Algorithm:
     # -- life cycle -------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop runner and learner actors and close envs. Safe to call twice."""
+        """Stop runner and learner actors and close envs. Safe to call twice, and after Ray was shut
+        down (the actors ended with it; no new Ray is started to stop them)."""
+        actors_alive = self._ray_session is None or self._same_ray()
         for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
             if part is not None:
-                part.stop()
+                part.stop(kill_actors=actors_alive)
         self.env_runner_group = self.eval_env_runner_group = self.learner_group = None
+        self._stopped = True
 
     def __enter__(self) -> "Algorithm":
         return self

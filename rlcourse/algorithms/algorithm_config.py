@@ -74,8 +74,10 @@ class AlgorithmConfig:
         # fault_tolerance()
         self.restart_failed_env_runners = True
         self.max_num_env_runner_restarts = 1000
+        self.num_consecutive_env_runner_failures_tolerance = 5
         self.ignore_env_runner_failures = False
         self.restart_failed_sub_environments = False
+        self.num_consecutive_sub_env_failures_tolerance = 10
         self.env_runner_health_probe_timeout_s: float = 30.0
         # reporting(), debugging(), callbacks()
         self.metrics_num_episodes_for_smoothing = 100
@@ -108,7 +110,10 @@ class AlgorithmConfig:
         """How many runner actors, how many sub-envs each, and what each actor reserves.
 
         `sample_timeout_s`: a runner actor that does not answer a sample request within this time
-        is treated as failed (see fault_tolerance()), so a hung env cannot hang training.
+        is treated as failed (see fault_tolerance()), so a hung env cannot hang training. A runner
+        in this process (num_env_runners=0, or evaluation with evaluation_num_env_runners=0) raises
+        a SampleTimeoutError instead; it checks the clock between env steps, so one env.step that
+        never returns is bounded only on runner actors (see env/sample_timeout.py).
         `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
         {"worker-node": 0.5} to place runners only on nodes started with that resource.
         """
@@ -174,23 +179,38 @@ class AlgorithmConfig:
 
     def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
                         max_num_env_runner_restarts: int = NotProvided,
+                        num_consecutive_env_runner_failures_tolerance: int = NotProvided,
                         ignore_env_runner_failures: bool = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
+                        num_consecutive_sub_env_failures_tolerance: int = NotProvided,
                         env_runner_health_probe_timeout_s: float = NotProvided
                         ) -> "AlgorithmConfig":
-        """What happens when a runner actor dies or a sub-env raises (RLlib's names and defaults).
+        """What happens when a runner actor dies or hangs, or a sub-env fails (RLlib's names).
 
         `restart_failed_env_runners`: Ray restarts a dead runner actor (up to
-        `max_num_env_runner_restarts` times); it answers a health probe within
-        `env_runner_health_probe_timeout_s` and samples again with the current weights.
+        `max_num_env_runner_restarts` times in all); it answers a health probe within
+        `env_runner_health_probe_timeout_s` and samples again with the current weights. A runner
+        that does not answer a sample request within `sample_timeout_s` is ended and restarted too.
+        `num_consecutive_env_runner_failures_tolerance` (default 5; RLlib's is 100): a runner that
+        fails this many requests in a row, with no good one in between, ends the run with an
+        EnvRunnerFailure, so an env that always hangs stops training after about
+        5 x (sample_timeout_s + a restart), 5 to 6 minutes with the defaults, not hours.
         `ignore_env_runner_failures`: go on with the healthy runners instead of raising.
-        `restart_failed_sub_environments`: rebuild a sub-env that raises and drop its broken episode.
+        `restart_failed_sub_environments`: rebuild a sub-env that raises or returns a NaN or infinite
+        observation or reward, and drop its broken episode; after
+        `num_consecutive_sub_env_failures_tolerance` (default 10) failures in a row with no good step
+        in between, a SubEnvFailure ends the run (an env that always fails would otherwise be
+        rebuilt forever while training waits for data).
         """
-        return self._set(restart_failed_env_runners=restart_failed_env_runners,
-                         max_num_env_runner_restarts=max_num_env_runner_restarts,
-                         ignore_env_runner_failures=ignore_env_runner_failures,
-                         restart_failed_sub_environments=restart_failed_sub_environments,
-                         env_runner_health_probe_timeout_s=env_runner_health_probe_timeout_s)
+        return self._set(
+            restart_failed_env_runners=restart_failed_env_runners,
+            max_num_env_runner_restarts=max_num_env_runner_restarts,
+            num_consecutive_env_runner_failures_tolerance=(
+                num_consecutive_env_runner_failures_tolerance),
+            ignore_env_runner_failures=ignore_env_runner_failures,
+            restart_failed_sub_environments=restart_failed_sub_environments,
+            num_consecutive_sub_env_failures_tolerance=num_consecutive_sub_env_failures_tolerance,
+            env_runner_health_probe_timeout_s=env_runner_health_probe_timeout_s)
 
     def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
                   ) -> "AlgorithmConfig":

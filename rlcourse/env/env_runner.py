@@ -19,13 +19,15 @@ import numpy as np
 import ray
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
 from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
-from rlcourse.env.registry import EnvCreator
+from rlcourse.env.finite_check import check_finite_sample
+from rlcourse.env.registry import EnvCreator, env_name
+from rlcourse.env.sample_timeout import check_deadline, sample_deadline
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.env.sub_env_restarts import RestartOnFailure
+from rlcourse.env.sub_env_restarts import RestartOnFailure, add_restart_hint
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
 
@@ -48,7 +50,8 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     contexts = [EnvContext(config.env_config, worker_index, i, config.num_env_runners)
                 for i in range(config.num_envs_per_env_runner)]
     if config.restart_failed_sub_environments:
-        fns = [partial(RestartOnFailure, env_creator, context) for context in contexts]
+        fns = [partial(RestartOnFailure, env_creator, context,
+                       config.num_consecutive_sub_env_failures_tolerance) for context in contexts]
     else:
         fns = [partial(env_creator, context) for context in contexts]
     vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
@@ -69,7 +72,9 @@ class EnvRunner:
 
     def __init__(self, config, env_creator: EnvCreator, worker_index: int = 0):
         self.config = config
-        self.worker_index = worker_index
+        self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
+        self.name = f"env {env_name(config.env)!r} on " + (
+            f"EnvRunner {worker_index}" if worker_index else "the EnvRunner in this process")
         self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
         self.env = make_vector_env(env_creator, config, worker_index)
         self.num_envs = self.env.num_envs
@@ -113,6 +118,8 @@ class EnvRunner:
                explore: bool | None = None) -> list[SingleAgentEpisode]:
         """Step all sub-envs; return episode chunks covering at least `num_timesteps` steps, or
         `num_episodes` complete episodes. With neither, `rollout_fragment_length` steps per sub-env.
+        In the driver's process, a request ends with SampleTimeoutError after `sample_timeout_s`
+        (see sample_timeout.py).
         """
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
@@ -121,13 +128,14 @@ class EnvRunner:
                                "Learner's get_weights(inference_only=True) first (an Algorithm "
                                "does this for its runners).")
         explore = self.config.explore if explore is None else explore
+        deadline = sample_deadline(self.config, self.worker_index)
         if num_episodes is not None:
-            return self._sample_episodes(num_episodes, explore)
+            return self._sample_episodes(num_episodes, explore, deadline)
         if num_timesteps is None:
             steps = self.config.get_rollout_fragment_length()
         else:
             steps = math.ceil(num_timesteps / self.num_envs)
-        return self._sample_steps(steps, explore)
+        return self._sample_steps(steps, explore, deadline)
 
     def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
                                weights_seq_no: int = -1, **kwargs) -> SampleResult:
@@ -149,8 +157,10 @@ class EnvRunner:
         self._running_returns = [0.0] * self.num_envs
         self._needs_reset = False
 
-    def _sample_steps(self, steps: int, explore: bool) -> list[SingleAgentEpisode]:
-        """Run `steps` vector steps into [T, N] buffers, then slice them into episode chunks."""
+    def _sample_steps(self, steps: int, explore: bool, deadline: float | None
+                      ) -> list[SingleAgentEpisode]:
+        """Run `steps` vector steps into [T, N] buffers, check them for NaNs (finite_check.py),
+        then slice them into episode chunks."""
         if self._needs_reset:
             self._reset()
         n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
@@ -164,7 +174,10 @@ class EnvRunner:
         failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
         obs[0] = self._obs
         box = isinstance(self.action_space, gym.spaces.Box)
+        offset = env_action_offset(self.action_space)  # Discrete(n, start=k): the env takes k..
+        self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for t in range(steps):
+            check_deadline(deadline, self.config, self.name)
             out = forward(obs[t])
             if t == 0:
                 outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
@@ -173,20 +186,20 @@ class EnvRunner:
             actions = out["actions"]
             if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
                 actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            elif offset:  # the episode keeps the module's index 0..n-1, as it keeps unclipped ones
+                actions = actions + offset
             try:
                 obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:
-                self._needs_reset = True  # some sub-envs stepped, others did not
-                e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
-                           "sub-envs and drop their broken episodes, set config.fault_tolerance("
-                           "restart_failed_sub_environments=True).")
+                add_restart_hint(e)
                 raise
             if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
                 for i in np.flatnonzero(infos["_final_obs"]):
                     final_obs[t, i] = infos["final_obs"][i]
                 if "_env_failure" in infos["final_info"]:
                     failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
-        self._obs = obs[steps]
+        check_finite_sample(obs, rewards, final_obs, self.name)
+        self._obs, self._needs_reset = obs[steps], False
         self._num_env_steps += steps * n_envs
         self._num_env_steps_lifetime += steps * n_envs
         return self._to_episodes(obs, outputs, rewards, terminated, truncated, final_obs, failed)
@@ -237,13 +250,14 @@ class EnvRunner:
         self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
         self._running_returns[i] = 0.0
 
-    def _sample_episodes(self, num_episodes: int, explore: bool) -> list[SingleAgentEpisode]:
+    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
+                         ) -> list[SingleAgentEpisode]:
         """Fresh episodes run to their end; chunks are joined, unfinished ones dropped."""
         self._needs_reset = True
         finished: list[SingleAgentEpisode] = []
         ongoing: dict[str, SingleAgentEpisode] = {}
         while len(finished) < num_episodes:
-            for chunk in self._sample_steps(EPISODES_MODE_STEPS, explore):
+            for chunk in self._sample_steps(EPISODES_MODE_STEPS, explore, deadline):
                 if chunk.id_ in ongoing:
                     chunk = ongoing.pop(chunk.id_).concat_episode(chunk)
                 if chunk.is_done:

@@ -10,7 +10,9 @@ so Ray starts a new process when one dies. A request to a dead runner fails with
 its sample is dropped whole (never half-used), the runner is probed with `ping` until it answers
 (it has been restarted) or `env_runner_health_probe_timeout_s` passes, and its next request brings it
 the current weights. A runner that does not come back is marked unhealthy: with
-`ignore_env_runner_failures` the others go on, otherwise the error is raised.
+`ignore_env_runner_failures` the others go on, otherwise the error is raised. A runner that fails
+`num_consecutive_env_runner_failures_tolerance` requests in a row (an env that always crashes or
+hangs) ends the run either way: restarting it once more would not help.
 """
 
 import contextlib
@@ -26,7 +28,7 @@ from ray.util.placement_group import remove_placement_group
 from rlcourse.env.env_runner import EnvRunner, SampleResult
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.resources import bundle_options, make_placement_group
+from rlcourse.utils.resources import env_runner_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
 PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
@@ -44,23 +46,18 @@ class EnvRunnerGroup:
         self.config = config
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
-        options: dict[str, Any] = {"num_cpus": config.num_cpus_per_env_runner,
-                                   "num_gpus": config.num_gpus_per_env_runner,
-                                   "resources": dict(config.custom_resources_per_env_runner)}
-        if config.restart_failed_env_runners:
-            options["max_restarts"] = config.max_num_env_runner_restarts
         self.placement_group = (make_placement_group(config, n) if n and config.placement_strategy
                                 else None)
         self.remote_env_runners = [
-            ray.remote(EnvRunner).options(**options, **bundle_options(self.placement_group, i)).remote(
-                config, env_creator, worker_index=i + 1)
-            for i in range(n)]
+            ray.remote(EnvRunner).options(**env_runner_options(config, self.placement_group, i))
+            .remote(config, env_creator, worker_index=i + 1) for i in range(n)]
         # The actors start in the background (a new process each); wait_until_ready() collects
         # these answers, so the driver can build its learners meanwhile.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
         self.on_recreated = on_recreated  # called with the indices of restored runners
         self.healthy = [True] * n
         self._pids: list[int | None] = [None] * n  # a runner's new pid means Ray restarted it
+        self._consecutive_failures = [0] * n  # failed requests since the runner's last good one
         self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
         self.num_env_runner_restarts = 0
         self.num_env_runner_failures = 0
@@ -68,6 +65,7 @@ class EnvRunnerGroup:
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+        self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -180,17 +178,32 @@ class EnvRunnerGroup:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         results = []
         for ref in ready:
-            result = self._get(ref, self._in_flight.pop(ref), timeout_s=None)
+            i = self._in_flight.pop(ref)
+            self._owing_since[i] = time.monotonic()  # it answered: its next answer is due from now
+            result = self._get(ref, i, timeout_s=None)
             if result is not None:
                 results.append(result)
+        self._end_hung_requests()
         self._top_up_requests(max_requests_in_flight)
         return results
+
+    def _end_hung_requests(self) -> None:
+        """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended
+        and restarted) like one whose synchronous request timed out."""
+        timeout_s = self.config.sample_timeout_s
+        for i in set(self._in_flight.values()):
+            if time.monotonic() - self._owing_since[i] > timeout_s:
+                self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+                self._handle_failure(i, GetTimeoutError(
+                    f"no answer to a sample request within sample_timeout_s={timeout_s} s"))
 
     def _top_up_requests(self, max_requests_in_flight: int) -> None:
         counts = [0] * len(self.remote_env_runners)
         for i in self._in_flight.values():
             counts[i] += 1
         for i in self._healthy_indices():
+            if counts[i] == 0:  # idle until now: the clock for its answer starts
+                self._owing_since[i] = time.monotonic()
             for _ in range(max_requests_in_flight - counts[i]):
                 self._in_flight[self._request(i)] = i
 
@@ -204,12 +217,21 @@ class EnvRunnerGroup:
             self._handle_failure(i, e)
             return None
         self._note_pid(i, result.pid)
+        self._consecutive_failures[i] = 0
         return result
 
     def _handle_failure(self, i: int, error: Exception) -> None:
         self.num_env_runner_failures += 1
+        self._consecutive_failures[i] += 1
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
+        tolerance = self.config.num_consecutive_env_runner_failures_tolerance
+        if self._consecutive_failures[i] >= tolerance:
+            raise EnvRunnerFailure(
+                f"EnvRunner {i + 1} failed {tolerance} requests in a row (sample_timeout_s="
+                f"{self.config.sample_timeout_s}), the last with {type(error).__name__}: {error}. "
+                "Fix its env (it crashes, hangs or is slower than sample_timeout_s), or raise config."
+                "fault_tolerance(num_consecutive_env_runner_failures_tolerance=...).") from error
         if self.config.restart_failed_env_runners and self._probe(i):
             return
         self.healthy[i] = False
@@ -291,15 +313,17 @@ class EnvRunnerGroup:
             return [fn(self.local_env_runner)]
         return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
 
-    def stop(self) -> None:
+    def stop(self, kill_actors: bool = True) -> None:
+        """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
+        ended with their Ray, and a call to Ray now would start a new one)."""
         self._in_flight.clear()
         self._weight_deliveries.clear()
         self._probes.clear()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
-        for runner in self.remote_env_runners:
+        for runner in self.remote_env_runners if kill_actors else []:
             ray.kill(runner)
         self.remote_env_runners = []
-        if self.placement_group is not None:
+        if self.placement_group is not None and kill_actors:
             remove_placement_group(self.placement_group)
-            self.placement_group = None
+        self.placement_group = None

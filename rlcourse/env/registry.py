@@ -66,9 +66,21 @@ def get_env_creator(env: Any) -> EnvCreator:
                      "subclass, or a creator function.")
 
 
-def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, gym.Space]:
-    """Build and reset one env in the driver to learn its spaces. A broken env fails here, at
-    build_algo(), with its own error, instead of later inside a runner actor."""
+def env_name(env: Any) -> str:
+    """How error messages name the `env` setting: its gymnasium id or registered name, or the name
+    of its class or creator function."""
+    return env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)
+
+
+GYMNASIUM_API = ("gymnasium's API: reset(*, seed=None, options=None) -> (obs, info) and "
+                 "step(action) -> (obs, reward, terminated, truncated, info)")
+
+
+def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env"
+                 ) -> tuple[gym.Space, gym.Space]:
+    """Build, reset and step one env in the driver to learn its spaces and check that it follows
+    gymnasium's API. A broken env fails here, at build_algo(), with its own error, instead of later
+    inside a runner actor."""
     try:
         env = env_creator(EnvContext(env_config))
     except Exception as e:
@@ -77,13 +89,66 @@ def probe_spaces(env_creator: EnvCreator, env_config: dict) -> tuple[gym.Space, 
     if not isinstance(env, gym.Env):
         raise TypeError(f"The env creator returned {type(env).__name__}, not a gymnasium.Env.")
     try:
-        obs, _ = env.reset(seed=0)
+        obs = _checked_reset(env, name)
         if not env.observation_space.contains(obs):
             raise ValueError(
                 f"The env's reset() returned an observation that is not in its observation_space "
                 f"{env.observation_space}: {obs!r} (type {type(obs).__name__}, dtype "
                 f"{getattr(obs, 'dtype', '-')}, shape {np.shape(obs)}). Make the two agree, e.g. "
                 "return np.array(..., dtype=np.float32) for a float32 Box.")
+        try:
+            result = env.step(env.action_space.sample())
+        except Exception:  # an env that fails now and then is the runners' business
+            result = None  # (restart_failed_sub_environments); only the API is checked here
+        if result is not None and not (isinstance(result, tuple) and len(result) == 5):
+            raise _old_api_error(name, f"step() returned {_describe(result)} instead of 5 values")
         return env.observation_space, env.action_space
     finally:
         env.close()
+
+
+def _checked_reset(env: gym.Env, name: str) -> Any:
+    """The observation of `env.reset(seed=0)`, or a clear error for the old gym API."""
+    try:
+        result = env.reset(seed=0)
+    except TypeError as e:
+        if "unexpected keyword argument" not in str(e):
+            raise
+        raise _old_api_error(name, f"reset(seed=0) failed: {e}") from e
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+        raise _old_api_error(name, f"reset() returned {_describe(result)} instead of (obs, info)")
+    return result[0]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    return f"a {type(value).__name__}"
+
+
+def _old_api_error(name: str, what: str) -> TypeError:
+    return TypeError(
+        f"Env {name!r} follows the old gym API: its {what}. rlcourse (like RLlib) uses "
+        f"{GYMNASIUM_API}. Update the env, or wrap an old gym env with shimmy's "
+        "GymV21CompatibilityV0(env=...) in your env creator.")
+
+
+def check_same_spaces(name: str, expected: tuple[gym.Space, gym.Space],
+                      runner_spaces: list[tuple[gym.Space, gym.Space]]) -> None:
+    """Every runner's env must have the spaces of the env probed in the driver, which sized the
+    model: an env_config that depends on worker_index may change values, not shapes or sizes."""
+    for index, spaces in enumerate(runner_spaces, start=1):
+        for kind, have, want in zip(("observation_space", "action_space"), spaces, expected,
+                                    strict=True):
+            if _shape_of(have) != _shape_of(want):
+                raise ValueError(
+                    f"Env {name!r} on EnvRunner {index} has {kind} {have}, but the env built in the "
+                    f"driver (worker_index 0, whose spaces size the model) has {want}. Every "
+                    "runner's env needs the same spaces: make env_config per worker_index change "
+                    "values, not shapes or sizes.")
+
+
+def _shape_of(space: gym.Space) -> tuple:
+    """What the model depends on: the space's kind, shape, dtype and, for Discrete, n and start."""
+    return (type(space).__name__, space.shape, space.dtype,
+            *(tuple(np.ravel(getattr(space, key, ())).tolist()) for key in ("n", "start")))

@@ -147,6 +147,18 @@ def make_placement_group(config, n: int) -> PlacementGroup:
     return group
 
 
+def env_runner_options(config, group: PlacementGroup | None, i: int) -> dict:
+    """Ray actor options of runner actor `i`: what it reserves, how often Ray may restart it, and
+    its bundle of the placement group (if there is one)."""
+    options = {"num_cpus": config.num_cpus_per_env_runner,
+               "num_gpus": config.num_gpus_per_env_runner,
+               "resources": dict(config.custom_resources_per_env_runner),
+               **bundle_options(group, i)}
+    if config.restart_failed_env_runners:
+        options["max_restarts"] = config.max_num_env_runner_restarts
+    return options
+
+
 def bundle_options(group: PlacementGroup | None, i: int) -> dict:
     """Actor options that put an actor into bundle `i` of `group` (none without a group)."""
     if group is None:

@@ -170,6 +170,8 @@ def _check_fault_tolerance(config: Any) -> None:
                     "restart_failed_sub_environments"):
         check_bool(config, setting, "True or False")
     check_int(config, "max_num_env_runner_restarts", 0)
+    check_int(config, "num_consecutive_env_runner_failures_tolerance", 1)
+    check_int(config, "num_consecutive_sub_env_failures_tolerance", 1)
     check_number(config, "env_runner_health_probe_timeout_s", 0.0, low_open=True,
                  hint="Seconds a restarted runner has to answer its health probe.")
 

@@ -22,6 +22,10 @@ from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
+class NonFiniteUpdateError(FloatingPointError):
+    """A minibatch's gradients were NaN or infinite; the update stopped before changing weights."""
+
+
 class Learner:
     """Base Learner; algorithms subclass it with `build_batch` and `compute_loss`."""
 
@@ -104,7 +108,12 @@ class Learner:
                 loss, metrics = self.compute_loss(minibatch)
                 self.optimizer.zero_grad(set_to_none=False)
                 loss.backward()
-                metrics["gradients_global_norm"] = self.apply_gradients(len(minibatch["actions"]))
+                try:
+                    metrics["gradients_global_norm"] = self.apply_gradients(len(minibatch["actions"]))
+                except NonFiniteUpdateError as e:
+                    e.add_note("This learner's minibatch: " + ", ".join(
+                        f"{name}={float(value):.4g}" for name, value in metrics.items()))
+                    raise
                 for name, value in metrics.items():
                     stats.setdefault(name, []).append(float(value))
         self.num_updates += 1
@@ -119,7 +128,11 @@ class Learner:
         return list(torch.tensor_split(permutation, num_minibatches))
 
     def apply_gradients(self, minibatch_size: int) -> float:
-        """Average gradients over learners (weighted by shard size), clip, and step."""
+        """Average gradients over learners (weighted by shard size), clip, and step.
+
+        Non-finite gradients raise NonFiniteUpdateError before the step: one step with them would
+        make every weight NaN. The check reads the all-reduced norm, the same on every learner, so
+        data-parallel learners all stop together (none is left waiting in an all-reduce)."""
         params = [p for p in self.module.parameters() if p.grad is not None]
         if self.world_size > 1:
             # One all-reduce: every gradient times this shard's size, plus the size itself.
@@ -132,9 +145,16 @@ class Learner:
                 p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
         max_norm = self.config.grad_clip if self.config.grad_clip is not None else math.inf
-        norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        if not math.isfinite(norm):
+            raise NonFiniteUpdateError(
+                f"The Learner's loss or gradients are not finite (gradient norm {norm}) in update "
+                f"{self.num_updates}; it stopped before the weights changed. The runners check the "
+                "env's observations and rewards, so look at the update: a lower lr (config."
+                "training(lr=...)), a grad_clip (config.training(grad_clip=...)), or a custom "
+                "loss or module that divides by zero or takes the log of 0.")
         self.optimizer.step()
-        return float(norm)
+        return norm
 
     # -- weights ----------------------------------------------------------------------------
 

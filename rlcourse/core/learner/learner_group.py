@@ -13,6 +13,7 @@ from ray.exceptions import RayActorError
 
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.imports import import_attr
+from rlcourse.utils.validation import ConfigError
 
 STARTUP_TIMEOUT_S = 180
 
@@ -64,14 +65,29 @@ class LearnerGroup:
         if self.is_local:
             return self.local_learner.update(episodes, num_minibatches)
         shards = shard_episodes(episodes, len(self.remote_learners))
-        if any(not shard for shard in shards):
-            raise ValueError(f"Only {len(episodes)} episode chunks for {len(shards)} learners: "
-                             "raise train_batch_size_per_learner or lower num_learners.")
+        self._check_shards(shards, num_minibatches)
         results = self._get([learner.update.remote(shard, num_minibatches)
                              for learner, shard in zip(self.remote_learners, shards, strict=True)])
         merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
         merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
         return merged
+
+    def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int) -> None:
+        """Each learner must get at least one step per minibatch: an empty minibatch's loss is NaN.
+
+        Learners get whole episode chunks (cut at episode ends and every rollout_fragment_length
+        steps), so shares can differ by up to a chunk. Whether a batch has enough chunks depends on
+        where episodes end, so this is checked on the batch, before any learner updates."""
+        sizes = [sum(len(e) for e in shard) for shard in shards]
+        if min(sizes) >= num_minibatches:
+            return
+        raise ConfigError(
+            "train_batch_size_per_learner", self.config.train_batch_size_per_learner,
+            f"a batch of {sum(sizes)} steps in {sum(map(len, shards))} episode chunks gave the "
+            f"num_learners={len(shards)} learners {sizes} steps, and each needs at least "
+            f"{num_minibatches} (one per minibatch of minibatch_size={self.config.minibatch_size}). "
+            "Raise train_batch_size_per_learner or minibatch_size, use fewer learners, or more "
+            "sub-envs (num_envs_per_env_runner: more, shorter chunks).", "training")
 
     def foreach_learner(self, method: str, *args, **kwargs) -> list:
         """Call a Learner method on every learner and return the results."""
@@ -117,7 +133,8 @@ class LearnerGroup:
         if not self.is_local:
             ray.get(calls)
 
-    def stop(self) -> None:
-        for learner in self.remote_learners:
+    def stop(self, kill_actors: bool = True) -> None:
+        """End the Learner actors (`kill_actors=False`: they ended with their Ray)."""
+        for learner in self.remote_learners if kill_actors else []:
             ray.kill(learner)
         self.remote_learners = []

@@ -17,6 +17,12 @@ DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
 
 
+def env_action_offset(action_space: gym.Space) -> int:
+    """What to add to a module's action index to get the env's action: `start` of a Discrete space
+    (gymnasium's Discrete(n, start=k) holds k..k+n-1), else 0."""
+    return int(action_space.start) if isinstance(action_space, gym.spaces.Discrete) else 0
+
+
 @dataclass(frozen=True)
 class SpaceInfo:
     """What the default module needs to know about the spaces: input size and action head."""
@@ -25,6 +31,7 @@ class SpaceInfo:
     obs_one_hot: bool  # Discrete observations are fed one-hot
     discrete_actions: bool
     action_dim: int  # number of actions (Discrete) or action vector size (Box)
+    obs_start: int = 0  # Discrete(n, start=k) observations are k..k+n-1: one-hot index obs - k
 
     @property
     def dist_inputs_dim(self) -> int:
@@ -33,20 +40,25 @@ class SpaceInfo:
 
 
 def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
-    """Check that the default MLP supports these spaces and size its layers."""
+    """Check that the default MLP supports these spaces and size its layers.
+
+    Modules always act with action indices 0..n-1; for a `Discrete(n, start=k)` action space the
+    EnvRunner (and `Algorithm.compute_actions`) add `k` (see `env_action_offset`)."""
+    obs_start = 0
     if isinstance(observation_space, gym.spaces.Box):
         obs_dim, one_hot = int(np.prod(observation_space.shape)), False
     elif isinstance(observation_space, gym.spaces.Discrete):
         obs_dim, one_hot = int(observation_space.n), True
+        obs_start = int(observation_space.start)
     else:
         raise ValueError(
             f"Unsupported observation_space {observation_space}: the default MLP takes Box or "
             "Discrete observations. Flatten it with gymnasium.wrappers.FlattenObservation in your "
             "env creator, or pass your own module with config.rl_module(rl_module_class=...).")
     if isinstance(action_space, gym.spaces.Discrete):
-        return SpaceInfo(obs_dim, one_hot, True, int(action_space.n))
+        return SpaceInfo(obs_dim, one_hot, True, int(action_space.n), obs_start)
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-        return SpaceInfo(obs_dim, one_hot, False, int(action_space.shape[0]))
+        return SpaceInfo(obs_dim, one_hot, False, int(action_space.shape[0]), obs_start)
     raise ValueError(
         f"Unsupported action_space {action_space}: the default MLP acts in Discrete or 1-D Box "
         "spaces. Wrap the env to use one of those, or pass your own module with "

@@ -18,7 +18,7 @@ _ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximu
 def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
     """A batch of raw observations as a float32 [B, obs_dim] matrix."""
     if info.obs_one_hot:
-        return np.eye(info.obs_dim, dtype=np.float32)[np.asarray(obs, dtype=np.int64)]
+        return np.eye(info.obs_dim, dtype=np.float32)[np.asarray(obs, dtype=np.int64) - info.obs_start]
     return np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
 
 

@@ -103,7 +103,7 @@ class DefaultActorCriticModule(RLModule):
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
         if self.info.obs_one_hot:
-            return nn.functional.one_hot(obs.long(), self.info.obs_dim).float()
+            return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
         return obs.float().reshape(len(obs), -1)
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -1,0 +1,132 @@
+"""Bad input gets clear errors (or works): Discrete spaces with a start, old gym API envs, spaces that
+differ between runners, and a batch too small for its learners."""
+
+import sys
+
+import fault_envs
+import gymnasium as gym
+import numpy as np
+import pytest
+import ray.cloudpickle
+from fault_envs import CountingEnv
+
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.env.registry import register_env
+from rlcourse.utils.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(240)
+
+ray.cloudpickle.register_pickle_by_value(fault_envs)
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SMALL_BATCH = {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs": 1}
+
+
+class OffsetEnv(gym.Env):
+    """Observations in Discrete(5, start=10), actions in Discrete(3, start=-1); an action outside
+    the space raises, as a strict simulator would."""
+
+    def __init__(self, config=None):
+        self.observation_space = gym.spaces.Discrete(5, start=10)
+        self.action_space = gym.spaces.Discrete(3, start=-1)
+        self.state = 10
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.state = 10
+        return self.state, {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action!r} is outside {self.action_space}")
+        self.state = int(np.clip(self.state + action, 10, 14))
+        return self.state, float(self.state == 14), self.state == 14, False, {}
+
+
+@pytest.mark.parametrize("num_env_runners", [0, 1])
+def test_discrete_spaces_with_a_start_train_and_act_inside_the_space(num_env_runners, ray_session,
+                                                                     algo_factory):
+    config = (PPOConfig().environment(OffsetEnv).training(**SMALL_BATCH)
+              .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2,
+                           num_cpus_per_env_runner=0.5)
+              .evaluation(evaluation_duration=2))
+    algo = algo_factory(config)
+    result = algo.train()
+    assert result["env_runners"]["num_env_steps_sampled"] >= 200
+    algo.evaluate()
+    actions = algo.compute_actions(np.array([10, 12, 14]), explore=True)
+    assert all(algo.action_space.contains(int(a)) for a in actions)
+
+
+class OldResetEnv(gym.Env):
+    """Old gym API: reset() returns the observation only."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32)
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+class OldStepEnv(OldResetEnv):
+    """Old gym API: step() returns (obs, reward, done, info)."""
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, {}
+
+
+class OldSeedEnv(OldStepEnv):
+    """Old gym API: reset() takes no seed."""
+
+    def reset(self):
+        return np.zeros(2, np.float32), {}
+
+
+@pytest.mark.parametrize(("env", "what"), [(OldResetEnv, r"reset\(\) returned a ndarray"),
+                                           (OldStepEnv, r"step\(\) returned a tuple of 4 values"),
+                                           (OldSeedEnv, r"reset\(seed=0\) failed")])
+def test_old_gym_api_envs_fail_at_build_time_naming_the_env_and_the_api(env, what):
+    config = PPOConfig().environment(env)
+    with pytest.raises(TypeError, match=what) as err:
+        config.build_algo()
+    message = str(err.value)
+    assert f"Env '{env.__name__}' follows the old gym API" in message
+    assert "(obs, reward, terminated, truncated, info)" in message
+
+
+def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_session):
+    def creator(ctx):  # worker_index 0 (the driver) and 1 get 2 numbers, runner 2 gets 3
+        size = 3 if ctx.worker_index == 2 else 2
+        env = CountingEnv(ctx)
+        env.observation_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        return env
+
+    register_env("shape_per_worker", creator)
+    config = (PPOConfig().environment("shape_per_worker")
+              .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5))
+    with pytest.raises(ValueError, match=r"'shape_per_worker' on EnvRunner 2 has observation_space "
+                                         r"Box\(.*\(3,\).*values, not shapes"):
+        config.build_algo()
+
+
+def test_a_batch_too_small_for_its_learners_names_the_settings(ray_session, algo_factory):
+    """One sub-env whose episodes never end gives one chunk: nothing for the second learner."""
+    config = (PPOConfig().environment(CountingEnv, env_config={"never_ends": True})
+              .training(train_batch_size_per_learner=8, minibatch_size=4, num_epochs=1)
+              .learners(num_learners=2, num_cpus_per_learner=0.5))
+    algo = algo_factory(config)
+    weights = algo.learner_group.get_weights()
+    with pytest.raises(ConfigError, match=r"train_batch_size_per_learner=8 in config.training.*"
+                                          r"\[16, 0\] steps.*at least 2.*minibatch_size=4"):
+        algo.train()
+    for name, value in algo.learner_group.get_weights().items():
+        np.testing.assert_array_equal(value, weights[name])

@@ -1,0 +1,101 @@
+"""Hangs end: an env that always raises, always hangs, is always slow or never ends its episodes
+stops training with a clear error within a bounded time, on runner actors and in this process."""
+
+import sys
+import time
+
+import fault_envs
+import pytest
+import ray.cloudpickle
+from fault_envs import CountingEnv
+
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.env.env_runner_group import EnvRunnerFailure
+from rlcourse.env.sample_timeout import SampleTimeoutError
+from rlcourse.env.sub_env_restarts import SubEnvFailure
+
+pytestmark = pytest.mark.timeout(180)
+
+ray.cloudpickle.register_pickle_by_value(fault_envs)
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SMALL_BATCH = {"train_batch_size_per_learner": 400, "minibatch_size": 200, "num_epochs": 1}
+
+
+def config_for(num_env_runners: int, **env_config) -> PPOConfig:
+    return (PPOConfig().environment(CountingEnv, env_config=env_config)
+            .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2,
+                         num_cpus_per_env_runner=0.5)
+            .training(**SMALL_BATCH))
+
+
+@pytest.mark.parametrize("num_env_runners", [0, 1])
+def test_a_sub_env_that_always_raises_is_not_rebuilt_forever(num_env_runners, ray_session,
+                                                             algo_factory):
+    config = (config_for(num_env_runners, failure_rate=1.0)
+              .fault_tolerance(restart_failed_sub_environments=True,
+                               num_consecutive_sub_env_failures_tolerance=3))
+    algo = algo_factory(config)
+    with pytest.raises(SubEnvFailure) as err:
+        algo.train()
+    message = str(err.value)
+    assert "Sub-env 0 of EnvRunner" in message and "CountingEnv" in message
+    assert "failed 4 times in a row" in message and "CountingEnv crashed" in message
+    assert "num_consecutive_sub_env_failures_tolerance" in message  # the setting to change
+
+
+def test_a_runner_whose_env_always_hangs_ends_the_run(ray_session, algo_factory):
+    """Each request times out after sample_timeout_s, the runner is killed and restarted; after
+    num_consecutive_env_runner_failures_tolerance such failures in a row the run stops."""
+    config = (config_for(1, hang_always=True).env_runners(sample_timeout_s=2)
+              .fault_tolerance(num_consecutive_env_runner_failures_tolerance=2))
+    algo = algo_factory(config)
+    start = time.perf_counter()
+    with pytest.raises(EnvRunnerFailure, match=r"failed 2 requests in a row \(sample_timeout_s=2\)"):
+        algo.train()
+    assert time.perf_counter() - start < 90
+    assert algo.env_runner_group.num_env_runner_failures == 2
+
+
+def test_an_always_hanging_runner_ends_impala_s_async_sampling(ray_session, algo_factory):
+    """IMPALA keeps requests in flight without a ray.get timeout; a runner that owes an answer for
+    sample_timeout_s is failed all the same."""
+    config = (IMPALAConfig().environment(CountingEnv, env_config={"hang_always": True})
+              .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5, sample_timeout_s=2)
+              .training(train_batch_size_per_learner=200)
+              .fault_tolerance(num_consecutive_env_runner_failures_tolerance=2))
+    algo = algo_factory(config)
+    start = time.perf_counter()
+    with pytest.raises(EnvRunnerFailure, match=r"failed 2 requests in a row \(sample_timeout_s=2\)"):
+        algo.train()
+    assert time.perf_counter() - start < 90
+
+
+def test_default_settings_end_an_always_hanging_env_within_minutes():
+    config = PPOConfig()
+    bound_s = config.num_consecutive_env_runner_failures_tolerance * (
+        config.sample_timeout_s + config.env_runner_health_probe_timeout_s)
+    assert bound_s <= 10 * 60
+
+
+def test_the_local_runner_honours_sample_timeout_s(algo_factory):
+    algo = algo_factory(config_for(0, step_delay=0.01).env_runners(sample_timeout_s=0.5))
+    start = time.perf_counter()
+    with pytest.raises(SampleTimeoutError, match=r"EnvRunner in this process .* sample_timeout_s=0.5"):
+        algo.train()  # 200 vector steps of 10 ms each would take 2 s
+    assert time.perf_counter() - start < 1.5
+
+
+@pytest.mark.parametrize("evaluation_num_env_runners", [0, 1])
+def test_evaluate_on_episodes_that_never_end_stops(evaluation_num_env_runners, ray_session,
+                                                   algo_factory):
+    config = (config_for(0, never_ends=True).env_runners(sample_timeout_s=1)
+              .evaluation(evaluation_num_env_runners=evaluation_num_env_runners)
+              .fault_tolerance(num_consecutive_env_runner_failures_tolerance=1))
+    algo = algo_factory(config)
+    start = time.perf_counter()
+    error = SampleTimeoutError if evaluation_num_env_runners == 0 else EnvRunnerFailure
+    with pytest.raises(error, match="sample_timeout_s=1"):
+        algo.evaluate()
+    assert time.perf_counter() - start < 30

@@ -112,23 +112,28 @@ episode ends.
 
 Complete `run_episode(env, policy, seed)`: reset the env with the seed, act with `policy(obs)`
 until the episode ends, and return the sum of the rewards. The checker runs it on CartPole and on an
-env whose only ending is a time limit. (A working answer is filled in; try writing your own.)
+env whose only ending is a time limit, and says what looks wrong. Until you write it, the checker
+reports it as *not attempted* and the lesson goes on with rlcourse's own loop. Stuck? Run
+`show_solution("run_episode")` in a new cell.
 """),
     code("""
-from rlcourse.course.exercises import check_run_episode
+from rlcourse.course.exercises import check_run_episode, show_solution
 
 
 def run_episode(env, policy, seed):
-    obs, info = env.reset(seed=seed)
-    episode_return, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(policy(obs))
-        episode_return += reward
-        done = terminated or truncated
-    return episode_return
+    \"\"\"Play one episode: reset `env` with `seed`, act with `policy(obs)` until the episode ends,
+    and return the sum of the rewards (the episode's return).
+
+    Hints: `obs, info = env.reset(seed=seed)`; `env.step(action)` returns
+    `obs, reward, terminated, truncated, info`; the episode ends when terminated OR truncated.
+    \"\"\"
+    # TODO: your loop here (about 6 lines), then delete the raise.
+    raise NotImplementedError("TODO: write the loop")
 
 
-check_run_episode(run_episode)
+run_episode = check_run_episode(run_episode)  # yours if right, rlcourse's while not attempted
+"""),
+    code("""
 env = gym.make("CartPole-v1")
 random_return = run_episode(env, lambda obs: env.action_space.sample(), seed=0)
 print(f"a random policy keeps the pole up for {random_return:.0f} steps (the best is 500)")

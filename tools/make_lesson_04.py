@@ -16,7 +16,8 @@ CELLS = [
 4. run data-parallel learners and say what their all-reduce does;
 5. read the GPU settings, and the error you get when you ask for a GPU the machine does not have.
 
-The lesson takes about two minutes on two CPU cores; most of it is measuring."""),
+**Time:** about 45 minutes of study (two exercises); the cells run in about two minutes, most of it
+measuring. Terms: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. Three axes
 
 ```
@@ -104,18 +105,27 @@ waits (a simulator in another process, a remote service, a rendering pipeline), 
 and many of them pay off even on a laptop."""),
     md("""### Exercise 1: speed-up and efficiency
 
-From your CPU-bound measurements (`throughputs`, env steps/s by number of runners), compute the
-speed-up over 1 runner and the scaling efficiency for every runner count, as dicts keyed by the
-count. The lab computed them too, but do it yourself."""),
-    code("""from rlcourse.course.exercises import check_scaling_table
+Write `speedup_and_efficiency(throughputs)`: from env steps/s by number of runners, return the
+speed-up over 1 runner and the scaling efficiency for every runner count, as two dicts keyed by the
+count. The checker calls it on your CPU-bound measurements and on tables of its own (so compute, do
+not type numbers). Stuck? `show_solution("scaling_table")`."""),
+    code("""from rlcourse.course.exercises import check_scaling_table, show_solution
 
 throughputs = {row["workers"]: row["env_steps_per_s"] for row in cpu_rows}
 
-# Your answer:
-speedups = {n: throughputs[n] / throughputs[1] for n in throughputs}
-efficiencies = {n: speedups[n] / n for n in throughputs}
 
-check_scaling_table(throughputs, speedups, efficiencies)"""),
+def speedup_and_efficiency(throughputs):
+    \"\"\"Return (speedups, efficiencies), two dicts keyed by runner count like `throughputs`.
+
+    Hints: speed-up = throughput with N runners / throughput with 1 runner;
+    efficiency = speed-up / N (1.0: every runner added a full runner's worth).
+    \"\"\"
+    # TODO: two dict comprehensions, then delete the raise.
+    raise NotImplementedError("TODO: speed-up and efficiency")
+
+
+speedups, efficiencies = check_scaling_table(speedup_and_efficiency, throughputs)
+print({n: f"{speedups[n]:.2f}x, {efficiencies[n]:.0%}" for n in speedups})"""),
     md("""## 3. Sub-envs: SYNC or ASYNC?
 
 A runner with M sub-envs steps them as one *vector env* and computes all M actions in one forward
@@ -126,16 +136,26 @@ pass. `gym_env_vectorize_mode` decides how the sub-envs step:
 
 ### Exercise 2: predict before you measure
 
-One runner has 4 sub-envs of the latency-bound env, each step waits 5 ms, and everything else is
-free. How many env steps per second do you expect with `SYNC`, and with `ASYNC`?"""),
+One runner has `num_envs` sub-envs of the latency-bound env, each step waits `step_latency_s`, and
+everything else is free. Write `predict_steps_per_s(num_envs, step_latency_s, mode)`: how many env
+steps per second do you expect with `"SYNC"`, and with `"ASYNC"`? The checker tries several
+settings; below we measure 4 sub-envs waiting 5 ms. Stuck? `show_solution("vectorize_prediction")`."""),
     code("""from rlcourse.course.exercises import check_vectorize_prediction
 
-# Your answer:
-sync_prediction = 4 / (4 * 0.005)    # a vector step = 4 waits in a row, and gives 4 env steps
-async_prediction = 4 / 0.005         # a vector step = 1 wait (the 4 overlap), and gives 4 env steps
 
-check_vectorize_prediction(num_envs=4, step_latency_s=0.005, sync_steps_per_s=sync_prediction,
-                           async_steps_per_s=async_prediction)"""),
+def predict_steps_per_s(num_envs, step_latency_s, mode):
+    \"\"\"Env steps per second of one runner; mode is "SYNC" or "ASYNC".
+
+    Hint: how long does one vector step (one step of every sub-env) take, and how many env steps
+    does it give?
+    \"\"\"
+    # TODO: two cases, then delete the raise.
+    raise NotImplementedError("TODO: predict SYNC and ASYNC")
+
+
+predict_steps_per_s = check_vectorize_prediction(predict_steps_per_s)
+sync_prediction = predict_steps_per_s(4, 0.005, "SYNC")
+async_prediction = predict_steps_per_s(4, 0.005, "ASYNC")"""),
     md("""Now measure it: one runner with 4 sub-envs, both env kinds, both modes."""),
     code("""from rlcourse.course.scaling import ENV_KINDS, measure_throughput, scaling_config
 

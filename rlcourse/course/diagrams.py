@@ -1,0 +1,164 @@
+"""The course's pictures: each lesson cell calls one function here instead of plotting by hand.
+
+Every function draws one idea and shows it (`show=True`, for notebooks) or returns the figure
+(`show=False`, for tests and export). Notation as in docs/glossary.md: s_t, a_t, r_t, gamma, lambda,
+V(s_t), A_t, pi_theta.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+BLUE, SAND, GREEN, RED, GREY = "#e6eefc", "#fdf0d5", "#e3f4e1", "#fbe3e1", "#4a6fa5"
+
+
+def _finish(fig: Figure, show: bool) -> Figure | None:
+    fig.tight_layout()
+    if show:
+        plt.show()
+        return None
+    return fig
+
+
+def _box(ax, x, y, text, color=BLUE, size=10):
+    return ax.text(x, y, text, ha="center", va="center", fontsize=size,
+                   bbox=dict(boxstyle="round,pad=0.6", fc=color, ec=GREY))
+
+
+def _arrow(ax, start, end, text="", color=GREY, rad=0.0, offset=(0.0, 0.0)):
+    ax.annotate("", xy=end.get_position(), xytext=start.get_position(),
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=1.6, patchA=start.get_bbox_patch(),
+                                patchB=end.get_bbox_patch(), connectionstyle=f"arc3,rad={rad}"))
+    if text:
+        (x0, y0), (x1, y1) = start.get_position(), end.get_position()
+        ax.text((x0 + x1) / 2 + offset[0], (y0 + y1) / 2 + offset[1], text, ha="center",
+                va="center", fontsize=10)
+
+
+def rl_loop(show: bool = True) -> Figure | None:
+    """The agent-environment loop: the policy picks a_t from s_t, the env answers r_t and s_{t+1}."""
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    agent = _box(ax, 0, 0, "agent\npolicy $\\pi_\\theta(a_t \\mid s_t)$\nvalue $V(s_t)$")
+    env = _box(ax, 6, 0, "environment\n(e.g. CartPole)", GREEN)
+    _arrow(ax, agent, env, "action $a_t$", rad=-0.35, offset=(0, 1.05))
+    _arrow(ax, env, agent, "reward $r_t$, next state $s_{t+1}$,\nterminated / truncated",
+           rad=-0.35, offset=(0, -1.15))
+    ax.text(3, -2.1, "return $G_t = r_t + \\gamma r_{t+1} + \\gamma^2 r_{t+2} + \\dots$: "
+            "what the agent learns to make large", ha="center", fontsize=10)
+    ax.set_xlim(-2, 8)
+    ax.set_ylim(-2.4, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def discounting(gammas=(0.9, 0.99), horizon: int = 100, show: bool = True) -> Figure | None:
+    """How much a reward k steps ahead counts today: gamma ** k."""
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    k = np.arange(horizon)
+    for gamma in gammas:
+        ax.plot(k, gamma ** k, label=f"$\\gamma$ = {gamma} (half weight after "
+                f"{np.log(0.5) / np.log(gamma):.0f} steps)")
+    ax.set_xlabel("k, steps ahead")
+    ax.set_ylabel("$\\gamma^k$")
+    ax.set_title("weight of a reward k steps ahead")
+    ax.legend(fontsize=8)
+    return _finish(fig, show)
+
+
+def episode_chunk(n: int = 4, ending: str = "cut", show: bool = True) -> Figure | None:
+    """An episode chunk of n steps: n+1 observations s_0 .. s_n, n actions and rewards, and how it
+    ended ("terminated", "truncated" or "cut")."""
+    fig, ax = plt.subplots(figsize=(1.9 * n + 2.5, 2.4))
+    for t in range(n + 1):
+        last = t == n
+        ax.text(2 * t, 1, f"$s_{{{t}}}$", ha="center",
+                va="center", fontsize=12, bbox=dict(boxstyle="circle,pad=0.3",
+                                                    fc=SAND if last else BLUE, ec=GREY))
+        if last:
+            ax.text(2 * t, 0.5, "last obs.", ha="center", fontsize=9)
+        else:
+            ax.annotate("", xy=(2 * t + 1.6, 1), xytext=(2 * t + 0.4, 1),
+                        arrowprops=dict(arrowstyle="-|>", color=GREY))
+            ax.text(2 * t + 1, 1.45, f"$a_{{{t}}}$", ha="center", fontsize=11)
+            ax.text(2 * t + 1, 0.5, f"$r_{{{t}}}$", ha="center", fontsize=11)
+    what = {"terminated": "terminated: no future,\nV counts as 0 after it",
+            "truncated": "truncated (time limit):\nbootstrap from $V(s_n)$",
+            "cut": "cut by sample(): the episode goes on;\nbootstrap from $V(s_n)$"}[ending]
+    ax.text(2 * n + 0.9, 1, what, va="center", fontsize=9)
+    ax.text(n, -0.15, f"{n} steps: {n + 1} observations, {n} actions, {n} rewards, {n} action_logp",
+            ha="center", fontsize=10)
+    ax.set_xlim(-0.8, 2 * n + 4.5)
+    ax.set_ylim(-0.5, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def clipped_objective(clip_param: float = 0.2, show: bool = True) -> Figure | None:
+    """PPO's clipped surrogate min(rho A, clip(rho, 1 - eps, 1 + eps) A) against the probability
+    ratio rho = pi_theta / pi_old, for A > 0 and A < 0."""
+    rho = np.linspace(0.0, 2.0, 401)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), sharey=True)
+    for ax, adv in zip(axes, (1.0, -1.0), strict=True):
+        unclipped = rho * adv
+        clipped = np.clip(rho, 1 - clip_param, 1 + clip_param) * adv
+        ax.plot(rho, unclipped, ":", color="gray", label="$\\rho_t A_t$ (unclipped)")
+        ax.plot(rho, np.minimum(unclipped, clipped), lw=2.5, color="C0",
+                label="$\\min(\\rho_t A_t,\\ \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon) A_t)$")
+        ax.axvspan(1 - clip_param, 1 + clip_param, color="C2", alpha=0.12,
+                   label=f"$1 \\pm \\epsilon$, $\\epsilon$ = {clip_param}")
+        ax.axvline(1, color="k", lw=0.5)
+        flat = "$\\rho_t > 1+\\epsilon$: flat, no gradient" if adv > 0 else \
+            "$\\rho_t < 1-\\epsilon$: flat, no gradient"
+        ax.set_title(f"A_t {'> 0: a good action' if adv > 0 else '< 0: a bad action'}\n{flat}",
+                     fontsize=10)
+        ax.set_xlabel("probability ratio $\\rho_t = \\pi_\\theta(a_t|s_t) / \\pi_{old}(a_t|s_t)$")
+    axes[0].set_ylabel("objective (PPO maximizes it)")
+    axes[1].legend(fontsize=8, loc="lower left")
+    return _finish(fig, show)
+
+
+def data_walk(show: bool = True) -> Figure | None:
+    """One PPO iteration as a loop of functions, each with its file in rlcourse/."""
+    loop = [("EnvRunnerGroup.sample", "env/env_runner_group.py", (0, 2)),
+            ("EnvRunner.sample\n(in each runner actor)", "env/env_runner.py", (1, 2)),
+            ("episodes\n(SingleAgentEpisode)", "env/single_agent_episode.py", (2, 2)),
+            ("LearnerGroup.update", "core/learner/learner_group.py", (2, 1)),
+            ("Learner.update\n(build_batch, compute_loss)",
+             "core/learner/learner.py\nalgorithms/ppo/ppo_learner.py", (2, 0)),
+            ("weights: Learner.get_weights\n(inference_only=True)", "core/learner/learner.py",
+             (1, 0)),
+            ("EnvRunnerGroup\n.sync_weights", "env/env_runner_group.py", (0, 0))]
+    fig, ax = plt.subplots(figsize=(12, 5))
+    boxes = [_box(ax, 3.6 * col, 1.6 * row, f"{label}\n{source}", size=9)
+             for label, source, (col, row) in loop]
+    setup = _box(ax, -3.6, 3.2, "config (algorithm_config.py)\n↓\nAlgorithm.setup (algorithm.py)\n"
+                 "builds the loop once", SAND, size=9)
+    for start, end in [*zip(boxes, boxes[1:] + boxes[:1], strict=True), (setup, boxes[0])]:
+        _arrow(ax, start, end)
+    ax.text(3.6, 1.6, "algo.train():\none turn of the loop", ha="center", va="center", fontsize=12)
+    ax.set_xlim(-5.4, 8.8)
+    ax.set_ylim(-0.7, 3.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def impala_pipeline(show: bool = True) -> Figure | None:
+    """IMPALA's pieces: runners with requests in flight, the driver's ray.wait, a bounded queue and
+    the learner thread; weights go back every broadcast_interval updates."""
+    fig, ax = plt.subplots(figsize=(10, 2.8))
+    runners = [_box(ax, 0, y, f"runner {i + 1}\n(requests in flight)", GREEN, 9)
+               for i, y in enumerate((1.0, -1.0))]
+    driver = _box(ax, 3.2, 0, "driver\nray.wait", BLUE, 9)
+    queue = _box(ax, 6.0, 0, "bounded queue\n(oldest dropped)", SAND, 9)
+    learner = _box(ax, 9.0, 0, "learner thread\nV-trace, update", BLUE, 9)
+    for runner in runners:
+        _arrow(ax, runner, driver)
+    _arrow(ax, driver, queue, "batches", offset=(0, 0.3))
+    _arrow(ax, queue, learner)
+    ax.annotate("weights (one ray.put) every broadcast_interval updates", xy=(0.9, 1.55),
+                xytext=(9.0, 1.55), ha="center", va="center", fontsize=9,
+                arrowprops=dict(arrowstyle="-|>", color=GREY, lw=1.2))
+    ax.set_xlim(-1.3, 10.5)
+    ax.set_ylim(-1.6, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)

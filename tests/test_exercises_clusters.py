@@ -30,7 +30,7 @@ def test_a_spread_placement_that_fits_on_the_head_passes(capsys):
 
 @pytest.mark.parametrize(("answer", "hint"), [
     (runners(1), "at least one runner per node"),
-    (runners(strategy=None), "fills the driver's node first"),
+    (runners(strategy=None), "prefers the driver's node"),
     (runners(strategy="PACK"), "packs"),
     (runners(strategy="STRICT_PACK"), "packs"),
     (runners(strategy="STRICT_SPREAD"), "cannot all come back"),

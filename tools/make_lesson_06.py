@@ -102,7 +102,10 @@ print(worker_start_command(cluster.address, 8, "big-box"))
     md("""
 ## 2. Runners on both nodes
 
-Where do the runner actors go? By default Ray fills the driver's node first. A **placement group**
+Where do the runner actors go? Ray's default scheduler is a hybrid: it prefers the node where the
+request comes from (here the driver's, the head) until about half of that node's resources are
+reserved, then places on the least-used nodes. So two half-CPU runners *may* land on one node, and
+nothing guarantees they spread. A **placement group**
 reserves one *bundle* of resources per runner (`.resources(placement_strategy=...)`) and places
 the bundles by a strategy:
 

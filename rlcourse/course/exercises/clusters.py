@@ -63,9 +63,10 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
                             "at least one runner per node (env_runners(num_env_runners=...)).")
     strategy = config.placement_strategy
     if strategy is None:
-        raise ExerciseError("Without a placement group Ray fills the driver's node first, so the "
-                            "runners may all land on the head. Which resources(placement_strategy=...) "
-                            "spreads them?")
+        raise ExerciseError("Without a placement group, Ray's default (hybrid) scheduler prefers "
+                            "the driver's node until about half of its CPUs are reserved, and "
+                            "only then spreads: nothing makes sure that every node gets a runner. "
+                            "Which resources(placement_strategy=...) spreads them?")
     if strategy in ("PACK", "STRICT_PACK"):
         raise ExerciseError(f"{strategy} packs the runners' bundles onto as few nodes as possible: "
                             "they would not use every node.")

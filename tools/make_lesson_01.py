@@ -250,7 +250,8 @@ with the trained policy, keep every fourth frame, and show them as an animation.
 import os
 
 from IPython.display import HTML
-from matplotlib import animation
+
+from rlcourse.course.diagrams import animation_html
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame draws CartPole off-screen: no window
 env = gym.make("CartPole-v1", render_mode="rgb_array")
@@ -262,15 +263,8 @@ while not done:
     if steps % 4 == 0:
         frames.append(env.render())
 env.close()
-
-fig, ax = plt.subplots(figsize=(4, 2.7), dpi=60)
-ax.axis("off")
-image = ax.imshow(frames[0])
-movie = animation.FuncAnimation(fig, lambda i: [image.set_data(frames[i])], frames=len(frames),
-                                interval=80)
-plt.close(fig)
 print(f"the trained agent kept the pole up for {steps} steps")
-HTML(movie.to_jshtml(default_mode="once"))
+HTML(animation_html(frames))
 """),
     md("""
 ## 7. Save it, load it back

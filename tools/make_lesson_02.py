@@ -291,25 +291,17 @@ better than V expected. The difference is at the end. The terminated episode has
 deltas are 1 - V(s_t), and the last actions, which let the pole fall, get large negative advantages.
 The cut chunk bootstraps from V of its last observation (the dot), so its last actions are not blamed
 for an ending that never happened."""),
-    code("""terminated_ep = max((e for e in episodes if e.is_terminated), key=len)
+    code("""from rlcourse.course.diagrams import chunk_advantages
+
+terminated_ep = max((e for e in episodes if e.is_terminated), key=len)
 cut_ep = max((e for e in episodes if not e.is_done), key=len)
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
-for ax, e, title in [(axes[0], terminated_ep, "terminated (the pole fell)"),
-                     (axes[1], cut_ep, "cut by sample() (the episode goes on)")]:
+chunks = []
+for title, e in [("terminated (the pole fell)", terminated_ep),
+                 ("cut by sample() (the episode goes on)", cut_ep)]:
     with torch.no_grad():
         v = module.compute_values({"obs": torch.tensor(e.observations)}).numpy()
-    adv = my_gae(e, v, config.gamma, config.lambda_)
-    steps = np.arange(len(e))
-    ax.plot(steps, e.rewards, label="reward $r_t$")
-    ax.plot(np.arange(len(e) + 1), v, label="value $V(s_t)$")
-    ax.plot(steps, adv, label="advantage $A_t$ (my_gae)")
-    if not e.is_terminated:
-        ax.plot(len(e), v[-1], "o", color="C1", label="bootstrap $V(s_n)$")
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.set_title(f"{title}: {len(e)} steps")
-    ax.set_xlabel("step t in the chunk")
-axes[0].legend()
-plt.show()"""),
+    chunks.append((title, e, v, my_gae(e, v, config.gamma, config.lambda_)))
+chunk_advantages(chunks)"""),
     md("""## 10. The same pieces inside `Algorithm.train()`
 
 Our hand-built runners have done their job; we stop them and let an `Algorithm` build everything from

@@ -44,26 +44,18 @@ def layout(config):
 One PPO iteration is three phases, one after the other: the runners **sample** a batch with the
 current weights, the learner runs several epochs of **updates** on it, and the new **weights** go
 back to the runners. While the learner updates, the runners have nothing to do; while they sample,
-the learner waits. The result dict times each phase:
+the learner waits. The result dict times each phase; below PPO's measured iteration is IMPALA's
+schedule (section 2), where nobody waits:
 """),
     code("""
+from rlcourse.course.diagrams import ppo_vs_impala
+
 with layout(PPOConfig()).build_algo() as ppo:
     for _ in range(3):
         timers = ppo.train()["timers"]
 phases = [("sample", timers["env_runner_sampling_timer"]), ("update", timers["learner_update_timer"]),
           ("sync weights", timers["synch_weights"])]
-
-fig, ax = plt.subplots(figsize=(8, 2.2))
-start = 0.0
-for (name, seconds), color in zip(phases, ["tab:blue", "tab:orange", "tab:green"]):
-    row = 1 if name == "sample" else 0
-    ax.barh(row, seconds, left=start, color=color, label=f"{name} ({seconds:.2f} s)")
-    start += seconds
-ax.set_yticks([0, 1], ["learner", "runners"])
-ax.set_xlabel("seconds into one PPO iteration")
-ax.legend(loc="upper right", fontsize=8)
-ax.set_title("PPO: one side works while the other waits")
-plt.show()
+ppo_vs_impala(phases)
 busy = timers["env_runner_sampling_timer"] / timers["training_iteration"]
 print(f"The runners were busy for {busy:.0%} of the iteration.")
 """),
@@ -75,9 +67,12 @@ IMPALA (Espeholt et al., 2018) keeps the runners sampling all the time and learn
 * every runner has up to `max_requests_in_flight_per_env_runner` `sample()` requests running; the
   driver collects **whichever are done** with `ray.wait` and sends a new request at once;
 * finished batches of `train_batch_size_per_learner` steps go into a **bounded queue**
-  (`learner_queue_size`); a **learner thread** takes them out and updates (torch releases Python's
-  lock while it computes, so sampling goes on); when learning falls behind, the oldest batch is
-  dropped;
+  (`learner_queue_size`); a **learner thread** in the driver takes them out and updates; when
+  learning falls behind, the oldest batch is dropped. The runners sample in processes of their
+  own, so they never wait for the learner. Inside the driver, the learner thread and the main loop
+  (which collects samples and sends requests) share Python's interpreter lock (the GIL): only one
+  runs Python at a time, but torch releases the lock inside its numeric kernels, so the main loop
+  gets turns during every update;
 * every `broadcast_interval` updates the new weights are put into Ray's object store once and sent
   to every runner, which takes them after the requests it is already working on.
 """),

@@ -162,3 +162,99 @@ def impala_pipeline(show: bool = True) -> Figure | None:
     ax.set_ylim(-1.6, 1.9)
     ax.axis("off")
     return _finish(fig, show)
+
+
+def chunk_advantages(chunks, show: bool = True) -> Figure | None:
+    """Rewards r_t, values V(s_0..s_n) and advantages A_t along episode chunks, side by side.
+
+    `chunks`: (title, episode, values, advantages) per chunk; a chunk that did not terminate gets
+    a dot at its bootstrap value V(s_n)."""
+    fig, axes = plt.subplots(1, len(chunks), figsize=(6 * len(chunks), 3.8), sharey=True,
+                             squeeze=False)
+    for ax, (title, episode, values, advantages) in zip(axes[0], chunks, strict=True):
+        steps = np.arange(len(episode))
+        ax.plot(steps, episode.rewards, label="reward $r_t$")
+        ax.plot(np.arange(len(episode) + 1), values, label="value $V(s_t)$")
+        ax.plot(steps, advantages, label="advantage $A_t$")
+        if not episode.is_terminated:
+            ax.plot(len(episode), values[-1], "o", color="C1", label="bootstrap $V(s_n)$")
+        ax.axhline(0, color="gray", lw=0.5)
+        ax.set_title(f"{title}: {len(episode)} steps")
+        ax.set_xlabel("step t in the chunk")
+    axes[0][0].legend()
+    return _finish(fig, show)
+
+
+def animation_html(frames, interval_ms: int = 80) -> str:
+    """An HTML/JavaScript player for a list of RGB frames (show it with IPython's HTML)."""
+    from matplotlib import animation
+
+    fig, ax = plt.subplots(figsize=(4, 2.7), dpi=60)
+    ax.axis("off")
+    image = ax.imshow(frames[0])
+    movie = animation.FuncAnimation(fig, lambda i: [image.set_data(frames[i])],
+                                    frames=len(frames), interval=interval_ms)
+    plt.close(fig)
+    return movie.to_jshtml(default_mode="once")
+
+
+def ppo_vs_impala(phases, show: bool = True) -> Figure | None:
+    """PPO's and IMPALA's timelines side by side. `phases`: PPO's measured (name, seconds) of one
+    iteration: sample, update, sync weights. PPO's runners and learner take turns; IMPALA's runners
+    sample all the time while the learner thread updates (schematic, same length of time)."""
+    fig, (ppo, impala) = plt.subplots(2, 1, figsize=(9, 3.6), sharex=True)
+    colors = {"sample": "C0", "update": "C1", "sync weights": "C2"}
+    start = 0.0
+    for name, seconds in phases:
+        row = 1 if name == "sample" else 0
+        ppo.barh(row, seconds, left=start, color=colors.get(name, "C3"),
+                 label=f"{name} ({seconds:.2f} s)")
+        start += seconds
+    total = start
+    ppo.set_title("PPO (measured): one side works while the other waits", fontsize=10)
+    ppo.legend(loc="upper right", fontsize=8)
+    impala.barh(1, total, color="C0")
+    update = total / 6
+    for k in range(int(total // update)):
+        impala.barh(0, update * 0.9, left=k * update, color="C1")
+    impala.set_title("IMPALA (schematic): runners sample all the time, the learner thread "
+                     "updates from the queue", fontsize=10)
+    impala.set_xlabel("seconds")
+    for ax in (ppo, impala):
+        ax.set_yticks([0, 1], ["learner", "runners"])
+    return _finish(fig, show)
+
+
+def all_reduce(gradients=("$g_0$", "$g_1$"), show: bool = True) -> Figure | None:
+    """Data-parallel learners: each computes a gradient on its shard; the all-reduce gives every
+    learner the sum, so all apply the same averaged step."""
+    k = len(gradients)
+    fig, ax = plt.subplots(figsize=(9, 2.9))
+    total = " + ".join(g.strip("$") for g in gradients)
+    hub = _box(ax, 4.5, 0, f"all-reduce (sum)\n${total}$", SAND, 10)
+    for i, g in enumerate(gradients):
+        y = (k - 1) / 2 - i
+        shard = _box(ax, 0, 1.4 * y, f"learner {i}: shard {i}\n→ gradient {g}", BLUE, 9)
+        back = _box(ax, 9, 1.4 * y, f"learner {i}\napplies the mean", GREEN, 9)
+        _arrow(ax, shard, hub)
+        _arrow(ax, hub, back)
+    ax.set_xlim(-1.8, 10.8)
+    ax.set_ylim(-0.7 * k - 0.4, 0.7 * k + 0.4)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def throughput_bars(rates, predictions=None, show: bool = True) -> Figure | None:
+    """Env steps/s by (env kind, vectorize mode) as bars per env kind; optional predicted lines
+    for one kind: `predictions` = (kind, {mode: steps/s})."""
+    kinds = list(dict.fromkeys(kind for kind, _ in rates))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.5 * len(kinds), 3.5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds, strict=True):
+        modes = [mode for k, mode in rates if k == kind]
+        ax.bar(modes, [rates[kind, mode] for mode in modes], color=["C0", "C1", "C2"][:len(modes)])
+        ax.set(title=kind, ylabel="env steps / s")
+        if predictions and predictions[0] == kind:
+            for (mode, value), style in zip(predictions[1].items(), ("--", ":", "-."), strict=False):
+                ax.axhline(value, color="gray", linestyle=style, label=f"your {mode} prediction")
+            ax.legend(fontsize="small")
+    return _finish(fig, show)

@@ -37,8 +37,10 @@ checks = doctor()
 
 Ray turns Python functions into **tasks** and classes into **actors** that run in other processes
 (or on other machines). `rlcourse` uses actors for its *EnvRunners* (they collect experience) and
-its *Learners* (they update the network). We start Ray without its dashboard, with two CPUs;
-`init_ray` does nothing if Ray is already running, so this notebook can be re-run.
+its *Learners* (they update the network). We start Ray without its dashboard, with two *logical*
+CPUs: what Ray's scheduler hands out, whatever the machine has (on Binder's single core, actors
+take turns on it). `init_ray` does nothing if Ray is already running, so this notebook can be
+re-run.
 """),
     code("""
 import time

@@ -37,7 +37,7 @@ this notebook (the driver): Algorithm
 
 Every actor also says what it **reserves**: `num_cpus_per_env_runner`, `num_cpus_per_learner`,
 `num_gpus_per_...`. A reservation is bookkeeping for Ray's scheduler, not a limit: a runner that
-reserved 0.25 CPU still uses a whole core when it can. Fractions are how 8 runners fit on 2 cores."""),
+reserved 0.25 CPU still uses a whole core when it can. Fractions are how 8 runners fit into the 2 CPUs this lesson gives Ray."""),
     code("""import time
 
 import matplotlib.pyplot as plt

@@ -124,7 +124,10 @@ print(f"This machine gives the lesson {cores:g} CPU core(s) (Ray schedules {ray.
 print(f"CPU-bound: the most env steps/s with {cpu_best['workers']} runner(s), {cpu_best['speedup']:.2f}x "
       f"over 1 runner; with {cpu_rows[-1]['workers']} runners {cpu_rows[-1]['speedup']:.2f}x.")
 print(f"Latency-bound: {latency_rows[-1]['speedup']:.2f}x with {latency_rows[-1]['workers']} runners "
-      f"(efficiency {latency_rows[-1]['efficiency']:.0%}).")"""),
+      f"(efficiency {latency_rows[-1]['efficiency']:.0%}).")
+if cpu_best["speedup"] < 0.75 * min(cores, cpu_best["workers"]):
+    print("The CPU-bound speed-up is below what the cores allow: the driver, and any other program "
+          "on this machine, used CPU during the measurement.")"""),
     md("""
 
 The lesson for a real project: measure what your env's step spends its time on. If it computes,

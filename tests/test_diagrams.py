@@ -46,3 +46,15 @@ def test_chunk_advantages_and_the_animation():
     plt.close(figure)
     html = diagrams.animation_html([np.zeros((8, 8, 3), np.uint8)] * 3)
     assert "<script" in html
+
+
+def test_gridworld_policy_draws_arrows_and_a_path():
+    import numpy as np
+
+    from rlcourse.course.envs import GridWorld
+
+    grid = GridWorld({"size": 5, "render_mode": "rgb_array"})
+    grid.reset(seed=0)
+    figure = diagrams.gridworld_policy(grid, np.ones(25, int), [(0, 0), (0, 1)], -0.1, show=False)
+    assert "1 steps" in figure.axes[1].get_title()
+    plt.close(figure)

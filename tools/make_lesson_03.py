@@ -181,22 +181,13 @@ plt.show()"""),
 `evaluate()` plays 50 episodes greedily. With `slip=0.1` a greedy agent still slips now and then, so
 a few episodes end in a pit. Since the observation is the cell, the whole policy fits in one picture:
 the greedy action in every cell, and one episode played with it."""),
-    code("""evaluation = algo.evaluate()["env_runners"]
+    code("""from rlcourse.course.diagrams import gridworld_policy
+
+evaluation = algo.evaluate()["env_runners"]
 print(f"greedy return over {evaluation['num_episodes']} episodes: "
       f"{evaluation['episode_return_mean']:.2f} (random policy: {random_baseline:.2f})")
 
 grid = GridWorld({"size": 7, "slip": 0.1, "render_mode": "rgb_array"})
-cells = np.arange(grid.size * grid.size)
-rows, cols = np.divmod(cells, grid.size)
-show = ~grid.pits[rows, cols] & (cells != cells[-1])  # no arrows on pits and the goal
-# Arrows in image coordinates (x to the right, y downwards) for up, right, down, left.
-arrows = np.array([[0, -1], [1, 0], [0, 1], [-1, 0]])[algo.compute_actions(cells)]
-
-
-def pixel(row_col):  # centre of a cell in the rendered image, as (x, y)
-    return (np.asarray(row_col)[..., ::-1] + 0.5) * 32
-
-
 # A seed whose episode starts in the top-left corner, far from the goal.
 obs, _ = grid.reset(seed=next(seed for seed in range(100) if grid.reset(seed=seed)[0] == 0))
 path, episode_return, done = [divmod(int(obs), grid.size)], 0.0, False
@@ -205,18 +196,7 @@ while not done:
     path.append(divmod(int(obs), grid.size))
     episode_return += reward
     done = terminated or truncated
-
-fig, axes = plt.subplots(1, 2, figsize=(9, 4.3))
-axes[0].imshow(grid.render())
-axes[0].quiver(*pixel(np.c_[rows, cols][show]).T, *arrows[show].T, angles="xy",
-               scale_units="xy", scale=1 / 12, pivot="middle", color="black")
-axes[0].set_title("greedy action in each cell")
-axes[1].imshow(grid.render())
-axes[1].plot(*pixel(path).T, "-o", color="#d63031", markersize=4)
-axes[1].set_title(f"one greedy episode: {len(path) - 1} steps, return {episode_return:.2f}")
-for ax in axes:
-    ax.axis("off")
-plt.show()"""),
+gridworld_policy(grid, algo.compute_actions(np.arange(grid.size**2)), path, episode_return)"""),
     md("""## 6. When an env is broken
 
 Two kinds of mistakes, and where they show up.

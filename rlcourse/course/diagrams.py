@@ -258,3 +258,31 @@ def throughput_bars(rates, predictions=None, show: bool = True) -> Figure | None
                 ax.axhline(value, color="gray", linestyle=style, label=f"your {mode} prediction")
             ax.legend(fontsize="small")
     return _finish(fig, show)
+
+
+def gridworld_policy(grid, greedy_actions, path, episode_return: float,
+                     show: bool = True) -> Figure | None:
+    """A GridWorld (rlcourse.course.envs, made with render_mode="rgb_array") twice: the greedy action
+    in each cell as an arrow (`greedy_actions[cell]`: 0 up, 1 right, 2 down, 3 left), and one
+    episode's `path` of (row, col) cells."""
+    cells = np.arange(grid.size * grid.size)
+    rows, cols = np.divmod(cells, grid.size)
+    shown = ~grid.pits[rows, cols] & (cells != cells[-1])  # no arrows on pits and the goal
+    # Arrows in image coordinates (x to the right, y downwards) for up, right, down, left.
+    arrows = np.array([[0, -1], [1, 0], [0, 1], [-1, 0]])[np.asarray(greedy_actions)]
+
+    def pixel(row_col):  # centre of a cell in the rendered image, as (x, y)
+        return (np.asarray(row_col)[..., ::-1] + 0.5) * 32
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.3))
+    image = grid.render()
+    axes[0].imshow(image)
+    axes[0].quiver(*pixel(np.c_[rows, cols][shown]).T, *arrows[shown].T, angles="xy",
+                   scale_units="xy", scale=1 / 12, pivot="middle", color="black")
+    axes[0].set_title("greedy action in each cell")
+    axes[1].imshow(image)
+    axes[1].plot(*pixel(path).T, "-o", color="#d63031", markersize=4)
+    axes[1].set_title(f"one greedy episode: {len(path) - 1} steps, return {episode_return:.2f}")
+    for ax in axes:
+        ax.axis("off")
+    return _finish(fig, show)

@@ -16,7 +16,7 @@ CELLS = [
 4. run data-parallel learners and say what their all-reduce does;
 5. read the GPU settings, and the error you get when you ask for a GPU the machine does not have.
 
-**Time:** about 45 minutes of study (two exercises); the cells run in about two minutes, most of it
+**Time:** about 45 minutes of study (two exercises); the cells run in a minute or two, most of it
 measuring. Terms: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. Three axes
 

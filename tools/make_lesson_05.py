@@ -16,7 +16,7 @@ CELLS = [
    for a small fragment (the exercise);
 5. compare IMPALA and PPO on this machine: env steps per second and learning curves.
 
-**Time:** about 50 minutes of study (the exercise included); the cells run in about two minutes.
+**Time:** about 50 minutes of study (the exercise included); the cells run in under two minutes.
 Notation as in lessons 01-02 ($s_t, a_t, r_t, \\gamma, V(s_t), \\pi_\\theta$; here $\\mu$ is the
 behaviour policy); see the [glossary](../docs/glossary.md).
 """),

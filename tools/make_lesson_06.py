@@ -17,6 +17,7 @@ CELLS = [
 
 The cluster of this lesson is real: two Ray nodes, each started by its own `ray start` command, as on
 two machines. They share this machine, listen on 127.0.0.1 only, and are all stopped at the end.
+
 **Time:** about 45 minutes of study (two exercises); the cells run in about a minute. Terms: see
 the [glossary](../docs/glossary.md).
 """),

@@ -105,5 +105,30 @@ def test_changing_the_episode_in_place_is_refused():
         episode.rewards -= 1.0  # e.g. reusing the rewards array as scratch space
         return advantages
 
-    with pytest.raises(ExerciseError, match="changed episode.rewards"):
+    with pytest.raises(ExerciseError, match="change one of its input arrays in place"):
         check_gae(in_place)
+
+
+def test_gae_rejects_zeroing_the_bootstrap_value_in_place():
+    """A learner who 'handles' termination by writing 0 into values[n] changes the caller's array."""
+    right = make_gae(bootstrap_after=lambda episode: True)
+
+    def zeroes_values(episode, values, gamma, lambda_):
+        if episode.is_terminated:
+            values[-1] = 0.0
+        return right(episode, values, gamma, lambda_)
+
+    with pytest.raises(ExerciseError, match="change one of its input arrays in place"):
+        check_gae(zeroes_values)
+
+
+def test_a_right_answer_is_returned_and_the_stub_is_not_attempted(capsys):
+    right = make_gae()
+    assert check_gae(right) is right
+
+    def my_gae(episode, values, gamma, lambda_):
+        raise NotImplementedError("TODO: GAE")
+
+    reference = check_gae(my_gae)
+    assert "Not attempted yet" in capsys.readouterr().out
+    check_gae(reference)

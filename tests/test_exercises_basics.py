@@ -43,8 +43,18 @@ def one_step(env, policy, seed):
     return env.step(policy(obs))[1]
 
 
-def test_the_right_loop_passes(capsys):
-    check_run_episode(right)
+def acts_on_the_first_observation(env, policy, seed):
+    first, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        _, reward, terminated, truncated, _ = env.step(policy(first))  # obs never updated
+        total += reward
+        done = terminated or truncated
+    return total
+
+
+def test_the_right_loop_passes_and_is_returned(capsys):
+    assert check_run_episode(right) is right
     assert "Correct" in capsys.readouterr().out
 
 
@@ -53,8 +63,21 @@ def test_the_right_loop_passes(capsys):
     (counts_steps, "Add up the rewards themselves"),
     (no_seed, "Reset the env with the seed"),
     (one_step, "returned before the episode ended"),
+    (acts_on_the_first_observation, "old observation"),
     (lambda env, policy, seed: 1 / 0, "raised ZeroDivisionError"),
-])
-def test_each_mistake_gets_its_hint(wrong, message):
+], ids=["stops-only-on-terminated", "counts-steps-not-rewards", "ignores-the-seed",
+        "returns-after-one-step", "acts-on-the-first-observation", "raises"])
+def test_run_episode_rejects_each_mistake_with_its_hint(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_run_episode(wrong)
+
+
+def test_the_stub_is_not_attempted_and_the_reference_carries_on(capsys):
+    def run_episode(env, policy, seed):
+        raise NotImplementedError("TODO: write the loop")
+
+    reference = check_run_episode(run_episode)
+    out = capsys.readouterr().out
+    assert "Not attempted yet" in out and "show_solution('run_episode')" in out
+    assert reference is not run_episode
+    check_run_episode(reference)  # the stand-in is itself a right answer

@@ -7,60 +7,96 @@ from rlcourse.course.exercises import (
     ExerciseError,
     check_survivable_placement,
     check_worker_start_command,
+    reference_worker_start_command,
 )
 
 NODES = {"head": 1, "worker-1": 1}
 HEAD = "127.0.0.1:6379"
 
 
-def runners(n=2, cpus=0.5, strategy="SPREAD", pin=None):
-    return (PPOConfig().env_runners(num_env_runners=n, num_cpus_per_env_runner=cpus,
-                                    custom_resources_per_env_runner=pin or {})
-            .resources(placement_strategy=strategy))
+def runners(n=2, cpus=0.5, strategy="SPREAD", pin=None, env="CartPole-v1", envs=4):
+    config = (PPOConfig().environment(env)
+              .env_runners(num_env_runners=n, num_cpus_per_env_runner=cpus,
+                           num_envs_per_env_runner=envs,
+                           custom_resources_per_env_runner=pin or {})
+              .resources(placement_strategy=strategy))
+    return lambda: config
 
 
 def test_a_spread_placement_that_fits_on_the_head_passes(capsys):
-    check_survivable_placement(runners(), NODES, lost_node="worker-1")
-    assert "Correct" in capsys.readouterr().out
-    check_survivable_placement(runners(4, 0.25), NODES, lost_node="worker-1")
+    config = check_survivable_placement(runners(), NODES, lost_node="worker-1")
+    assert "Correct" in capsys.readouterr().out and config.placement_strategy == "SPREAD"
 
 
-@pytest.mark.parametrize(("config", "hint"), [
+@pytest.mark.parametrize(("answer", "hint"), [
     (runners(1), "at least one runner per node"),
-    (runners(strategy=None), "fills the driver's node first"),
+    (runners(strategy=None), "prefers the driver's node"),
     (runners(strategy="PACK"), "packs"),
     (runners(strategy="STRICT_PACK"), "packs"),
     (runners(strategy="STRICT_SPREAD"), "cannot all come back"),
     (runners(pin={"worker-1": 0.5}), "pins every runner to 'worker-1'"),
     (runners(cpus=1), r"1 CPU\(s\) are left for 2 runners x 1 CPU"),
     (runners(4, 0.5), "fraction of a CPU"),
-    (runners().fault_tolerance(restart_failed_env_runners=False), "does not restart"),
-])
-def test_placements_that_do_not_survive_get_a_hint(config, hint):
+    (runners(4, 0.25), "asks for 2 runners"),
+    (runners(envs=1), "num_envs_per_env_runner=4"),
+    (runners(env="Pendulum-v1"), "CartPole-v1"),
+    (lambda: runners()().fault_tolerance(restart_failed_env_runners=False), "does not restart"),
+    (lambda: None, "return the PPOConfig itself"),
+], ids=["one-runner", "no-placement-group", "pack", "strict-pack", "strict-spread", "pinned",
+        "whole-cpus", "too-many-runners", "four-small-runners", "one-env-each", "wrong-env",
+        "no-restarts", "returns-nothing"])
+def test_survivable_placement_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_survivable_placement(config, NODES, lost_node="worker-1")
+        check_survivable_placement(answer, NODES, lost_node="worker-1")
 
 
-@pytest.mark.parametrize("command", [
-    f"""ray start --address={HEAD} --num-cpus=8 --resources='{{"big-box": 1}}'""",
-    f"""ray start --address {HEAD} --num-cpus 8 --resources '{{"big-box": 2}}' --block""",
-    f"""/opt/venv/bin/ray start --num-cpus=8 --resources='{{"big-box": 0.5}}' --address={HEAD}""",
+def command(template):
+    return lambda head_address, num_cpus, resource: template.format(
+        head=head_address, cpus=num_cpus, resource=resource)
+
+
+@pytest.mark.parametrize("answer", [
+    reference_worker_start_command,
+    command("ray start --address {head} --num-cpus {cpus} --resources "
+            """'{{"{resource}": 2}}' --block"""),
+    command("/opt/venv/bin/ray start --num-cpus={cpus} "
+            """--resources='{{"{resource}": 0.5}}' --address={head}"""),
 ])
-def test_a_right_worker_command_passes(command, capsys):
-    check_worker_start_command(command, HEAD)
+def test_a_right_worker_command_passes(answer, capsys):
+    assert check_worker_start_command(answer, HEAD) is answer
     assert "Correct" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("command", "hint"), [
-    ("ray up cluster.yaml", "ray start"),
-    (f"ray start --head --address={HEAD} --num-cpus=8", "--head starts a new cluster"),
-    ("ray start --address=127.0.0.1:8265 --num-cpus=8", "head's address"),
-    (f"ray start --address={HEAD}", "--num-cpus=8"),
-    (f"ray start --address={HEAD} --num-cpus=8", "custom resource"),
-    (f"""ray start --address={HEAD} --num-cpus=8 --resources='{{"other": 1}}'""", "big-box"),
-    (f"ray start --address={HEAD} --num-cpus=8 --resources='{{'big-box': 1}}'", "JSON"),
-    (f"""ray start --address={HEAD} --num-cpus=8 --resources='{{"big-box": 1}}""", "quotes"),
-])
-def test_wrong_worker_commands_get_a_hint(command, hint):
+@pytest.mark.parametrize(("answer", "hint"), [
+    (command("ray up cluster.yaml"), "ray start"),
+    (command("ray start --head --address={head} --num-cpus={cpus}"), "--head starts a new cluster"),
+    (command("ray start --address=127.0.0.1:8265 --num-cpus={cpus}"), "head's address"),
+    (command(f"""ray start --address={HEAD} --num-cpus=8 --resources='{{{{"big-box": 1}}}}'"""),
+     "Build it from the head_address argument"),
+    (command("ray start --address={head}"), "--num-cpus=8"),
+    (command("ray start --address={head} --num-cpus={cpus}"), "custom resource"),
+    (command("""ray start --address={head} --num-cpus={cpus} --resources='{{"other": 1}}'"""),
+     "big-box"),
+    (command("ray start --address={head} --num-cpus={cpus} --resources='{{'{resource}': 1}}'"),
+     "JSON"),
+    (command("""ray start --address={head} --num-cpus={cpus} --resources='{{"{resource}": 1}}"""),
+     "quotes"),
+    (lambda head_address, num_cpus, resource: ["ray", "start"], "one string"),
+], ids=["ray-up", "head", "dashboard-port", "typed-address", "no-cpus", "no-resource",
+        "other-resource", "single-quoted-json", "unclosed-quote", "a-list"])
+def test_worker_start_command_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_worker_start_command(command, HEAD)
+        check_worker_start_command(answer, HEAD)
+
+
+def test_the_cluster_stubs_are_not_attempted(capsys):
+    def placement_config():
+        raise NotImplementedError("TODO")
+
+    def worker_start_command(head_address, num_cpus, resource):
+        raise NotImplementedError("TODO")
+
+    config = check_survivable_placement(placement_config, NODES, lost_node="worker-1")
+    assert config.num_env_runners == 2
+    assert check_worker_start_command(worker_start_command, HEAD) is reference_worker_start_command
+    assert capsys.readouterr().out.count("Not attempted yet") == 2

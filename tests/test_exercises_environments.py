@@ -89,9 +89,57 @@ class ReusesObservationArray(Corridor):
         return self.obs, reward, terminated, truncated, info
 
 
-def test_the_spec_passes(capsys):
-    check_env_implementation(Corridor)
+class LeftDoesNothing(Corridor):
+    """Action 0 keeps the agent where it is (only the wall case was ever tried)."""
+
+    def step(self, action):
+        if action == 0:
+            self.position += 1  # undone by super().step's left move... unless at the wall
+            self.position = max(0, self.position - 1)
+            self.steps += 1
+            truncated = self.steps >= self.max_episode_steps
+            return np.array([self.position], dtype=np.float32), -0.1, False, truncated, {}
+        return super().step(action)
+
+
+class SwappedActions(Corridor):
+    def step(self, action):
+        return super().step(1 - action)
+
+
+class LeftWrapsAround(Corridor):
+    """Left from cell 0 goes to -1 (no wall)."""
+
+    def step(self, action):
+        if action == 0 and self.position == 0:
+            self.steps += 1
+            self.position = -1
+            return np.array([-1.0], dtype=np.float32), -0.1, False, False, {}
+        return super().step(action)
+
+
+def test_the_spec_passes_and_is_returned(capsys):
+    assert check_env_implementation(Corridor) is Corridor
     assert "Correct" in capsys.readouterr().out
+
+
+def test_the_stub_is_not_attempted_and_the_reference_passes(capsys):
+    class Stub(gym.Env):
+        def __init__(self, config=None):
+            raise NotImplementedError("TODO: the spaces")
+
+    reference = check_env_implementation(Stub)
+    assert "Not attempted yet" in capsys.readouterr().out
+    assert check_env_implementation(reference) is reference
+
+
+def test_a_half_written_corridor_is_not_attempted_yet(capsys):
+    class HalfDone(Corridor):
+        def step(self, action):
+            raise NotImplementedError("TODO: step")
+
+    check_env_implementation(HalfDone)
+    assert "Not attempted yet" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("env_class", "message"), [
@@ -107,9 +155,12 @@ def test_the_spec_passes(capsys):
     (step_changed(lambda o, r, te, tr: (o, r, te or tr)), "must return five values"),
     (step_changed(lambda o, r, te, tr: (o, 1.0 if te else 0.0, te, tr)), "-0.1 per step"),
     (step_changed(lambda o, r, te, tr: (o[0], r, te, tr)), "float32 array of shape"),
+    (LeftDoesNothing, r"step 2 \(to the left\).*should be in cell 0"),
+    (SwappedActions, "first step to the right.*should be in cell 1"),
+    (LeftWrapsAround, "not (in|within) (the )?observation.space|should be in cell 0"),
 ], ids=["no-super-reset", "float64", "ignores-env-config", "no-config-argument", "step-count",
         "reused-array", "timeout-terminates", "never-truncates", "numpy-bools", "old-gym-api",
-        "rewards", "scalar-observation"])
+        "rewards", "scalar-observation", "left-does-nothing", "swapped-actions", "no-wall-on-the-left"])
 def test_typical_mistakes_get_a_hint(env_class, message):
     with pytest.raises(ExerciseError, match=message):
         check_env_implementation(env_class)

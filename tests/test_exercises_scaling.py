@@ -2,60 +2,104 @@
 
 import pytest
 
-from rlcourse.course.exercises import ExerciseError, check_scaling_table, check_vectorize_prediction
+from rlcourse.course.exercises import (
+    ExerciseError,
+    check_scaling_table,
+    check_vectorize_prediction,
+    reference_speedup_and_efficiency,
+)
 
-THROUGHPUTS = {1: 4000.0, 2: 7200.0, 4: 7600.0, 8: 7000.0}
-
-
-def speedups(rule=lambda t, n: t[n] / t[1]):
-    return {n: rule(THROUGHPUTS, n) for n in THROUGHPUTS}
-
-
-def efficiencies(rule=lambda s, n: s / n):
-    return {n: rule(s, n) for n, s in speedups().items()}
+MEASURED = {1: 3100.0, 2: 5900.0, 4: 6100.0}
 
 
-def test_a_right_scaling_table_passes(capsys):
-    check_scaling_table(THROUGHPUTS, speedups(), efficiencies())
+def table(speedup=lambda t, n: t[n] / t[1], efficiency=lambda s, n: s / n):
+    """An answer function; the keyword arguments plant one typical mistake."""
+
+    def speedup_and_efficiency(throughputs):
+        speedups = {n: speedup(throughputs, n) for n in throughputs}
+        return speedups, {n: efficiency(s, n) for n, s in speedups.items()}
+
+    return speedup_and_efficiency
+
+
+def test_a_right_scaling_table_passes_and_returns_the_measured_table(capsys):
+    speedups, efficiencies = check_scaling_table(table(), MEASURED)
+    assert speedups == pytest.approx({1: 1.0, 2: 5900 / 3100, 4: 6100 / 3100})
+    assert efficiencies[4] == pytest.approx(6100 / 3100 / 4)
     assert "4 runner(s)" in capsys.readouterr().out  # the fastest count is named
-    rounded = {n: round(s, 2) for n, s in speedups().items()}  # rounding to 2 places is fine
-    check_scaling_table(THROUGHPUTS, rounded, efficiencies())
+    check_scaling_table(table(speedup=lambda t, n: round(t[n] / t[1], 2)), MEASURED)  # rounding
 
 
-@pytest.mark.parametrize(("speedup_answer", "efficiency_answer", "hint"), [
-    (speedups(lambda t, n: t[1] / t[n]), efficiencies(), "upside down"),
-    (speedups(lambda t, n: t[n] / t[max(1, n // 2)]), efficiencies(), "not with the row before"),
-    (speedups(lambda t, n: t[n] / 1000), efficiencies(), r"throughputs\[N\] / throughputs\[1\]"),
-    (speedups(), efficiencies(lambda s, n: 100 * s / n), "fractions"),
-    (speedups(), efficiencies(lambda s, n: n / s), "not runners / speed-up"),
-    (speedups(), efficiencies(lambda s, n: s), "speed-up / number of runners"),
-    ({1: 1.0, 2: 1.8}, efficiencies(), r"no value for \[4, 8\]"),
-])
-def test_wrong_scaling_tables_get_a_hint(speedup_answer, efficiency_answer, hint):
+def typed_from_the_measurement(throughputs):
+    """Numbers read off the lesson's printout and typed in: right for one table only."""
+    return {1: 1.0, 2: 1.9, 4: 1.97}, {1: 1.0, 2: 0.95, 4: 0.49}
+
+
+def mutates(throughputs):
+    throughputs[1] = throughputs[1]  # e.g. filling in a missing row
+    return reference_speedup_and_efficiency(throughputs)
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (table(speedup=lambda t, n: t[1] / t[n]), "upside down"),
+    (table(speedup=lambda t, n: t[n] / t[max(k for k in t if k < n)] if n > 1 else 1.0),
+     "not with the row before"),
+    (table(speedup=lambda t, n: t[n] / 1000), r"throughputs\[N\] / throughputs\[1\]"),
+    (table(efficiency=lambda s, n: 100 * s / n), "fractions"),
+    (table(efficiency=lambda s, n: n / s), "not runners / speed-up"),
+    (table(efficiency=lambda s, n: s), "speed-up / number of runners"),
+    (typed_from_the_measurement, "typed-in numbers fail"),
+    (mutates, "changed `throughputs` in place"),
+    (lambda throughputs: ({1: 1.0}, {1: 1.0}), r"no value for \[2, 4, 8\]"),
+    (lambda throughputs: reference_speedup_and_efficiency(throughputs)[0], "Return two dicts"),
+], ids=["upside-down", "row-before", "not-divided-by-one-runner", "percent", "runners-over-speedup",
+        "efficiency-is-speedup", "typed-numbers", "mutates-input", "missing-rows", "one-dict"])
+def test_scaling_table_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_scaling_table(THROUGHPUTS, speedup_answer, efficiency_answer)
+        check_scaling_table(answer, MEASURED)
 
 
 def test_a_table_without_one_runner_cannot_be_checked():
     with pytest.raises(ExerciseError, match="1-runner"):
-        check_scaling_table({2: 1.0, 4: 2.0}, {2: 1.0, 4: 2.0}, {2: 0.5, 4: 0.5})
+        check_scaling_table(table(), {2: 1.0, 4: 2.0})
+
+
+def test_the_scaling_stubs_are_not_attempted(capsys):
+    def speedup_and_efficiency(throughputs):
+        raise NotImplementedError("TODO")
+
+    def predict_steps_per_s(num_envs, step_latency_s, mode):
+        raise NotImplementedError("TODO")
+
+    assert check_scaling_table(speedup_and_efficiency, MEASURED) == \
+        reference_speedup_and_efficiency(MEASURED)
+    predict = check_vectorize_prediction(predict_steps_per_s)
+    assert predict(4, 0.005, "ASYNC") == pytest.approx(800)
+    assert capsys.readouterr().out.count("Not attempted yet") == 2
+
+
+def predictor(sync=lambda n, s: 1 / s, async_=lambda n, s: n / s):
+    def predict_steps_per_s(num_envs, step_latency_s, mode):
+        return (sync if mode == "SYNC" else async_)(num_envs, step_latency_s)
+
+    return predict_steps_per_s
 
 
 def test_a_right_vectorize_prediction_passes(capsys):
-    check_vectorize_prediction(num_envs=4, step_latency_s=0.002, sync_steps_per_s=500,
-                               async_steps_per_s=2000)
+    right = predictor()
+    assert check_vectorize_prediction(right) is right
     assert "Correct" in capsys.readouterr().out
-    check_vectorize_prediction(num_envs=8, step_latency_s=0.01, sync_steps_per_s=100,
-                               async_steps_per_s=790)  # within 10%
+    check_vectorize_prediction(predictor(async_=lambda n, s: 0.95 * n / s))  # within 10%
 
 
-@pytest.mark.parametrize(("sync", "async_", "hint"), [
-    (2000, 2000, "one after another"),
-    (125, 2000, "4 waits of 2 ms"),
-    (500, 500, "own process"),
-    (500, 4000, "one wait of 2 ms"),
-])
-def test_wrong_vectorize_predictions_get_a_hint(sync, async_, hint):
+@pytest.mark.parametrize(("answer", "hint"), [
+    (predictor(sync=lambda n, s: n / s), "one after another"),
+    (predictor(sync=lambda n, s: 1 / (n * s)), "count env steps, not vector steps"),
+    (predictor(async_=lambda n, s: 1 / s), "own process"),
+    (predictor(async_=lambda n, s: 2 * n / s), "one wait of 5 ms"),
+    (lambda num_envs, step_latency_s, mode: 200.0 if mode == "SYNC" else 800.0,
+     "Compute from the arguments"),
+], ids=["sync-overlaps", "sync-vector-steps", "async-adds-up", "async-wrong", "typed-numbers"])
+def test_vectorize_prediction_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_vectorize_prediction(num_envs=4, step_latency_s=0.002, sync_steps_per_s=sync,
-                                   async_steps_per_s=async_)
+        check_vectorize_prediction(answer)

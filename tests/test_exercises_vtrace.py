@@ -37,10 +37,30 @@ def test_a_right_answer_passes(capsys):
     (lambda **kw: right(**{**kw, "rho_bar": kw["c_bar"], "c_bar": kw["rho_bar"]}),
      "rho_bar=0.5 and c_bar=0.8"),
     (lambda **kw: kw["values"] + kw["rewards"], "on-policy (all ratios 1), not terminated"),
-])
-def test_typical_mistakes_fail_with_the_case_named(wrong, case):
+], ids=["no-clipping", "bootstraps-after-termination", "rho-and-c-swapped", "one-step-target"])
+def test_vtrace_rejects_each_mistake_with_the_case_named(wrong, case):
     with pytest.raises(ExerciseError, match=case.replace("(", r"\(").replace(")", r"\)")):
         check_vtrace(wrong)
+
+
+def test_vtrace_rejects_changing_the_values_in_place():
+    def in_place(**kw):
+        vs = right(**kw)
+        kw["values"] += 0.0  # e.g. reusing values as the output array
+        return vs
+
+    with pytest.raises(ExerciseError, match="in place"):
+        check_vtrace(in_place)
+
+
+def test_the_stub_is_not_attempted(capsys):
+    def my_vtrace(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,
+                  rho_bar=1.0, c_bar=1.0):
+        raise NotImplementedError("TODO: V-trace")
+
+    reference = check_vtrace(my_vtrace)
+    assert "Not attempted yet" in capsys.readouterr().out
+    assert check_vtrace(reference) is reference
 
 
 def test_a_wrong_shape_and_an_exception_are_reported():

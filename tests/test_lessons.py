@@ -46,6 +46,9 @@ def test_lesson_structure(name, notebook):
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in cells if c.cell_type == "code"), f"{name}: outputs must be stripped"
     assert cells[0].cell_type == "markdown" and "By the end of this lesson" in cells[0].source
+    assert "minutes of study" in cells[0].source, f"{name}: the header gives the study time"
+    assert "docs/glossary.md" in cells[0].source, f"{name}: the header links the glossary"
+    assert (ROOT / "docs" / "glossary.md").is_file()
     assert "Read next in the source" in text, f"{name}: end with what to read in the source"
     assert re.search(r"exercises\.check_\w+\(|\bcheck_\w+\(", text), f"{name}: needs an exercise"
     last = cells[-1]

@@ -12,12 +12,14 @@ CELLS = [
 1. check that your machine is ready for the course;
 2. start Ray small and quiet, and use its three building blocks: *tasks*, *actors* and the
    *object store*;
-3. write the reinforcement-learning loop by hand: observe, act, get a reward, repeat (the exercise);
+3. name the pieces of reinforcement learning (state, action, reward, return and discounting,
+   policy and value) and write its loop by hand: observe, act, get a reward, repeat (the exercise);
 4. configure, train and evaluate PPO with `rlcourse`, with RLlib's names (`PPOConfig`,
    `.environment()`, `.env_runners()`, `build_algo()`, `train()`), and watch it learn live;
 5. watch the trained agent play, then save it and load it back.
 
-The lesson takes about a minute on two CPU cores.
+**Time:** about 60 minutes of study (the exercise included); the cells run in about a minute.
+Every term and symbol of the course is in the [glossary](../docs/glossary.md).
 """),
     md("""
 ## 0. Pre-flight check
@@ -35,8 +37,10 @@ checks = doctor()
 
 Ray turns Python functions into **tasks** and classes into **actors** that run in other processes
 (or on other machines). `rlcourse` uses actors for its *EnvRunners* (they collect experience) and
-its *Learners* (they update the network). We start Ray without its dashboard, with two CPUs;
-`init_ray` does nothing if Ray is already running, so this notebook can be re-run.
+its *Learners* (they update the network). We start Ray without its dashboard, with two *logical*
+CPUs: what Ray's scheduler hands out, whatever the machine has (on Binder's single core, actors
+take turns on it). `init_ray` does nothing if Ray is already running, so this notebook can be
+re-run.
 """),
     code("""
 import time
@@ -101,7 +105,48 @@ print([round(x, 1) for x in ray.get([norm.remote(weights_ref) for _ in range(4)]
 print(f"object store: {ray.available_resources()['object_store_memory'] / 2**20:.0f} MB free")
 """),
     md("""
-## 2. The RL loop by hand
+## 2. Reinforcement learning in one picture
+
+An **agent** acts in an **environment**, one step at a time. At step $t$ it observes the **state**
+$s_t$, picks an **action** $a_t$, and the environment answers with a **reward** $r_t$ and the next
+state $s_{t+1}$. An **episode** is one run of this loop from `reset` until it ends: it is
+**terminated** when the task is over (the pole fell) and **truncated** when a time limit cuts it.
+"""),
+    code("""
+from rlcourse.course.diagrams import discounting, rl_loop
+
+rl_loop()
+"""),
+    md("""
+The agent wants rewards, and not only the next one. The **return** from step $t$ adds up the
+rewards still to come, each one **discounted** by $\\gamma$ (gamma, between 0 and 1) per step of delay:
+
+$$G_t = r_t + \\gamma\\, r_{t+1} + \\gamma^2 r_{t+2} + \\dots = \\sum_{k \\ge 0} \\gamma^k r_{t+k}$$
+
+A reward $k$ steps ahead counts $\\gamma^k$ as much as one now. With $\\gamma = 0.99$ (PPO's default,
+`config.gamma`) a reward 69 steps ahead still counts half; with 0.9, only 7 steps are in view.
+Discounting keeps returns finite and makes the agent prefer rewards sooner.
+"""),
+    code("""
+discounting(gammas=(0.9, 0.99))
+rewards = np.ones(500)                     # CartPole: +1 per step, 500 steps if the pole stays up
+for gamma in (0.9, 0.99, 1.0):
+    print(f"gamma={gamma}: return G_0 = {np.sum(gamma ** np.arange(len(rewards)) * rewards):.1f}")
+"""),
+    md("""
+Two functions make an agent, and PPO learns both, each as a small neural network:
+
+- the **policy** $\\pi_\\theta(a_t \\mid s_t)$: the probability of each action in state $s_t$,
+  with the network's weights $\\theta$. Acting means sampling from it; playing greedily means
+  taking its most likely action. Learning means changing $\\theta$ so that the expected return grows.
+- the **value** $V(s_t)$: the return the current policy expects from state $s_t$. It does not act;
+  it is the yardstick that says whether an action turned out better or worse than expected
+  (lesson 02's *advantage*).
+
+PPO (Proximal Policy Optimization) repeats: collect episodes with the current policy, then update
+the policy to make the better-than-expected actions likelier, without moving too far at once.
+
+## 3. The RL loop by hand
 
 CartPole: push a cart left or right (action 0 or 1) to keep a pole upright. Every step upright gives
 reward +1; the episode **terminates** when the pole falls and is **truncated** at 500 steps by a
@@ -112,29 +157,34 @@ episode ends.
 
 Complete `run_episode(env, policy, seed)`: reset the env with the seed, act with `policy(obs)`
 until the episode ends, and return the sum of the rewards. The checker runs it on CartPole and on an
-env whose only ending is a time limit. (A working answer is filled in; try writing your own.)
+env whose only ending is a time limit, and says what looks wrong. Until you write it, the checker
+reports it as *not attempted* and the lesson goes on with rlcourse's own loop. Stuck? Run
+`show_solution("run_episode")` in a new cell.
 """),
     code("""
-from rlcourse.course.exercises import check_run_episode
+from rlcourse.course.exercises import check_run_episode, show_solution
 
 
 def run_episode(env, policy, seed):
-    obs, info = env.reset(seed=seed)
-    episode_return, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(policy(obs))
-        episode_return += reward
-        done = terminated or truncated
-    return episode_return
+    \"\"\"Play one episode: reset `env` with `seed`, act with `policy(obs)` until the episode ends,
+    and return the sum of the rewards (the episode's return).
+
+    Hints: `obs, info = env.reset(seed=seed)`; `env.step(action)` returns
+    `obs, reward, terminated, truncated, info`; the episode ends when terminated OR truncated.
+    \"\"\"
+    # TODO: your loop here (about 6 lines), then delete the raise.
+    raise NotImplementedError("TODO: write the loop")
 
 
-check_run_episode(run_episode)
+run_episode = check_run_episode(run_episode)  # yours if right, rlcourse's while not attempted
+"""),
+    code("""
 env = gym.make("CartPole-v1")
 random_return = run_episode(env, lambda obs: env.action_space.sample(), seed=0)
 print(f"a random policy keeps the pole up for {random_return:.0f} steps (the best is 500)")
 """),
     md("""
-## 3. Configure PPO
+## 4. Configure PPO
 
 An `AlgorithmConfig` holds every setting, set with methods that return the config, so it reads as
 one chain. Two **EnvRunner** actors (half a core each) step four CartPoles each; the **Learner**
@@ -154,7 +204,7 @@ algo = config.build_algo()
 print(algo.env_runner_group.num_remote_env_runners, "EnvRunner actors are ready")
 """),
     md("""
-## 4. Train, and watch it learn
+## 5. Train, and watch it learn
 
 Each `algo.train()` is one iteration: the runners sample 2000 steps with the current policy, the
 learner runs six epochs of PPO updates on them, and the new weights go back to the runners.
@@ -181,7 +231,7 @@ print("learner:", {k: round(v, 4) for k, v in last["learners"]["default_policy"]
 print("timers (s):", {k: round(v, 3) for k, v in last["timers"].items()})
 """),
     md("""
-## 5. Evaluate, act, and watch
+## 6. Evaluate, act, and watch
 
 `evaluate()` plays whole episodes **greedily** (always the most likely action), apart from training.
 `compute_actions` asks the trained policy what it would do for given observations.
@@ -202,7 +252,8 @@ with the trained policy, keep every fourth frame, and show them as an animation.
 import os
 
 from IPython.display import HTML
-from matplotlib import animation
+
+from rlcourse.course.diagrams import animation_html
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame draws CartPole off-screen: no window
 env = gym.make("CartPole-v1", render_mode="rgb_array")
@@ -214,18 +265,11 @@ while not done:
     if steps % 4 == 0:
         frames.append(env.render())
 env.close()
-
-fig, ax = plt.subplots(figsize=(4, 2.7), dpi=60)
-ax.axis("off")
-image = ax.imshow(frames[0])
-movie = animation.FuncAnimation(fig, lambda i: [image.set_data(frames[i])], frames=len(frames),
-                                interval=80)
-plt.close(fig)
 print(f"the trained agent kept the pole up for {steps} steps")
-HTML(movie.to_jshtml(default_mode="once"))
+HTML(animation_html(frames))
 """),
     md("""
-## 6. Save it, load it back
+## 7. Save it, load it back
 
 `save_to_path` writes a checkpoint directory: the config and counters as JSON, the weights and
 optimizer state as tensors, and a manifest with the SHA-256 of every file. A new version is written
@@ -249,6 +293,8 @@ print(f"restored from {path}: iteration {restored.iteration}, same actions: {sam
 
 - Ray runs functions as tasks and classes as actors; `num_cpus` may be a fraction; `ray.put`
   shares one copy of a value through the object store.
+- An agent observes $s_t$, acts $a_t$ with its policy $\\pi_\\theta$, and receives $r_t$; it learns to
+  make the discounted return $G_t = \\sum_k \\gamma^k r_{t+k}$ large, and its value $V(s_t)$ predicts it.
 - The RL loop is `reset`, then `step(action)` until `terminated` or `truncated`.
 - `PPOConfig()...build_algo()` builds EnvRunner actors and a Learner; `train()` runs one iteration
   and returns a nested dict with RLlib's key names; `save_to_path` / `from_checkpoint` keep the run.

@@ -16,12 +16,15 @@ look at what it hands to the next one, and then find the very same pieces inside
    (terminated, truncated, or continued in the next chunk);
 3. say what an RLModule's `forward_train`, `forward_exploration` and `forward_inference` return,
    and what the action distribution is;
-4. compute GAE advantages by hand and run a Learner update on your episodes;
+4. say what an advantage is, compute GAE advantages by hand, and write PPO's clipped surrogate
+   loss (the two exercises), then run a Learner update on your episodes;
 5. follow the data walk through the source: config → `Algorithm.setup` → `EnvRunnerGroup.sample` →
    `EnvRunner.sample` → episodes → `LearnerGroup.update` → `Learner.update` → weights →
    `EnvRunnerGroup.sync_weights`.
 
-The lesson runs in under a minute on two CPU cores."""),
+**Time:** about 60 minutes of study (two exercises); the cells run in about a minute. Terms and
+notation ($s_t, a_t, r_t, \\gamma, \\lambda, V(s_t), A_t, \\pi_\\theta$) are as in lesson 01 and the
+[glossary](../docs/glossary.md)."""),
     md("""## 1. The map
 
 One training iteration of PPO is one turn around this loop. Every box is a function in a file you
@@ -34,34 +37,11 @@ import numpy as np
 import ray
 from IPython.display import display
 
+from rlcourse.course.diagrams import clipped_objective, data_walk, episode_chunk
 from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
-
-# Each box: the step, its file in rlcourse/, and its place on a 3 x 3 ring (column, row).
-loop = [("EnvRunnerGroup.sample", "env_runner_group.py", (0, 2)),
-        ("EnvRunner.sample\\n(in each runner actor)", "env_runner.py", (1, 2)),
-        ("episodes\\n(SingleAgentEpisode)", "episode.py", (2, 2)),
-        ("LearnerGroup.update", "learner_group.py", (2, 1)),
-        ("Learner.update\\n(build_batch, compute_loss)", "learner.py\\nalgorithms/ppo_learner.py", (2, 0)),
-        ("weights: Learner.get_weights\\n(inference_only=True)", "learner.py, rl_module.py", (1, 0)),
-        ("EnvRunnerGroup\\n.sync_weights", "env_runner_group.py", (0, 0))]
-fig, ax = plt.subplots(figsize=(12, 5))
-style = dict(ha="center", va="center", fontsize=9)
-boxes = [ax.text(3.6 * col, 1.6 * row, f"{label}\\n{source}", **style,
-                 bbox=dict(boxstyle="round,pad=0.5", fc="#e6eefc", ec="#4a6fa5"))
-         for label, source, (col, row) in loop]
-setup = ax.text(-3.6, 3.2, "config (config.py)\\n↓\\nAlgorithm.setup (algorithm.py)\\nbuilds the loop once",
-                **style, bbox=dict(boxstyle="round,pad=0.5", fc="#fdf0d5", ec="#b08a3e"))
-for start, end in [*zip(boxes, boxes[1:] + boxes[:1]), (setup, boxes[0])]:
-    ax.annotate("", xy=end.get_position(), xytext=start.get_position(), arrowprops=dict(
-        arrowstyle="-|>", color="#4a6fa5", lw=1.5,
-        patchA=start.get_bbox_patch(), patchB=end.get_bbox_patch()))
-ax.text(3.6, 1.6, "algo.train():\\none turn of the loop", ha="center", va="center", fontsize=12)
-ax.set_xlim(-5.4, 8.8)
-ax.set_ylim(-0.7, 3.9)
-ax.axis("off")
-plt.show()"""),
+data_walk()"""),
     md("""## 2. One config, one Learner, and the weights it hands out
 
 Every piece is built from the same `AlgorithmConfig`. The env's spaces come from one env built here
@@ -114,6 +94,7 @@ A chunk of **n steps** holds **n+1 observations**: `observations[t]` is what the
 `actions[t]`, and `observations[n]` is where the chunk stops. Rewards and `extra_model_outputs`
 (here `action_logp`, the log-probability of each action under the policy that chose it) have one
 entry per step. Everything is a NumPy array."""),
+    code("""episode_chunk(n=4, ending="cut")"""),
     code("""ep = episodes[0]
 print(ep)
 print("observations       ", ep.observations.shape, ep.observations.dtype)
@@ -187,9 +168,15 @@ to bootstrap from), and then the **advantages** with Generalized Advantage Estim
 $$\\delta_t = r_t + \\gamma\\, V(s_{t+1})\\,(1 - \\text{terminated}_t) - V(s_t), \\qquad
 A_t = \\delta_t + \\gamma\\lambda\\, A_{t+1}$$
 
-computed backwards from the end of each chunk. An advantage says how much better the action turned
-out than the value network expected. `value_targets = advantages + values` are what the value
-network learns to predict."""),
+computed backwards from the end of each chunk. $\\gamma$ (`config.gamma`, 0.99) is the discount
+factor of lesson 01; $\\lambda$ (`config.lambda_`, 0.95) trades bias for variance: $\\lambda = 0$
+uses only the one-step error $\\delta_t$ (low variance, but it trusts $V$), $\\lambda = 1$ the
+whole observed return minus $V(s_t)$ (no trust in $V$, noisier).
+
+The **advantage** $A_t$ says how much better action $a_t$ turned out than the value network
+expected from $s_t$: positive, the action was better than usual for that state, so make it more
+likely; negative, less likely. `value_targets = advantages + values` are what the value network
+learns to predict."""),
     code("""train_batch = learner.build_batch(episodes)
 for key, tensor in train_batch.items():
     print(f"{key:14s} {tuple(tensor.shape)} {tensor.dtype}")
@@ -207,31 +194,71 @@ Think about the last step:
 - a chunk that is **cut** but still running also bootstraps from `values[n]`.
 
 `check_gae` compares your function with `rlcourse.utils.postprocessing.compute_gae` on chunks ending in
-each of these ways and names the case if one is wrong. A working answer is below; replace it with
-your own and run the cell."""),
-    code("""from rlcourse.course.exercises import check_gae
+each of these ways (with read-only inputs) and names the case if one is wrong. Until you write it,
+it is reported as not attempted and the lesson uses rlcourse's GAE. Stuck? `show_solution("gae")`."""),
+    code("""from rlcourse.course.exercises import check_gae, show_solution
 
 
 def my_gae(episode, values, gamma, lambda_):
-    \"\"\"GAE advantages for one chunk; `values` are V of its n+1 observations.\"\"\"
-    n = len(episode)
-    advantages = np.zeros(n, dtype=np.float32)
-    next_advantage = 0.0
-    for t in reversed(range(n)):
-        # Only a termination ends the future; a truncated or cut chunk bootstraps from V(s_n).
-        no_future = t == n - 1 and episode.is_terminated
-        next_value = 0.0 if no_future else values[t + 1]
-        delta = episode.rewards[t] + gamma * next_value - values[t]
-        next_advantage = delta + gamma * lambda_ * next_advantage
-        advantages[t] = next_advantage
-    return advantages
+    \"\"\"GAE advantages A_0 ... A_{n-1} for one chunk; `values` are V(s_0) ... V(s_n).
+
+    Hints: loop t from n-1 down to 0; delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), where
+    V(s_n) counts as 0 only if the chunk is terminated; A_t = delta_t + gamma * lambda_ * A_{t+1}.
+    Do not change `episode` or `values` (they are read-only here).
+    \"\"\"
+    # TODO: about 8 lines, then delete the raise.
+    raise NotImplementedError("TODO: compute the advantages")
 
 
-check_gae(my_gae)"""),
-    md("""## 7. One update
+my_gae = check_gae(my_gae)  # yours if right, rlcourse's while not attempted"""),
+    md("""## 7. The policy gradient and PPO's clipped objective
+
+The policy $\\pi_\\theta(a_t \\mid s_t)$ is the network with weights $\\theta$. The **policy gradient**
+says how to change $\\theta$ to make the expected return larger:
+
+$$\\nabla_\\theta J(\\theta) = \\mathbb{E}_t\\left[\\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t)\\, A_t\\right]$$
+
+Push up the log-probability of actions with a positive advantage, push down those with a negative
+one. Its estimate is only good for the policy that collected the data, so plain policy gradient
+takes one step per batch. PPO reuses a batch for several epochs, and keeps each update small by
+watching the **probability ratio** between the policy being trained and the one that acted (whose
+log-probabilities the runners recorded as `action_logp`):
+
+$$\\rho_t(\\theta) = \\frac{\\pi_\\theta(a_t \\mid s_t)}{\\pi_{\\theta_{old}}(a_t \\mid s_t)}, \\qquad
+L^{CLIP}(\\theta) = \\mathbb{E}_t\\left[\\min\\big(\\rho_t A_t,\\ \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon)\\, A_t\\big)\\right]$$
+
+with $\\epsilon$ = `config.clip_param` (0.2). The picture shows what the min and the clip do: once
+a good action ($A_t > 0$) has become $1+\\epsilon$ times likelier, or a bad one ($A_t < 0$) $1-\\epsilon$
+times as likely, the objective is flat and gives no more gradient. In the other direction, nothing
+is clipped: an update that made a bad action likelier is always pulled back."""),
+    code("""clipped_objective(clip_param=config.clip_param)"""),
+    md("""### Exercise: the clipped surrogate loss
+
+Write `clipped_surrogate_loss(logp, old_logp, advantages, clip_param)` with torch: `logp` are
+$\\log \\pi_\\theta(a_t \\mid s_t)$ (with gradient), `old_logp` the runners' `action_logp`. Return
+the **loss**, the number the optimizer minimizes: $-L^{CLIP}$, averaged over the batch.
+`check_clipped_surrogate` compares its value and its gradient with the `policy_loss` of
+`PPOLearner.compute_loss` (`rlcourse/algorithms/ppo/ppo_learner.py`) on batches where the clip is
+active for $A_t > 0$ and for $A_t < 0$. Stuck? `show_solution("clipped_surrogate")`."""),
+    code("""from rlcourse.course.exercises import check_clipped_surrogate
+
+
+def clipped_surrogate_loss(logp, old_logp, advantages, clip_param):
+    \"\"\"PPO's policy loss: -mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)).
+
+    Hints: ratio = exp(logp - old_logp); torch.clamp, torch.min and .mean() do the rest.
+    Stay in torch (no .item() or numpy), so that the loss has a gradient.
+    \"\"\"
+    # TODO: about 3 lines, then delete the raise.
+    raise NotImplementedError("TODO: the clipped surrogate loss")
+
+
+clipped_surrogate_loss = check_clipped_surrogate(clipped_surrogate_loss)"""),
+    md("""## 8. One update
 
 `learner.update(episodes)` builds that batch and runs `num_epochs` passes of minibatch SGD on
-`compute_loss`: the clipped policy loss, the value loss and the entropy. It returns the mean of each,
+`compute_loss`: the clipped policy loss (your exercise), the value loss
+$(V(s_t) - \\text{value target}_t)^2$ and an entropy bonus. It returns the mean of each,
 the same numbers you find in `result["learners"]["default_policy"]` after `algo.train()`."""),
     code("""before = {k: v.copy() for k, v in learner.get_weights().items()}
 update_stats = learner.update(episodes)
@@ -239,7 +266,7 @@ for name, value in update_stats.items():
     print(f"{name:24s} {value:.4f}")
 changed = [k for k, v in learner.get_weights().items() if not np.allclose(v, before[k])]
 print("weights changed:", len(changed), "of", len(before), "tensors")"""),
-    md("""## 8. Close the loop by hand
+    md("""## 9. Close the loop by hand
 
 Now the runners need the new weights, and we go round again: sync weights → sample → update. This
 is all `Algorithm.training_step` does for PPO. Each runner also counts the episodes that finished
@@ -264,26 +291,18 @@ better than V expected. The difference is at the end. The terminated episode has
 deltas are 1 - V(s_t), and the last actions, which let the pole fall, get large negative advantages.
 The cut chunk bootstraps from V of its last observation (the dot), so its last actions are not blamed
 for an ending that never happened."""),
-    code("""terminated_ep = max((e for e in episodes if e.is_terminated), key=len)
+    code("""from rlcourse.course.diagrams import chunk_advantages
+
+terminated_ep = max((e for e in episodes if e.is_terminated), key=len)
 cut_ep = max((e for e in episodes if not e.is_done), key=len)
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
-for ax, e, title in [(axes[0], terminated_ep, "terminated (the pole fell)"),
-                     (axes[1], cut_ep, "cut by sample() (the episode goes on)")]:
+chunks = []
+for title, e in [("terminated (the pole fell)", terminated_ep),
+                 ("cut by sample() (the episode goes on)", cut_ep)]:
     with torch.no_grad():
         v = module.compute_values({"obs": torch.tensor(e.observations)}).numpy()
-    adv = my_gae(e, v, config.gamma, config.lambda_)
-    steps = np.arange(len(e))
-    ax.plot(steps, e.rewards, label="reward $r_t$")
-    ax.plot(np.arange(len(e) + 1), v, label="value $V(s_t)$")
-    ax.plot(steps, adv, label="advantage $A_t$ (my_gae)")
-    if not e.is_terminated:
-        ax.plot(len(e), v[-1], "o", color="C1", label="bootstrap $V(s_n)$")
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.set_title(f"{title}: {len(e)} steps")
-    ax.set_xlabel("step t in the chunk")
-axes[0].legend()
-plt.show()"""),
-    md("""## 9. The same pieces inside `Algorithm.train()`
+    chunks.append((title, e, v, my_gae(e, v, config.gamma, config.lambda_)))
+chunk_advantages(chunks)"""),
+    md("""## 10. The same pieces inside `Algorithm.train()`
 
 Our hand-built runners have done their job; we stop them and let an `Algorithm` build everything from
 the same config. Its `env_runner_group` holds EnvRunner actors like ours, and its `learner_group`
@@ -345,6 +364,11 @@ print(inspect.getsource(PPO.training_step))"""),
   truncated (a time limit: bootstrap), or cut and continued by the next `sample()` with the same `id_`.
 - The **RLModule**'s forward passes return `action_dist_inputs`; `get_action_dist` makes the
   distribution that actions are sampled from and that the loss takes log-probabilities of.
+- An **advantage** $A_t$ says how much better $a_t$ did than $V(s_t)$ expected; GAE mixes one-step
+  errors with $\\gamma\\lambda$, and bootstraps from $V(s_n)$ unless the chunk terminated.
+- The **policy gradient** raises $\\log \\pi_\\theta(a_t \\mid s_t)$ in proportion to $A_t$; PPO's
+  **clipped surrogate** stops rewarding a change once the ratio leaves $[1-\\epsilon, 1+\\epsilon]$ in
+  the direction the advantage favours.
 - The **Learner** turns chunks into a batch with GAE advantages and updates the weights, which go
   back to the runners. `Algorithm.train()` is that loop, with the pieces you built by hand.
 

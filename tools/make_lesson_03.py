@@ -21,7 +21,8 @@ process, wrapped as a gymnasium environment. This lesson takes the course's own 
 5. read the error a broken env produces, even when it comes from a Ray actor;
 6. write an env to a spec and have it checked.
 
-The lesson runs in about a minute on two CPU cores."""),
+**Time:** about 45 minutes of study (the exercise included); the cells run in about a minute.
+Terms and notation: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. The course's environment: GridWorld
 
 An agent walks on a grid to the goal in the bottom-right corner. A row of pits crosses the middle,
@@ -180,22 +181,13 @@ plt.show()"""),
 `evaluate()` plays 50 episodes greedily. With `slip=0.1` a greedy agent still slips now and then, so
 a few episodes end in a pit. Since the observation is the cell, the whole policy fits in one picture:
 the greedy action in every cell, and one episode played with it."""),
-    code("""evaluation = algo.evaluate()["env_runners"]
+    code("""from rlcourse.course.diagrams import gridworld_policy
+
+evaluation = algo.evaluate()["env_runners"]
 print(f"greedy return over {evaluation['num_episodes']} episodes: "
       f"{evaluation['episode_return_mean']:.2f} (random policy: {random_baseline:.2f})")
 
 grid = GridWorld({"size": 7, "slip": 0.1, "render_mode": "rgb_array"})
-cells = np.arange(grid.size * grid.size)
-rows, cols = np.divmod(cells, grid.size)
-show = ~grid.pits[rows, cols] & (cells != cells[-1])  # no arrows on pits and the goal
-# Arrows in image coordinates (x to the right, y downwards) for up, right, down, left.
-arrows = np.array([[0, -1], [1, 0], [0, 1], [-1, 0]])[algo.compute_actions(cells)]
-
-
-def pixel(row_col):  # centre of a cell in the rendered image, as (x, y)
-    return (np.asarray(row_col)[..., ::-1] + 0.5) * 32
-
-
 # A seed whose episode starts in the top-left corner, far from the goal.
 obs, _ = grid.reset(seed=next(seed for seed in range(100) if grid.reset(seed=seed)[0] == 0))
 path, episode_return, done = [divmod(int(obs), grid.size)], 0.0, False
@@ -204,18 +196,7 @@ while not done:
     path.append(divmod(int(obs), grid.size))
     episode_return += reward
     done = terminated or truncated
-
-fig, axes = plt.subplots(1, 2, figsize=(9, 4.3))
-axes[0].imshow(grid.render())
-axes[0].quiver(*pixel(np.c_[rows, cols][show]).T, *arrows[show].T, angles="xy",
-               scale_units="xy", scale=1 / 12, pivot="middle", color="black")
-axes[0].set_title("greedy action in each cell")
-axes[1].imshow(grid.render())
-axes[1].plot(*pixel(path).T, "-o", color="#d63031", markersize=4)
-axes[1].set_title(f"one greedy episode: {len(path) - 1} steps, return {episode_return:.2f}")
-for ax in axes:
-    ax.axis("off")
-plt.show()"""),
+gridworld_policy(grid, algo.compute_actions(np.arange(grid.size**2)), path, episode_return)"""),
     md("""## 6. When an env is broken
 
 Two kinds of mistakes, and where they show up.
@@ -276,36 +257,31 @@ Write `Corridor`, a gymnasium env to this spec:
   gives -0.1; after `max_episode_steps` steps an episode that has not terminated is **truncated**.
 
 `check_env_implementation(Corridor)` runs gymnasium's checker (warnings count as failures), then
-walks your corridor with several env_configs and explains the first thing that does not match.
-A working answer is below; replace it with your own and run the cell."""),
-    code("""from rlcourse.course.exercises import check_env_implementation
+walks your corridor with several env_configs, with every action in every direction (right to the
+goal, left back from the middle, left against the wall, left until the time limit), and explains
+the first thing that does not match. Until you write it, it is reported as not attempted.
+Stuck? `show_solution("corridor")`."""),
+    code("""from rlcourse.course.exercises import check_env_implementation, show_solution
 
 
 class Corridor(gym.Env):
-    \"\"\"Walk right from cell 0 to the last cell of a corridor.\"\"\"
+    \"\"\"Walk right from cell 0 to the last cell of a corridor (the spec above).\"\"\"
 
     def __init__(self, config=None):
-        config = config or {}
-        self.length = config.get("length", 10)
-        self.max_episode_steps = config.get("max_episode_steps", 50)
-        self.observation_space = gym.spaces.Box(0.0, self.length - 1, shape=(1,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
+        # TODO: read length and max_episode_steps from config (it may be None); set
+        # self.observation_space and self.action_space. Then delete the raise.
+        raise NotImplementedError("TODO: Corridor.__init__")
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.position, self.steps = 0, 0
-        return np.array([self.position], dtype=np.float32), {}
+        # TODO: super().reset(seed=seed); agent to cell 0, step counter to 0; return (obs, {}).
+        raise NotImplementedError("TODO: Corridor.reset")
 
     def step(self, action):
-        self.position = max(0, self.position - 1) if action == 0 else self.position + 1
-        self.steps += 1
-        terminated = self.position == self.length - 1
-        truncated = not terminated and self.steps >= self.max_episode_steps
-        reward = 1.0 if terminated else -0.1
-        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+        # TODO: move, count the step; return (obs, reward, terminated, truncated, {}).
+        raise NotImplementedError("TODO: Corridor.step")
 
 
-check_env_implementation(Corridor)"""),
+Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's while not attempted"""),
     md("""## Summary
 
 - A gymnasium env declares `observation_space` and `action_space`, and implements

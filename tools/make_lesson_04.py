@@ -16,7 +16,8 @@ CELLS = [
 4. run data-parallel learners and say what their all-reduce does;
 5. read the GPU settings, and the error you get when you ask for a GPU the machine does not have.
 
-The lesson takes about two minutes on two CPU cores; most of it is measuring."""),
+**Time:** about 45 minutes of study (two exercises); the cells run in a minute or two, most of it
+measuring. Terms: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. Three axes
 
 ```
@@ -30,13 +31,13 @@ this notebook (the driver): Algorithm
 
 | axis | setting | what it buys | what it costs |
 |---|---|---|---|
-| more runners | `.env_runners(num_env_runners=N)` | N processes step envs in parallel | a process each (~20 MB, ~0.5 s to start), a CPU share |
+| more runners | `.env_runners(num_env_runners=N)` | N processes step envs in parallel | a process each (measured below: some 60 MB of its own), a CPU share |
 | more sub-envs | `.env_runners(num_envs_per_env_runner=M)` | one forward pass acts for M envs at once | nothing extra with `SYNC`; a process per sub-env with `ASYNC` |
 | more learners | `.learners(num_learners=K)` | each learner updates on 1/K of the batch | a torch process each (~150 MB), an all-reduce per step |
 
 Every actor also says what it **reserves**: `num_cpus_per_env_runner`, `num_cpus_per_learner`,
 `num_gpus_per_...`. A reservation is bookkeeping for Ray's scheduler, not a limit: a runner that
-reserved 0.25 CPU still uses a whole core when it can. Fractions are how 8 runners fit on 2 cores."""),
+reserved 0.25 CPU still uses a whole core when it can. Fractions are how 8 runners fit into the 2 CPUs this lesson gives Ray."""),
     code("""import time
 
 import matplotlib.pyplot as plt
@@ -61,7 +62,24 @@ print(f"{sub_envs} sub-envs in all; a train batch of {config.total_train_batch_s
       f"{config.get_rollout_fragment_length()} steps from each")
 print(f"{config.num_learners} learners each update on {config.train_batch_size_per_learner} of them")
 print(f"CPUs reserved: {reserved:g} of the cluster's {ray.cluster_resources()['CPU']:g}")"""),
-    md("""## 2. The scaling lab: where do two cores run out?
+    md("""What does one runner process cost? Start one EnvRunner actor (a CartPole and the NumPy policy)
+and ask the operating system: **USS** is the memory only this process uses, **PSS** adds its share
+of pages it shares with other processes (libraries)."""),
+    code("""import os
+
+import psutil
+
+from rlcourse.env.env_runner import EnvRunner
+
+probe = PPOConfig().environment("CartPole-v1")
+runner = ray.remote(EnvRunner).options(num_cpus=0.25).remote(probe, probe.get_env_creator(),
+                                                               worker_index=1)
+memory = psutil.Process(ray.get(runner.__ray_call__.remote(lambda self: os.getpid()))).memory_full_info()
+runner_mb = memory.pss / 2**20
+print(f"one runner process: USS {memory.uss / 2**20:.0f} MB, PSS {runner_mb:.0f} MB "
+      f"(Python, NumPy, gymnasium and Ray's worker; no torch)")
+ray.kill(runner)"""),
+    md("""## 2. The scaling lab: where do the cores run out?
 
 The lab measures **env steps per second** that an `EnvRunnerGroup` of real runner actors samples,
 for several numbers of runners. Each measurement builds the runners, gives them the weights of a
@@ -93,10 +111,24 @@ calls, with the controls set to these values. Its progress shows in the lab abov
 plt.show()"""),
     md("""**Reading the chart.** Both axes of the throughput chart are logarithmic: every ideal line
 is a diagonal of the same slope, and a flat line means that runners stopped adding anything.
-CPU-bound CartPole gains up to about 2 runners and then stays flat (or drops a little): 2 cores can
-run 2 busy processes, more runners only take turns on them, and the driver also needs CPU to
-receive their episodes. Its efficiency falls like 2/N. The latency-bound env stays close to its
-ideal line: while one runner waits, the others step.
+A CPU-bound env gains runners only up to the number of cores: C cores run C busy processes, more
+runners only take turns on them, and the driver also needs CPU to receive their episodes. Its
+efficiency then falls like C/N. The latency-bound env stays close to its ideal line: while one
+runner waits, the others step. What this machine measured:"""),
+    code("""from rlcourse.course.doctor import usable_cpus
+
+cores = usable_cpus()
+cpu_best = max(cpu_rows, key=lambda row: row["env_steps_per_s"])
+latency_best = max(latency_rows, key=lambda row: row["env_steps_per_s"])
+print(f"This machine gives the lesson {cores:g} CPU core(s) (Ray schedules {ray.cluster_resources()['CPU']:g}).")
+print(f"CPU-bound: the most env steps/s with {cpu_best['workers']} runner(s), {cpu_best['speedup']:.2f}x "
+      f"over 1 runner; with {cpu_rows[-1]['workers']} runners {cpu_rows[-1]['speedup']:.2f}x.")
+print(f"Latency-bound: {latency_rows[-1]['speedup']:.2f}x with {latency_rows[-1]['workers']} runners "
+      f"(efficiency {latency_rows[-1]['efficiency']:.0%}).")
+if cpu_best["speedup"] < 0.75 * min(cores, cpu_best["workers"]):
+    print("The CPU-bound speed-up is below what the cores allow: the driver, and any other program "
+          "on this machine, used CPU during the measurement.")"""),
+    md("""
 
 The lesson for a real project: measure what your env's step spends its time on. If it computes,
 runners beyond your core count buy nothing (use a bigger machine or cluster, lesson 06). If it
@@ -104,18 +136,27 @@ waits (a simulator in another process, a remote service, a rendering pipeline), 
 and many of them pay off even on a laptop."""),
     md("""### Exercise 1: speed-up and efficiency
 
-From your CPU-bound measurements (`throughputs`, env steps/s by number of runners), compute the
-speed-up over 1 runner and the scaling efficiency for every runner count, as dicts keyed by the
-count. The lab computed them too, but do it yourself."""),
-    code("""from rlcourse.course.exercises import check_scaling_table
+Write `speedup_and_efficiency(throughputs)`: from env steps/s by number of runners, return the
+speed-up over 1 runner and the scaling efficiency for every runner count, as two dicts keyed by the
+count. The checker calls it on your CPU-bound measurements and on tables of its own (so compute, do
+not type numbers). Stuck? `show_solution("scaling_table")`."""),
+    code("""from rlcourse.course.exercises import check_scaling_table, show_solution
 
 throughputs = {row["workers"]: row["env_steps_per_s"] for row in cpu_rows}
 
-# Your answer:
-speedups = {n: throughputs[n] / throughputs[1] for n in throughputs}
-efficiencies = {n: speedups[n] / n for n in throughputs}
 
-check_scaling_table(throughputs, speedups, efficiencies)"""),
+def speedup_and_efficiency(throughputs):
+    \"\"\"Return (speedups, efficiencies), two dicts keyed by runner count like `throughputs`.
+
+    Hints: speed-up = throughput with N runners / throughput with 1 runner;
+    efficiency = speed-up / N (1.0: every runner added a full runner's worth).
+    \"\"\"
+    # TODO: two dict comprehensions, then delete the raise.
+    raise NotImplementedError("TODO: speed-up and efficiency")
+
+
+speedups, efficiencies = check_scaling_table(speedup_and_efficiency, throughputs)
+print({n: f"{speedups[n]:.2f}x, {efficiencies[n]:.0%}" for n in speedups})"""),
     md("""## 3. Sub-envs: SYNC or ASYNC?
 
 A runner with M sub-envs steps them as one *vector env* and computes all M actions in one forward
@@ -126,18 +167,29 @@ pass. `gym_env_vectorize_mode` decides how the sub-envs step:
 
 ### Exercise 2: predict before you measure
 
-One runner has 4 sub-envs of the latency-bound env, each step waits 5 ms, and everything else is
-free. How many env steps per second do you expect with `SYNC`, and with `ASYNC`?"""),
+One runner has `num_envs` sub-envs of the latency-bound env, each step waits `step_latency_s`, and
+everything else is free. Write `predict_steps_per_s(num_envs, step_latency_s, mode)`: how many env
+steps per second do you expect with `"SYNC"`, and with `"ASYNC"`? The checker tries several
+settings; below we measure 4 sub-envs waiting 5 ms. Stuck? `show_solution("vectorize_prediction")`."""),
     code("""from rlcourse.course.exercises import check_vectorize_prediction
 
-# Your answer:
-sync_prediction = 4 / (4 * 0.005)    # a vector step = 4 waits in a row, and gives 4 env steps
-async_prediction = 4 / 0.005         # a vector step = 1 wait (the 4 overlap), and gives 4 env steps
 
-check_vectorize_prediction(num_envs=4, step_latency_s=0.005, sync_steps_per_s=sync_prediction,
-                           async_steps_per_s=async_prediction)"""),
+def predict_steps_per_s(num_envs, step_latency_s, mode):
+    \"\"\"Env steps per second of one runner; mode is "SYNC" or "ASYNC".
+
+    Hint: how long does one vector step (one step of every sub-env) take, and how many env steps
+    does it give?
+    \"\"\"
+    # TODO: two cases, then delete the raise.
+    raise NotImplementedError("TODO: predict SYNC and ASYNC")
+
+
+predict_steps_per_s = check_vectorize_prediction(predict_steps_per_s)
+sync_prediction = predict_steps_per_s(4, 0.005, "SYNC")
+async_prediction = predict_steps_per_s(4, 0.005, "ASYNC")"""),
     md("""Now measure it: one runner with 4 sub-envs, both env kinds, both modes."""),
-    code("""from rlcourse.course.scaling import ENV_KINDS, measure_throughput, scaling_config
+    code("""from rlcourse.course.diagrams import throughput_bars
+from rlcourse.course.scaling import ENV_KINDS, measure_throughput, scaling_config
 
 vectorize = {}
 for kind in ("cpu_bound", "latency_bound"):
@@ -147,15 +199,9 @@ for kind in ("cpu_bound", "latency_bound"):
         vectorize[kind, mode] = measure_throughput(config, duration_s=1.0)
         print(f"{kind:>13} {mode:>5}: {vectorize[kind, mode]:8,.0f} env steps/s", flush=True)
 
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
-for ax, kind in zip(axes, ("cpu_bound", "latency_bound")):
-    rates = [vectorize[kind, mode] for mode in ("SYNC", "ASYNC")]
-    ax.bar(["SYNC", "ASYNC"], rates, color=["tab:blue", "tab:orange"])
-    ax.set(title=f"{ENV_KINDS[kind].label}\\n1 runner x 4 sub-envs", ylabel="env steps / s")
-axes[1].axhline(async_prediction, color="gray", linestyle="--", label="your ASYNC prediction")
-axes[1].axhline(sync_prediction, color="gray", linestyle=":", label="your SYNC prediction")
-axes[1].legend(fontsize="small")
-plt.show()"""),
+throughput_bars({(ENV_KINDS[kind].label, mode): rate for (kind, mode), rate in vectorize.items()},
+                predictions=(ENV_KINDS["latency_bound"].label,
+                             {"SYNC": sync_prediction, "ASYNC": async_prediction}))"""),
     md("""`ASYNC` wins when a step takes long compared with sending it through a pipe to another
 process (here about a millisecond): slow simulators, envs that wait, heavy physics. `SYNC` wins for
 cheap steps like CartPole's, where the pipes cost far more than the step itself. The measured rates
@@ -167,8 +213,11 @@ With `num_learners=K`, K Learner actors each hold a copy of the network. The bat
 K shards; each learner computes the gradient of the loss on its own shard, and then they
 **all-reduce**: every learner sends its gradient and receives the sum of all of them, so every
 learner takes the same, averaged step and the copies stay identical. (`rlcourse` weights each
-shard's gradient by its size, so the average equals the gradient of the whole batch.)
+shard's gradient by its size, so the average equals the gradient of the whole batch.)"""),
+    code("""from rlcourse.course.diagrams import all_reduce
 
+all_reduce()"""),
+    md("""
 Here is the arithmetic on a small least-squares problem, with two uneven shards:"""),
     code("""rng = np.random.default_rng(0)
 x, y, w = rng.normal(size=(300, 3)), rng.normal(size=300), np.zeros(3)
@@ -209,8 +258,8 @@ print(f"{len(learner_weights)} learners, {len(learner_weights[0])} weight tensor
       f"identical after {len(learner_results)} iterations: {identical}")
 print("env steps trained per iteration (both shards):",
       learner_results[-1]["learners"]["default_policy"]["num_env_steps_trained"])"""),
-    md("""On two cores, two learners are not faster than one: they share the same cores and add an
-all-reduce per step. Data-parallel learning pays off when each learner has its own GPU or machine
+    md("""Here both learners share the same few cores (this machine's count is printed above), so two
+learners are not faster than one: they take turns on the cores and add an all-reduce per step. Data-parallel learning pays off when each learner has its own GPU or machine
 and the batch is large.
 
 ## 5. GPUs
@@ -246,6 +295,7 @@ else:
 - `num_cpus_...` and `num_gpus_...` are reservations for Ray's scheduler; fractions let many actors
   share a core.
 - A CPU-bound env saturates at the number of cores; an env that waits keeps scaling with runners.
+- A runner is a process of some 60 MB (measured above); a torch learner costs more.
   Measure speed-up and efficiency before buying runners.
 - `SYNC` for cheap steps, `ASYNC` for slow or waiting ones.
 

@@ -17,7 +17,9 @@ CELLS = [
 
 The cluster of this lesson is real: two Ray nodes, each started by its own `ray start` command, as on
 two machines. They share this machine, listen on 127.0.0.1 only, and are all stopped at the end.
-The lesson takes about a minute on two CPU cores.
+
+**Time:** about 45 minutes of study (two exercises); the cells run in about a minute. Terms: see
+the [glossary](../docs/glossary.md).
 """),
     md("""
 ## 1. Head and worker nodes
@@ -78,22 +80,33 @@ print("\\nworker-1 was started with:\\n  ray", " ".join(cluster.nodes["worker-1"
 ### Exercise 1: a new machine joins
 
 A teammate's machine has 8 CPUs. It should join this cluster and offer one unit of a custom
-resource `big-box`, so that actors can ask to run there (`resources={"big-box": 0.5}`). Write the
-command they run on their machine. (`--resources` takes a JSON object, in single quotes for the
-shell.)
+resource `big-box`, so that actors can ask to run there (`resources={"big-box": 0.5}`). Write
+`worker_start_command(head_address, num_cpus, resource)`, which returns the command they run on
+their machine; the checker builds it for this cluster's head and for other machines.
+(`--resources` takes a JSON object, in single quotes for the shell.) Stuck?
+`show_solution("worker_start_command")`.
 """),
     code("""
-from rlcourse.course.exercises import check_worker_start_command
+from rlcourse.course.exercises import check_worker_start_command, show_solution
 
-# Your answer:
-command = f\"\"\"ray start --address={cluster.address} --num-cpus=8 --resources='{{"big-box": 1}}'\"\"\"
 
-check_worker_start_command(command, head_address=cluster.address)
+def worker_start_command(head_address, num_cpus, resource):
+    \"\"\"The shell command that makes a machine with `num_cpus` CPUs join the cluster whose head
+    is at `head_address`, offering one unit of the custom resource `resource`.\"\"\"
+    # TODO: return an f-string "ray start ...", then delete the raise.
+    raise NotImplementedError("TODO: the ray start command")
+
+
+worker_start_command = check_worker_start_command(worker_start_command, head_address=cluster.address)
+print(worker_start_command(cluster.address, 8, "big-box"))
 """),
     md("""
 ## 2. Runners on both nodes
 
-Where do the runner actors go? By default Ray fills the driver's node first. A **placement group**
+Where do the runner actors go? Ray's default scheduler is a hybrid: it prefers the node where the
+request comes from (here the driver's, the head) until about half of that node's resources are
+reserved, then places on the least-used nodes. So two half-CPU runners *may* land on one node, and
+nothing guarantees they spread. A **placement group**
 reserves one *bundle* of resources per runner (`.resources(placement_strategy=...)`) and places
 the bundles by a strategy:
 
@@ -109,23 +122,26 @@ every runner on the node that has `worker-1`, and nowhere else, ever.
 
 ### Exercise 2: a placement that survives losing a node
 
-Configure two runners (4 CartPoles each) that run on **both** nodes and can **all** run on the head
-alone once `worker-1` is gone. Each node has 1 CPU.
+Write `placement_config()`, returning a `PPOConfig` of two runners (4 CartPoles each) that run on
+**both** nodes and can **all** run on the head alone once `worker-1` is gone. Each node has 1 CPU.
+The checker reads every field the exercise asks for. Stuck? `show_solution("survivable_placement")`.
 """),
     code("""
 from rlcourse.course.exercises import check_survivable_placement
 
-# Your answer:
-config = (
-    PPOConfig()
-    .environment("CartPole-v1")
-    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
-    .resources(placement_strategy="SPREAD")
-    .debugging(seed=0)
-)
+
+def placement_config():
+    \"\"\"A PPOConfig: CartPole-v1, 2 runners x 4 sub-envs, placed to survive losing worker-1.
+
+    Hints: .env_runners(num_env_runners=..., num_envs_per_env_runner=...,
+    num_cpus_per_env_runner=...) and .resources(placement_strategy=...); see the table above.
+    \"\"\"
+    # TODO: return PPOConfig().environment(...)..., then delete the raise.
+    raise NotImplementedError("TODO: the placement config")
+
 
 node_cpus = {name: node.num_cpus for name, node in cluster.nodes.items()}
-check_survivable_placement(config, node_cpus, lost_node="worker-1")
+config = check_survivable_placement(placement_config, node_cpus, lost_node="worker-1")
 """),
     md("""
 Build it and ask every runner where it runs. `EnvRunnerGroup.get_node_names()` (in

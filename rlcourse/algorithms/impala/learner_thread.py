@@ -1,9 +1,11 @@
 """LearnerThread: learning in the background while the driver keeps collecting samples (IMPALA).
 
 The driver puts train batches into a bounded queue; this thread takes them out and calls
-`LearnerGroup.update` (on the local Learner, or on remote Learner actors). Torch releases the GIL
-while it computes, so the driver's sampling loop keeps running. When learning falls behind, the
-queue is full and the oldest batch is dropped: it was sampled by the stalest policy.
+`LearnerGroup.update` (on the local Learner, or on remote Learner actors). The runners sample in
+processes of their own; in the driver, this thread shares the GIL with the main loop that collects
+their results, and torch releases the GIL inside its numeric kernels, so that loop gets turns.
+When learning falls behind, the queue is full and the oldest batch is dropped: it was sampled by
+the stalest policy.
 """
 
 import queue

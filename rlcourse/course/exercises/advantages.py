@@ -2,7 +2,9 @@
 
 The learner writes `gae(episode, values, gamma, lambda_)`; `check_gae` compares it with the
 Learner's own `rlcourse.utils.postprocessing.compute_gae` on chunks that end in each possible way, and
-names the case (and the likely mistake) when they differ.
+names the case (and the likely mistake) when they differ. Inputs are passed read-only, so an
+answer that changes them in place is refused. The stub is reported as not attempted and the lesson
+goes on with `reference_gae_fn`.
 """
 
 from collections.abc import Callable
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae
 
@@ -32,11 +34,15 @@ class Case:
     lambda_: float = 0.8
 
     def episode(self) -> SingleAgentEpisode:
+        """The chunk as a SingleAgentEpisode whose arrays are read-only (as Ray returns them)."""
         n = len(self.rewards)
-        return SingleAgentEpisode(np.arange(n + 1, dtype=np.float32)[:, None],
-                                  np.zeros(n, dtype=np.int64), self.rewards.copy(),
-                                  {"action_logp": np.zeros(n, dtype=np.float32)},
-                                  is_terminated=self.terminated, is_truncated=self.truncated)
+        episode = SingleAgentEpisode(np.arange(n + 1, dtype=np.float32)[:, None],
+                                     np.zeros(n, dtype=np.int64), self.rewards.copy(),
+                                     {"action_logp": np.zeros(n, dtype=np.float32)},
+                                     is_terminated=self.terminated, is_truncated=self.truncated)
+        for array in (episode.observations, episode.actions, episode.rewards):
+            array.setflags(write=False)
+        return episode
 
 
 def _random_case(name: str, n: int, seed: int, **kwargs) -> Case:
@@ -86,6 +92,17 @@ def reference_gae(case: Case, terminated: bool | None = None, gamma: float | Non
     return advantages
 
 
+def reference_gae_fn(episode: SingleAgentEpisode, values: np.ndarray, gamma: float,
+                     lambda_: float) -> np.ndarray:
+    """rlcourse's answer to the exercise: the Learner's compute_gae on one chunk."""
+    n = len(episode)
+    values = np.asarray(values, dtype=np.float64)
+    ends = np.arange(n) == n - 1
+    advantages, _ = compute_gae(np.asarray(episode.rewards, np.float64), values[:-1], values[1:],
+                                ends & episode.is_terminated, ends, gamma, lambda_)
+    return advantages
+
+
 def _close(got: np.ndarray, expected: np.ndarray) -> bool:
     return got.shape == expected.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-4)
 
@@ -122,18 +139,20 @@ def _diagnose(case: Case, got: np.ndarray) -> str:
             "(where A_{n} = 0).")
 
 
-def check_gae(gae_fn: GaeFunction) -> None:
+@exercise("gae", stub="my_gae", fallback="rlcourse's GAE (reference_gae_fn, built on compute_gae)",
+          reference=lambda gae_fn: reference_gae_fn)
+def check_gae(gae_fn: GaeFunction) -> GaeFunction:
     """Check `gae_fn(episode, values, gamma, lambda_) -> advantages` against the Learner's GAE.
 
     `values` holds V of the chunk's n+1 observations; the answer is n advantages, one per action.
+    Returns `gae_fn` when it is right (and rlcourse's answer while it is still the stub).
     """
     for case in CASES:
         episode = case.episode()
         expected = reference_gae(case)
-        try:
-            result = gae_fn(episode, case.values.copy(), case.gamma, case.lambda_)
-        except Exception as e:
-            raise ExerciseError(f"On {case.name} your function raised {type(e).__name__}: {e}") from e
+        values = case.values.copy()
+        values.setflags(write=False)
+        result = call(gae_fn, episode, values, case.gamma, case.lambda_, where=f"on {case.name}")
         if result is None:
             raise ExerciseError("Your function returned None: `return` the advantages array.")
         got = np.asarray(result, dtype=np.float64).reshape(-1)
@@ -154,4 +173,5 @@ def check_gae(gae_fn: GaeFunction) -> None:
             raise ExerciseError("Your function changed episode.rewards in place; leave the "
                                 "episode as it is (the Learner still needs it).")
     passed(f"your GAE matches rlcourse.utils.postprocessing.compute_gae on {len(CASES)} chunks "
-           "(terminated, truncated and ongoing).")
+           "(terminated, truncated and ongoing), and leaves its inputs unchanged.")
+    return gae_fn

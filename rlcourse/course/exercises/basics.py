@@ -3,7 +3,9 @@
 The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act with
 `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
 rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
-only on `terminated`, counting steps instead of adding rewards, and not passing the seed to reset.
+only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset, and
+acting on an old observation. The stub (NotImplementedError) is reported as not attempted and the
+lesson goes on with `reference_run_episode`.
 """
 
 from collections.abc import Callable
@@ -12,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
 
 __all__ = ["check_run_episode"]
 
@@ -22,12 +24,14 @@ class _Watched(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.ended, self.seeds = False, []
+        self.ended, self.seeds, self.latest = False, [], None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.ended = False
         self.seeds.append(seed)
-        return self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.latest = obs
+        return obs, info
 
     def step(self, action: Any):
         if self.ended:
@@ -35,8 +39,20 @@ class _Watched(gym.Wrapper):
                                 "`terminated or truncated` is True: a time limit ends an episode "
                                 "by truncation, without terminating it.")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.ended = terminated or truncated
+        self.ended, self.latest = terminated or truncated, obs
         return obs, reward, terminated, truncated, info
+
+    def watch(self, policy: Callable) -> Callable:
+        """`policy`, refusing an observation other than the one reset() or step() returned last."""
+
+        def watched(obs):
+            if self.latest is not None and not np.array_equal(obs, self.latest):
+                raise ExerciseError("The policy was given an old observation. Act on the newest one: "
+                                    "`obs, reward, terminated, truncated, info = env.step(...)` must "
+                                    "replace obs before the next policy(obs).")
+            return policy(obs)
+
+        return watched
 
 
 class _Drift(gym.Env):
@@ -55,7 +71,8 @@ class _Drift(gym.Env):
         return np.zeros(1, np.float32), 0.5 + (self.t % 2 == 0), False, False, {}
 
 
-def _expected(env: gym.Env, policy: Callable, seed: int) -> float:
+def reference_run_episode(env: gym.Env, policy: Callable, seed: int) -> float:
+    """The return of one episode of `env` played by `policy` (rlcourse's answer)."""
     obs, _ = env.reset(seed=seed)
     total, done = 0.0, False
     while not done:
@@ -78,25 +95,26 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
     ]
 
 
-def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) -> None:
-    """Check `run_episode(env, policy, seed)`; raise ExerciseError with a hint if it is wrong."""
+@exercise("run_episode", stub="run_episode", fallback="rlcourse's reference_run_episode",
+          reference=lambda run_episode: reference_run_episode)
+def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) -> Callable:
+    """Check `run_episode(env, policy, seed)`; raise ExerciseError with a hint if it is wrong.
+
+    Returns `run_episode` when it is right (and rlcourse's answer while it is still the stub)."""
     for name, make_env, policy, hint in _cases():
         for seed in (0, 7):
             env = _Watched(make_env())
-            try:
-                got = run_episode(env, policy, seed)
-            except ExerciseError:
-                raise
-            except Exception as e:
-                raise ExerciseError(f"run_episode raised {type(e).__name__}: {e} ({name}).") from e
+            got = call(run_episode, env, env.watch(policy), seed, where=name)
             if env.seeds[:1] != [seed]:
                 raise ExerciseError(f"Reset the env with the seed you are given: "
                                     f"env.reset(seed=seed) (it was reset with {env.seeds}).")
             if not env.ended:
                 raise ExerciseError(f"run_episode returned before the episode ended ({name}). "
                                     "Keep stepping until terminated or truncated is True.")
-            expected = _expected(make_env(), policy, seed)
+            expected = reference_run_episode(make_env(), policy, seed)
             if not np.isclose(float(got), expected):
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
                                     f"episode's return is {expected}. Hint: {hint}")
-    passed("your loop resets with the seed, steps until the episode ends, and adds up the rewards.")
+    passed("your loop resets with the seed, acts on each new observation, steps until the episode "
+           "ends, and adds up the rewards.")
+    return run_episode

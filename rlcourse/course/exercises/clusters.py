@@ -1,28 +1,72 @@
 """Exercises of lesson 06 (Ray clusters): a placement that survives losing a node, and the command
-that makes a new machine join a cluster."""
+that makes a new machine join a cluster.
+
+Both answers are functions: the command is built for several heads, CPU counts and resource names
+(so an address typed from the printout fails), and the config is checked field by field. Stubs
+(NotImplementedError) are reported as not attempted; the lesson goes on with the references.
+"""
 
 import json
 import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
 
-__all__ = ["check_survivable_placement", "check_worker_start_command"]
+__all__ = ["check_survivable_placement", "check_worker_start_command", "reference_placement_config",
+           "reference_worker_start_command"]
+
+# What the exercise asks for: two runners with four CartPoles each.
+ENV, NUM_RUNNERS, NUM_ENVS = "CartPole-v1", 2, 4
 
 
-def check_survivable_placement(config, node_cpus: Mapping[str, float], lost_node: str) -> None:
-    """`config` must start its runners on every node of `node_cpus` (node name -> CPUs) and let all
-    of them run again on the other nodes once `lost_node` is gone."""
+def reference_placement_config():
+    """rlcourse's answer: two half-CPU runners, spread over the nodes by a SPREAD placement group."""
+    from rlcourse import PPOConfig
+
+    return (PPOConfig()
+            .environment(ENV)
+            .env_runners(num_env_runners=NUM_RUNNERS, num_envs_per_env_runner=NUM_ENVS,
+                         num_cpus_per_env_runner=0.5)
+            .resources(placement_strategy="SPREAD")
+            .debugging(seed=0))
+
+
+def reference_worker_start_command(head_address: str, num_cpus: int, resource: str) -> str:
+    """rlcourse's answer: `ray start` joining `head_address` with `num_cpus` and one `resource`."""
+    resources = json.dumps({resource: 1})
+    return f"ray start --address={head_address} --num-cpus={num_cpus} --resources='{resources}'"
+
+
+@exercise("survivable_placement", stub="placement_config",
+          fallback="rlcourse's reference_placement_config()",
+          reference=lambda fn, node_cpus, lost_node: reference_placement_config())
+def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[str, float],
+                               lost_node: str):
+    """`placement_config()` must return a config of two runners with four CartPoles each that start
+    on every node of `node_cpus` (node name -> CPUs) and can all run again on the other nodes once
+    `lost_node` is gone. Returns that config."""
+    config = call(placement_config)
+    if not hasattr(config, "num_env_runners"):
+        raise ExerciseError(f"placement_config() returned {config!r}; return the PPOConfig itself "
+                            "(PPOConfig().environment(...).env_runners(...)...).")
+    if config.env != ENV:
+        raise ExerciseError(f"The runners should step {ENV}: .environment({ENV!r}) "
+                            f"(the config's env is {config.env!r}).")
+    if config.num_envs_per_env_runner != NUM_ENVS:
+        raise ExerciseError(f"Each runner should step {NUM_ENVS} CartPoles: "
+                            f"env_runners(num_envs_per_env_runner={NUM_ENVS}) (you have "
+                            f"{config.num_envs_per_env_runner}).")
     runners, cpus = config.num_env_runners, config.num_cpus_per_env_runner
     if runners < len(node_cpus):
         raise ExerciseError(f"{runners} runner(s) cannot run on all {len(node_cpus)} nodes: ask for "
                             "at least one runner per node (env_runners(num_env_runners=...)).")
     strategy = config.placement_strategy
     if strategy is None:
-        raise ExerciseError("Without a placement group Ray fills the driver's node first, so the "
-                            "runners may all land on the head. Which resources(placement_strategy=...) "
-                            "spreads them?")
+        raise ExerciseError("Without a placement group, Ray's default (hybrid) scheduler prefers "
+                            "the driver's node until about half of its CPUs are reserved, and "
+                            "only then spreads: nothing makes sure that every node gets a runner. "
+                            "Which resources(placement_strategy=...) spreads them?")
     if strategy in ("PACK", "STRICT_PACK"):
         raise ExerciseError(f"{strategy} packs the runners' bundles onto as few nodes as possible: "
                             "they would not use every node.")
@@ -42,8 +86,12 @@ def check_survivable_placement(config, node_cpus: Mapping[str, float], lost_node
         raise ExerciseError(f"After losing {lost_node!r}, {left:g} CPU(s) are left for {runners} "
                             f"runners x {cpus:g} CPU = {runners * cpus:g}: use fewer runners or a "
                             "fraction of a CPU each (env_runners(num_cpus_per_env_runner=...)).")
+    if runners != NUM_RUNNERS:
+        raise ExerciseError(f"The exercise asks for {NUM_RUNNERS} runners "
+                            f"(env_runners(num_env_runners={NUM_RUNNERS})), not {runners}.")
     passed(f"{runners} runners x {cpus:g} CPU, spread over {len(node_cpus)} nodes by SPREAD; "
            f"without {lost_node!r} they still fit into the {left:g} CPU(s) left.")
+    return config
 
 
 def _options(tokens: list[str]) -> dict[str, str]:
@@ -59,10 +107,34 @@ def _options(tokens: list[str]) -> dict[str, str]:
     return options
 
 
-def check_worker_start_command(command: str, head_address: str, num_cpus: int = 8,
-                               resource: str = "big-box") -> None:
-    """`command`: the shell command that makes a machine with `num_cpus` CPUs join the cluster whose
-    head is at `head_address`, offering one unit of the custom resource `resource`."""
+# (head address, CPUs, resource) the command is built for, beside the lesson's own head.
+OTHER_MACHINES = [("10.0.0.5:6379", 16, "gpu-box"), ("192.168.1.20:6380", 4, "big-box")]
+
+
+@exercise("worker_start_command", stub="worker_start_command",
+          fallback="rlcourse's reference_worker_start_command",
+          reference=lambda fn, head_address, num_cpus=8, resource="big-box":
+          reference_worker_start_command)
+def check_worker_start_command(worker_start_command: Callable[[str, int, str], str],
+                               head_address: str, num_cpus: int = 8,
+                               resource: str = "big-box") -> Callable[[str, int, str], str]:
+    """`worker_start_command(head_address, num_cpus, resource)` must return the shell command that
+    makes a machine with `num_cpus` CPUs join the cluster whose head is at `head_address`, offering
+    one unit of the custom resource `resource`. Checked for the lesson's head and two other
+    machines; returns the function when it is right."""
+    for machine in [(head_address, num_cpus, resource), *OTHER_MACHINES]:
+        command = call(worker_start_command, *machine, where=f"for {machine}")
+        if not isinstance(command, str):
+            raise ExerciseError(f"Return the command as one string, got {type(command).__name__}.")
+        _check_command(command, *machine)
+    passed(f"for example {worker_start_command(head_address, num_cpus, resource)!r}: the machine "
+           f"joins {head_address} with {num_cpus} CPUs and one {resource!r}; actors that ask for "
+           f"{resource!r} run only there.")
+    return worker_start_command
+
+
+def _check_command(command: str, head_address: str, num_cpus: int, resource: str) -> None:
+    where = f"(head {head_address}, {num_cpus} CPUs, resource {resource!r}; your command: {command})"
     try:
         tokens = shlex.split(command)
     except ValueError as e:
@@ -74,9 +146,11 @@ def check_worker_start_command(command: str, head_address: str, num_cpus: int = 
         raise ExerciseError("--head starts a new cluster; a machine joins one with --address.")
     if options.get("--address") != head_address:
         raise ExerciseError(f"Give the head's address: --address={head_address} "
-                            f"(you gave {options.get('--address')!r}).")
+                            f"(you gave {options.get('--address')!r}) {where}. Build it from the "
+                            "head_address argument.")
     if options.get("--num-cpus") != str(num_cpus):
-        raise ExerciseError(f"Tell Ray how many CPUs the machine offers: --num-cpus={num_cpus}.")
+        raise ExerciseError(f"Tell Ray how many CPUs the machine offers: --num-cpus={num_cpus} "
+                            f"{where}.")
     try:
         resources = json.loads(options.get("--resources", "{}"))
     except json.JSONDecodeError:
@@ -85,6 +159,4 @@ def check_worker_start_command(command: str, head_address: str, num_cpus: int = 
     amount = resources.get(resource) if isinstance(resources, dict) else None
     if not isinstance(amount, int | float) or not math.isfinite(amount) or amount <= 0:
         raise ExerciseError(f"Offer the custom resource with --resources='{{\"{resource}\": 1}}', "
-                            f"so that actors can ask for {resource!r}.")
-    passed(f"the machine joins {head_address} with {num_cpus} CPUs and {{{resource!r}: {amount:g}}}; "
-           f"actors that ask for {resource!r} run only there.")
+                            f"so that actors can ask for {resource!r} {where}.")

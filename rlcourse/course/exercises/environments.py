@@ -5,6 +5,11 @@ in cell 0 and sees its cell as a float32 array of shape (1,), inside Box(0, leng
 steps left (never below cell 0), action 1 steps right. Reaching the last cell gives reward +1 and
 terminates the episode; every other step gives -0.1. After `max_episode_steps` steps (env_config,
 default 50) an episode that has not terminated is truncated.
+
+The checker walks every action in every direction (right to the goal, left back from a middle cell,
+left against the wall, left until the time limit) with several env_configs. A stub that still
+raises NotImplementedError is reported as not attempted, and the lesson goes on with
+`ReferenceCorridor`.
 """
 
 import re
@@ -14,10 +19,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import check_env
 
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, NotAttempted, exercise, passed
 from rlcourse.env.env_context import EnvContext
 
-__all__ = ["check_env_implementation"]
+__all__ = ["ReferenceCorridor", "check_env_implementation"]
 
 DEFAULT_LENGTH, DEFAULT_MAX_STEPS = 10, 50
 GOAL_REWARD, STEP_REWARD = 1.0, -0.1
@@ -30,6 +35,30 @@ CONFIGS = [({"length": 6, "max_episode_steps": 20}, 6, 20),
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+class ReferenceCorridor(gym.Env):
+    """rlcourse's answer: walk right from cell 0 to the last cell of a corridor."""
+
+    def __init__(self, config=None):
+        config = config or {}
+        self.length = config.get("length", DEFAULT_LENGTH)
+        self.max_episode_steps = config.get("max_episode_steps", DEFAULT_MAX_STEPS)
+        self.observation_space = gym.spaces.Box(0.0, self.length - 1, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.position, self.steps = 0, 0
+        return np.array([self.position], dtype=np.float32), {}
+
+    def step(self, action):
+        self.position = max(0, self.position - 1) if action == LEFT else self.position + 1
+        self.steps += 1
+        terminated = self.position == self.length - 1
+        truncated = not terminated and self.steps >= self.max_episode_steps
+        reward = GOAL_REWARD if terminated else STEP_REWARD
+        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+
+
 def _fail(message: str) -> None:
     raise ExerciseError(message)
 
@@ -38,6 +67,8 @@ def _make(env_class: type, env_config: dict) -> gym.Env:
     context = EnvContext(env_config, worker_index=1, vector_index=0)
     try:
         return env_class(context)
+    except NotImplementedError:
+        raise
     except TypeError as e:
         raise ExerciseError(
             f"{env_class.__name__}(env_config) raised TypeError: {e}. rlcourse (like RLlib) builds "
@@ -146,12 +177,29 @@ def _check_walk_left(env: gym.Env, max_steps: int, where: str) -> None:
               "episode. Return truncated=True once that many steps have passed since reset().")
 
 
+def _check_back_and_forth(env: gym.Env, where: str) -> None:
+    """Right, left, left against the wall, right: action 0 moves left, and never below cell 0."""
+    _reset(env, where)
+    for t, (action, cell) in enumerate([(RIGHT, 1), (LEFT, 0), (LEFT, 0), (RIGHT, 1), (RIGHT, 2),
+                                        (LEFT, 1)], start=1):
+        name = "right" if action == RIGHT else "left"
+        reward, terminated, truncated = _step(env, action, cell,
+                                              f"{where}: step {t} (to the {name}) of right, left, "
+                                              "left, right, right, left")
+        if terminated or truncated or not np.isclose(reward, STEP_REWARD):
+            _fail(f"{where}: step {t} (to the {name}, now in cell {cell}) gave reward {reward}, "
+                  f"terminated={terminated}, truncated={truncated}; the spec says -0.1 and the "
+                  "episode goes on.")
+
+
 def _run_gymnasium_checker(env: gym.Env) -> None:
     """gymnasium's own checker; its warnings count as failures here, so none goes unnoticed."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             check_env(env, skip_render_check=True)
+        except NotImplementedError:
+            raise
         except Exception as e:
             hint = ""
             if "super().reset(seed=seed)" in str(e):
@@ -166,9 +214,20 @@ def _run_gymnasium_checker(env: gym.Env) -> None:
         _fail("gymnasium's check_env warned: " + " | ".join(problems))
 
 
-def check_env_implementation(env_class: type) -> None:
+@exercise("corridor", stub="Corridor", fallback="rlcourse's ReferenceCorridor",
+          reference=lambda env_class: ReferenceCorridor)
+def check_env_implementation(env_class: type) -> type:
     """Check an env class against the Corridor spec: gymnasium's checker plus what the spec means
-    (observations in the space, bool flags, the episode ends as it should, env_config honoured)."""
+    (observations in the space, bool flags, every action in every direction, the episode ends as
+    it should, env_config honoured). Returns `env_class` when it is right."""
+    try:
+        _check(env_class)
+    except NotImplementedError as e:
+        raise NotAttempted(str(e)) from None
+    return env_class
+
+
+def _check(env_class: type) -> None:
     if isinstance(env_class, gym.Env):
         _fail("Pass the class itself (Corridor), not an instance (Corridor()): rlcourse builds "
               "one env per sub-env slot, each with its own EnvContext.")
@@ -183,6 +242,8 @@ def check_env_implementation(env_class: type) -> None:
         if env_config == CONFIGS[0][0]:
             _run_gymnasium_checker(_make(env_class, env_config))
         _check_walk_right(env, length, max_steps, where)
+        if length >= 4:  # the walk reaches cell 2, which must not be the goal
+            _check_back_and_forth(env, where)
         # The same env object again, as a vector env reuses it: reset() must start afresh.
         _check_walk_left(env, max_steps, where)
         _check_walk_right(env, length, max_steps, f"{where}, after a truncated episode")

@@ -1,12 +1,36 @@
 """Exercises of lesson 04 (scaling): speed-up and efficiency from measurements, and what
-vectorizing a slow env buys with SYNC and ASYNC sub-envs."""
+vectorizing a slow env buys with SYNC and ASYNC sub-envs.
+
+Both answers are functions, called by the checkers on the lesson's measurements *and* on tables
+and settings of their own, so an answer must compute its numbers rather than type them. Inputs are
+passed read-only. Stubs (NotImplementedError) are reported as not attempted and the lesson goes on
+with the reference functions below.
+"""
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
 
-__all__ = ["check_scaling_table", "check_vectorize_prediction"]
+__all__ = ["check_scaling_table", "check_vectorize_prediction", "reference_predict_steps_per_s",
+           "reference_speedup_and_efficiency"]
+
+# Tables of the checker's own (env steps/s by runner count), beside the lesson's measurement.
+OTHER_TABLES = [{1: 4000.0, 2: 7200.0, 4: 7600.0, 8: 7000.0}, {1: 120.0, 2: 230.0, 3: 300.0}]
+
+
+def reference_speedup_and_efficiency(throughputs: Mapping[int, float]
+                                     ) -> tuple[dict[int, float], dict[int, float]]:
+    """rlcourse's answer: speed-up over 1 runner, and speed-up / runners."""
+    speedups = {n: throughputs[n] / throughputs[1] for n in throughputs}
+    return speedups, {n: speedups[n] / n for n in throughputs}
+
+
+def reference_predict_steps_per_s(num_envs: int, step_latency_s: float, mode: str) -> float:
+    """rlcourse's answer: SYNC waits add up (num_envs steps per num_envs waits), ASYNC waits overlap
+    (num_envs steps per wait)."""
+    return 1 / step_latency_s if mode == "SYNC" else num_envs / step_latency_s
 
 
 def _close(a: float, b: float, rel: float = 0.02) -> bool:
@@ -17,21 +41,31 @@ def _all_close(answer: Mapping[int, float], expected: Mapping[int, float]) -> bo
     return all(_close(float(answer[n]), value) for n, value in expected.items())
 
 
-def check_scaling_table(throughputs: Mapping[int, float], speedups: Mapping[int, float],
-                        efficiencies: Mapping[int, float]) -> None:
-    """`throughputs`: measured env steps/s per runner count (must include 1 runner).
-    `speedups` and `efficiencies`: the learner's values, keyed by the same runner counts."""
-    if 1 not in throughputs:
-        raise ExerciseError("The speed-up is measured against 1 runner: include a 1-runner "
-                            "measurement in throughputs.")
+def _table_answer(fn: Callable, throughputs: Mapping[int, float]):
+    try:
+        result = call(fn, MappingProxyType(dict(throughputs)), where=f"on {dict(throughputs)}")
+    except ExerciseError as e:
+        if "does not support item assignment" in str(e) or "has no attribute 'pop'" in str(e):
+            raise ExerciseError("Your function changed `throughputs` in place: leave it as it is "
+                                "(the lesson still needs it) and build new dicts.") from None
+        raise
+    if not (isinstance(result, tuple) and len(result) == 2
+            and all(isinstance(d, Mapping) for d in result)):
+        raise ExerciseError("Return two dicts, keyed by runner count: (speedups, efficiencies).")
+    return result
+
+
+def _check_table(throughputs: Mapping[int, float], speedups: Mapping[int, float],
+                 efficiencies: Mapping[int, float]) -> None:
     for name, answer in (("speedups", speedups), ("efficiencies", efficiencies)):
         missing = sorted(set(throughputs) - set(answer))
         if missing:
             raise ExerciseError(f"{name} has no value for {missing} runner(s): give one for every "
-                                f"runner count in throughputs ({sorted(throughputs)}).")
+                                f"runner count in throughputs ({sorted(throughputs)}). Build the dicts "
+                                "from `throughputs`: the checker also calls your function with "
+                                "tables of its own, so typed-in numbers fail.")
     counts = sorted(throughputs)
-    right_speedups = {n: throughputs[n] / throughputs[1] for n in counts}
-    right_efficiencies = {n: right_speedups[n] / n for n in counts}
+    right_speedups, right_efficiencies = reference_speedup_and_efficiency(throughputs)
     if not _all_close(speedups, right_speedups):
         if _all_close(speedups, {n: throughputs[1] / throughputs[n] for n in counts}):
             raise ExerciseError("Your speed-ups are upside down: speed-up = throughput with N "
@@ -40,9 +74,11 @@ def check_scaling_table(throughputs: Mapping[int, float], speedups: Mapping[int,
                     for i, n in enumerate(counts)}
         if _all_close(speedups, previous):
             raise ExerciseError("Compare every row with the 1-runner row, not with the row before.")
-        raise ExerciseError(f"Speed-up with N runners = throughputs[N] / throughputs[1]; e.g. for "
-                            f"{counts[-1]} runners it is {right_speedups[counts[-1]]:.2f}, not "
-                            f"{float(speedups[counts[-1]]):.2f}.")
+        raise ExerciseError(f"Speed-up with N runners = throughputs[N] / throughputs[1]; on "
+                            f"{dict(throughputs)}, for {counts[-1]} runners it is "
+                            f"{right_speedups[counts[-1]]:.2f}, not "
+                            f"{float(speedups[counts[-1]]):.2f}. (Compute from `throughputs`: "
+                            "numbers typed from one measurement fail on another table.)")
     if not _all_close(efficiencies, right_efficiencies):
         if _all_close(efficiencies, {n: 100 * e for n, e in right_efficiencies.items()}):
             raise ExerciseError("Give efficiencies as fractions (1.0 = perfect), not percent.")
@@ -51,28 +87,68 @@ def check_scaling_table(throughputs: Mapping[int, float], speedups: Mapping[int,
                                 "of ideal, linear scaling that you got, at most about 1.0.")
         raise ExerciseError("Efficiency = speed-up / number of runners: 1.0 means each runner "
                             "added a full runner's throughput.")
-    best = max(counts, key=lambda n: throughputs[n])
-    passed(f"the most env steps/s came from {best} runner(s), a speed-up of "
+
+
+@exercise("scaling_table", stub="speedup_and_efficiency",
+          fallback="rlcourse's reference_speedup_and_efficiency on your measurements",
+          reference=lambda fn, throughputs: reference_speedup_and_efficiency(throughputs))
+def check_scaling_table(speedup_and_efficiency: Callable, throughputs: Mapping[int, float]
+                        ) -> tuple[dict[int, float], dict[int, float]]:
+    """`speedup_and_efficiency(throughputs) -> (speedups, efficiencies)`, checked on `throughputs`
+    (measured env steps/s per runner count, including 1 runner) and on tables of the checker's own.
+    Returns the answer's two dicts for `throughputs`."""
+    if 1 not in throughputs:
+        raise ExerciseError("The speed-up is measured against 1 runner: include a 1-runner "
+                            "measurement in throughputs.")
+    for table in OTHER_TABLES:
+        _check_table(table, *_table_answer(speedup_and_efficiency, table))
+    speedups, efficiencies = _table_answer(speedup_and_efficiency, throughputs)
+    _check_table(throughputs, speedups, efficiencies)
+    right_speedups, right_efficiencies = reference_speedup_and_efficiency(throughputs)
+    best = max(throughputs, key=lambda n: throughputs[n])
+    passed(f"in your measurement the most env steps/s came from {best} runner(s), a speed-up of "
            f"{right_speedups[best]:.2f}x at {right_efficiencies[best]:.0%} efficiency.")
+    return dict(speedups), dict(efficiencies)
 
 
-def check_vectorize_prediction(num_envs: int, step_latency_s: float, sync_steps_per_s: float,
-                               async_steps_per_s: float) -> None:
-    """Predicted env steps/s of one runner with `num_envs` sub-envs whose step waits
-    `step_latency_s` (all other costs ignored), with SYNC and with ASYNC vectorization."""
-    sync = 1 / step_latency_s  # num_envs steps per num_envs waits, one after another
-    parallel = num_envs / step_latency_s  # num_envs steps per wait: they wait at the same time
-    if not _close(sync_steps_per_s, sync, rel=0.1):
-        if _close(sync_steps_per_s, parallel, rel=0.1):
-            raise ExerciseError("SYNC steps the sub-envs one after another in the runner's process, "
-                                "so their waits add up: they do not overlap.")
-        raise ExerciseError(f"SYNC: one vector step = {num_envs} waits of {step_latency_s * 1000:g}"
-                            f" ms in a row and yields {num_envs} env steps. Steps per second?")
-    if not _close(async_steps_per_s, parallel, rel=0.1):
-        if _close(async_steps_per_s, sync, rel=0.1):
-            raise ExerciseError("ASYNC runs each sub-env in its own process, so their waits "
-                                "overlap: what does one vector step cost then?")
-        raise ExerciseError(f"ASYNC: one vector step = one wait of {step_latency_s * 1000:g} ms (the "
-                            f"sub-envs wait at the same time) and yields {num_envs} env steps.")
-    passed(f"SYNC ~{sync:,.0f} and ASYNC ~{parallel:,.0f} env steps/s: with ASYNC, sub-envs that "
-           "wait overlap their waits.")
+# (num_envs, step_latency_s) the prediction is checked with; the lesson measures the first.
+SETTINGS = [(4, 0.005), (8, 0.002), (2, 0.01)]
+
+
+@exercise("vectorize_prediction", stub="predict_steps_per_s",
+          fallback="rlcourse's reference_predict_steps_per_s",
+          reference=lambda fn: reference_predict_steps_per_s)
+def check_vectorize_prediction(predict_steps_per_s: Callable[[int, float, str], float]) -> Callable:
+    """`predict_steps_per_s(num_envs, step_latency_s, mode)`: env steps/s of one runner with
+    `num_envs` sub-envs whose step waits `step_latency_s` (all other costs ignored), for mode
+    "SYNC" or "ASYNC". Checked on several settings; returns the function when it is right."""
+    for num_envs, latency in SETTINGS:
+        sync = reference_predict_steps_per_s(num_envs, latency, "SYNC")
+        parallel = reference_predict_steps_per_s(num_envs, latency, "ASYNC")
+        where = f"num_envs={num_envs}, step_latency_s={latency}"
+        got_sync = float(call(predict_steps_per_s, num_envs, latency, "SYNC", where=where))
+        got_async = float(call(predict_steps_per_s, num_envs, latency, "ASYNC", where=where))
+        if not _close(got_sync, sync, rel=0.1):
+            if _close(got_sync, parallel, rel=0.1):
+                raise ExerciseError("SYNC steps the sub-envs one after another in the runner's "
+                                    "process, so their waits add up: they do not overlap.")
+            if _close(got_sync, 1 / (num_envs * latency), rel=0.1):
+                raise ExerciseError(f"SYNC ({where}): one vector step takes {num_envs} waits but "
+                                    f"also yields {num_envs} env steps: count env steps, not "
+                                    "vector steps.")
+            raise ExerciseError(f"SYNC ({where}): one vector step = {num_envs} waits of "
+                                f"{latency * 1000:g} ms in a row and yields {num_envs} env steps. "
+                                "Steps per second? (Compute from the arguments.)")
+        if not _close(got_async, parallel, rel=0.1):
+            if _close(got_async, sync, rel=0.1):
+                raise ExerciseError("ASYNC runs each sub-env in its own process, so their waits "
+                                    "overlap: what does one vector step cost then?")
+            raise ExerciseError(f"ASYNC ({where}): one vector step = one wait of {latency * 1000:g}"
+                                f" ms (the sub-envs wait at the same time) and yields {num_envs} "
+                                "env steps. (Compute from the arguments.)")
+    num_envs, latency = SETTINGS[0]
+    passed(f"with {num_envs} sub-envs waiting {latency * 1000:g} ms: SYNC "
+           f"~{reference_predict_steps_per_s(num_envs, latency, 'SYNC'):,.0f} and ASYNC "
+           f"~{reference_predict_steps_per_s(num_envs, latency, 'ASYNC'):,.0f} env steps/s; "
+           "with ASYNC, sub-envs that wait overlap their waits.")
+    return predict_steps_per_s

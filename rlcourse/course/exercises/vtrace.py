@@ -7,7 +7,8 @@ The learner writes
 
 for a fragment of T steps (arrays of length T; `terminated` says whether its last step ended the
 episode). `check_vtrace` compares it with `rlcourse.algorithms.impala.vtrace.vtrace` on cases chosen so
-that each typical mistake fails a case of its own, and names that case in its hint.
+that each typical mistake fails a case of its own, and names that case in its hint. Arrays are
+passed read-only. The stub is reported as not attempted; the lesson goes on with `reference`.
 """
 
 from collections.abc import Callable
@@ -15,12 +16,12 @@ from collections.abc import Callable
 import numpy as np
 
 from rlcourse.algorithms.impala.vtrace import vtrace
-from rlcourse.course.exercises.common import ExerciseError, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
 
-__all__ = ["check_vtrace"]
+__all__ = ["check_vtrace", "reference_vtrace"]
 
 
-def reference(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,
+def reference_vtrace(behaviour_logp, target_logp, rewards, values, bootstrap_value, terminated, gamma,
               rho_bar=1.0, c_bar=1.0) -> np.ndarray:
     """The answer, from rlcourse's own V-trace (which works on many fragments at once)."""
     t = len(rewards)
@@ -61,15 +62,22 @@ def _cases() -> list[tuple[str, dict, str]]:
     ]
 
 
-def check_vtrace(my_vtrace: Callable[..., np.ndarray]) -> None:
-    """Check `my_vtrace` against rlcourse's V-trace; raise ExerciseError with a hint if it differs."""
+def _read_only(value):
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.setflags(write=False)
+    return value
+
+
+@exercise("vtrace", stub="my_vtrace", fallback="rlcourse's reference_vtrace (built on its vtrace)",
+          reference=lambda my_vtrace: reference_vtrace)
+def check_vtrace(my_vtrace: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Check `my_vtrace` against rlcourse's V-trace; raise ExerciseError with a hint if it differs.
+    Returns `my_vtrace` when it is right."""
     for name, case, hint in _cases():
-        expected = reference(**case)
-        try:
-            got = np.asarray(my_vtrace(**{k: np.copy(v) if isinstance(v, np.ndarray) else v
-                                          for k, v in case.items()}), dtype=np.float64)
-        except Exception as e:
-            raise ExerciseError(f"my_vtrace raised {type(e).__name__}: {e} (case: {name}).") from e
+        expected = reference_vtrace(**case)
+        inputs = {k: _read_only(v) for k, v in case.items()}
+        got = np.asarray(call(my_vtrace, **inputs, where=f"case: {name}"), dtype=np.float64)
         if got.shape != expected.shape:
             raise ExerciseError(f"my_vtrace returned shape {got.shape}; expected {expected.shape}: "
                                 "one target v_s per step of the fragment.")
@@ -79,3 +87,4 @@ def check_vtrace(my_vtrace: Callable[..., np.ndarray]) -> None:
                                 f"{expected[worst]:.4f}. Hint: {hint}")
     passed("your V-trace targets match rlcourse's on-policy, off-policy, clipped and terminated "
            "fragments.")
+    return my_vtrace

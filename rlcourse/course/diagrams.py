@@ -1,0 +1,288 @@
+"""The course's pictures: each lesson cell calls one function here instead of plotting by hand.
+
+Every function draws one idea and shows it (`show=True`, for notebooks) or returns the figure
+(`show=False`, for tests and export). Notation as in docs/glossary.md: s_t, a_t, r_t, gamma, lambda,
+V(s_t), A_t, pi_theta.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+BLUE, SAND, GREEN, RED, GREY = "#e6eefc", "#fdf0d5", "#e3f4e1", "#fbe3e1", "#4a6fa5"
+
+
+def _finish(fig: Figure, show: bool) -> Figure | None:
+    fig.tight_layout()
+    if show:
+        plt.show()
+        return None
+    return fig
+
+
+def _box(ax, x, y, text, color=BLUE, size=10):
+    return ax.text(x, y, text, ha="center", va="center", fontsize=size,
+                   bbox=dict(boxstyle="round,pad=0.6", fc=color, ec=GREY))
+
+
+def _arrow(ax, start, end, text="", color=GREY, rad=0.0, offset=(0.0, 0.0)):
+    ax.annotate("", xy=end.get_position(), xytext=start.get_position(),
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=1.6, patchA=start.get_bbox_patch(),
+                                patchB=end.get_bbox_patch(), connectionstyle=f"arc3,rad={rad}"))
+    if text:
+        (x0, y0), (x1, y1) = start.get_position(), end.get_position()
+        ax.text((x0 + x1) / 2 + offset[0], (y0 + y1) / 2 + offset[1], text, ha="center",
+                va="center", fontsize=10)
+
+
+def rl_loop(show: bool = True) -> Figure | None:
+    """The agent-environment loop: the policy picks a_t from s_t, the env answers r_t and s_{t+1}."""
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    agent = _box(ax, 0, 0, "agent\npolicy $\\pi_\\theta(a_t \\mid s_t)$\nvalue $V(s_t)$")
+    env = _box(ax, 6, 0, "environment\n(e.g. CartPole)", GREEN)
+    _arrow(ax, agent, env, "action $a_t$", rad=-0.35, offset=(0, 1.05))
+    _arrow(ax, env, agent, "reward $r_t$, next state $s_{t+1}$,\nterminated / truncated",
+           rad=-0.35, offset=(0, -1.15))
+    ax.text(3, -2.1, "return $G_t = r_t + \\gamma r_{t+1} + \\gamma^2 r_{t+2} + \\dots$: "
+            "what the agent learns to make large", ha="center", fontsize=10)
+    ax.set_xlim(-2, 8)
+    ax.set_ylim(-2.4, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def discounting(gammas=(0.9, 0.99), horizon: int = 100, show: bool = True) -> Figure | None:
+    """How much a reward k steps ahead counts today: gamma ** k."""
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    k = np.arange(horizon)
+    for gamma in gammas:
+        ax.plot(k, gamma ** k, label=f"$\\gamma$ = {gamma} (half weight after "
+                f"{np.log(0.5) / np.log(gamma):.0f} steps)")
+    ax.set_xlabel("k, steps ahead")
+    ax.set_ylabel("$\\gamma^k$")
+    ax.set_title("weight of a reward k steps ahead")
+    ax.legend(fontsize=8)
+    return _finish(fig, show)
+
+
+def episode_chunk(n: int = 4, ending: str = "cut", show: bool = True) -> Figure | None:
+    """An episode chunk of n steps: n+1 observations s_0 .. s_n, n actions and rewards, and how it
+    ended ("terminated", "truncated" or "cut")."""
+    fig, ax = plt.subplots(figsize=(1.9 * n + 2.5, 2.4))
+    for t in range(n + 1):
+        last = t == n
+        ax.text(2 * t, 1, f"$s_{{{t}}}$", ha="center",
+                va="center", fontsize=12, bbox=dict(boxstyle="circle,pad=0.3",
+                                                    fc=SAND if last else BLUE, ec=GREY))
+        if last:
+            ax.text(2 * t, 0.5, "last obs.", ha="center", fontsize=9)
+        else:
+            ax.annotate("", xy=(2 * t + 1.6, 1), xytext=(2 * t + 0.4, 1),
+                        arrowprops=dict(arrowstyle="-|>", color=GREY))
+            ax.text(2 * t + 1, 1.45, f"$a_{{{t}}}$", ha="center", fontsize=11)
+            ax.text(2 * t + 1, 0.5, f"$r_{{{t}}}$", ha="center", fontsize=11)
+    what = {"terminated": "terminated: no future,\nV counts as 0 after it",
+            "truncated": "truncated (time limit):\nbootstrap from $V(s_n)$",
+            "cut": "cut by sample(): the episode goes on;\nbootstrap from $V(s_n)$"}[ending]
+    ax.text(2 * n + 0.9, 1, what, va="center", fontsize=9)
+    ax.text(n, -0.15, f"{n} steps: {n + 1} observations, {n} actions, {n} rewards, {n} action_logp",
+            ha="center", fontsize=10)
+    ax.set_xlim(-0.8, 2 * n + 4.5)
+    ax.set_ylim(-0.5, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def clipped_objective(clip_param: float = 0.2, show: bool = True) -> Figure | None:
+    """PPO's clipped surrogate min(rho A, clip(rho, 1 - eps, 1 + eps) A) against the probability
+    ratio rho = pi_theta / pi_old, for A > 0 and A < 0."""
+    rho = np.linspace(0.0, 2.0, 401)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), sharey=True)
+    for ax, adv in zip(axes, (1.0, -1.0), strict=True):
+        unclipped = rho * adv
+        clipped = np.clip(rho, 1 - clip_param, 1 + clip_param) * adv
+        ax.plot(rho, unclipped, ":", color="gray", label="$\\rho_t A_t$ (unclipped)")
+        ax.plot(rho, np.minimum(unclipped, clipped), lw=2.5, color="C0",
+                label="$\\min(\\rho_t A_t,\\ \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon) A_t)$")
+        ax.axvspan(1 - clip_param, 1 + clip_param, color="C2", alpha=0.12,
+                   label=f"$1 \\pm \\epsilon$, $\\epsilon$ = {clip_param}")
+        ax.axvline(1, color="k", lw=0.5)
+        flat = "$\\rho_t > 1+\\epsilon$: flat, no gradient" if adv > 0 else \
+            "$\\rho_t < 1-\\epsilon$: flat, no gradient"
+        ax.set_title(f"A_t {'> 0: a good action' if adv > 0 else '< 0: a bad action'}\n{flat}",
+                     fontsize=10)
+        ax.set_xlabel("probability ratio $\\rho_t = \\pi_\\theta(a_t|s_t) / \\pi_{old}(a_t|s_t)$")
+    axes[0].set_ylabel("objective (PPO maximizes it)")
+    axes[1].legend(fontsize=8, loc="lower left")
+    return _finish(fig, show)
+
+
+def data_walk(show: bool = True) -> Figure | None:
+    """One PPO iteration as a loop of functions, each with its file in rlcourse/."""
+    loop = [("EnvRunnerGroup.sample", "env/env_runner_group.py", (0, 2)),
+            ("EnvRunner.sample\n(in each runner actor)", "env/env_runner.py", (1, 2)),
+            ("episodes\n(SingleAgentEpisode)", "env/single_agent_episode.py", (2, 2)),
+            ("LearnerGroup.update", "core/learner/learner_group.py", (2, 1)),
+            ("Learner.update\n(build_batch, compute_loss)",
+             "core/learner/learner.py\nalgorithms/ppo/ppo_learner.py", (2, 0)),
+            ("weights: Learner.get_weights\n(inference_only=True)", "core/learner/learner.py",
+             (1, 0)),
+            ("EnvRunnerGroup\n.sync_weights", "env/env_runner_group.py", (0, 0))]
+    fig, ax = plt.subplots(figsize=(12, 5))
+    boxes = [_box(ax, 3.6 * col, 1.6 * row, f"{label}\n{source}", size=9)
+             for label, source, (col, row) in loop]
+    setup = _box(ax, -3.6, 3.2, "config (algorithm_config.py)\n↓\nAlgorithm.setup (algorithm.py)\n"
+                 "builds the loop once", SAND, size=9)
+    for start, end in [*zip(boxes, boxes[1:] + boxes[:1], strict=True), (setup, boxes[0])]:
+        _arrow(ax, start, end)
+    ax.text(3.6, 1.6, "algo.train():\none turn of the loop", ha="center", va="center", fontsize=12)
+    ax.set_xlim(-5.4, 8.8)
+    ax.set_ylim(-0.7, 3.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def impala_pipeline(show: bool = True) -> Figure | None:
+    """IMPALA's pieces: runners with requests in flight, the driver's ray.wait, a bounded queue and
+    the learner thread; weights go back every broadcast_interval updates."""
+    fig, ax = plt.subplots(figsize=(10, 2.8))
+    runners = [_box(ax, 0, y, f"runner {i + 1}\n(requests in flight)", GREEN, 9)
+               for i, y in enumerate((1.0, -1.0))]
+    driver = _box(ax, 3.2, 0, "driver\nray.wait", BLUE, 9)
+    queue = _box(ax, 6.0, 0, "bounded queue\n(oldest dropped)", SAND, 9)
+    learner = _box(ax, 9.0, 0, "learner thread\nV-trace, update", BLUE, 9)
+    for runner in runners:
+        _arrow(ax, runner, driver)
+    _arrow(ax, driver, queue, "batches", offset=(0, 0.3))
+    _arrow(ax, queue, learner)
+    ax.annotate("weights (one ray.put) every broadcast_interval updates", xy=(0.9, 1.55),
+                xytext=(9.0, 1.55), ha="center", va="center", fontsize=9,
+                arrowprops=dict(arrowstyle="-|>", color=GREY, lw=1.2))
+    ax.set_xlim(-1.3, 10.5)
+    ax.set_ylim(-1.6, 1.9)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def chunk_advantages(chunks, show: bool = True) -> Figure | None:
+    """Rewards r_t, values V(s_0..s_n) and advantages A_t along episode chunks, side by side.
+
+    `chunks`: (title, episode, values, advantages) per chunk; a chunk that did not terminate gets
+    a dot at its bootstrap value V(s_n)."""
+    fig, axes = plt.subplots(1, len(chunks), figsize=(6 * len(chunks), 3.8), sharey=True,
+                             squeeze=False)
+    for ax, (title, episode, values, advantages) in zip(axes[0], chunks, strict=True):
+        steps = np.arange(len(episode))
+        ax.plot(steps, episode.rewards, label="reward $r_t$")
+        ax.plot(np.arange(len(episode) + 1), values, label="value $V(s_t)$")
+        ax.plot(steps, advantages, label="advantage $A_t$")
+        if not episode.is_terminated:
+            ax.plot(len(episode), values[-1], "o", color="C1", label="bootstrap $V(s_n)$")
+        ax.axhline(0, color="gray", lw=0.5)
+        ax.set_title(f"{title}: {len(episode)} steps")
+        ax.set_xlabel("step t in the chunk")
+    axes[0][0].legend()
+    return _finish(fig, show)
+
+
+def animation_html(frames, interval_ms: int = 80) -> str:
+    """An HTML/JavaScript player for a list of RGB frames (show it with IPython's HTML)."""
+    from matplotlib import animation
+
+    fig, ax = plt.subplots(figsize=(4, 2.7), dpi=60)
+    ax.axis("off")
+    image = ax.imshow(frames[0])
+    movie = animation.FuncAnimation(fig, lambda i: [image.set_data(frames[i])],
+                                    frames=len(frames), interval=interval_ms)
+    plt.close(fig)
+    return movie.to_jshtml(default_mode="once")
+
+
+def ppo_vs_impala(phases, show: bool = True) -> Figure | None:
+    """PPO's and IMPALA's timelines side by side. `phases`: PPO's measured (name, seconds) of one
+    iteration: sample, update, sync weights. PPO's runners and learner take turns; IMPALA's runners
+    sample all the time while the learner thread updates (schematic, same length of time)."""
+    fig, (ppo, impala) = plt.subplots(2, 1, figsize=(9, 3.6), sharex=True)
+    colors = {"sample": "C0", "update": "C1", "sync weights": "C2"}
+    start = 0.0
+    for name, seconds in phases:
+        row = 1 if name == "sample" else 0
+        ppo.barh(row, seconds, left=start, color=colors.get(name, "C3"),
+                 label=f"{name} ({seconds:.2f} s)")
+        start += seconds
+    total = start
+    ppo.set_title("PPO (measured): one side works while the other waits", fontsize=10)
+    ppo.legend(loc="upper right", fontsize=8)
+    impala.barh(1, total, color="C0")
+    update = total / 6
+    for k in range(int(total // update)):
+        impala.barh(0, update * 0.9, left=k * update, color="C1")
+    impala.set_title("IMPALA (schematic): runners sample all the time, the learner thread "
+                     "updates from the queue", fontsize=10)
+    impala.set_xlabel("seconds")
+    for ax in (ppo, impala):
+        ax.set_yticks([0, 1], ["learner", "runners"])
+    return _finish(fig, show)
+
+
+def all_reduce(gradients=("$g_0$", "$g_1$"), show: bool = True) -> Figure | None:
+    """Data-parallel learners: each computes a gradient on its shard; the all-reduce gives every
+    learner the sum, so all apply the same averaged step."""
+    k = len(gradients)
+    fig, ax = plt.subplots(figsize=(9, 2.9))
+    total = " + ".join(g.strip("$") for g in gradients)
+    hub = _box(ax, 4.5, 0, f"all-reduce (sum)\n${total}$", SAND, 10)
+    for i, g in enumerate(gradients):
+        y = (k - 1) / 2 - i
+        shard = _box(ax, 0, 1.4 * y, f"learner {i}: shard {i}\n→ gradient {g}", BLUE, 9)
+        back = _box(ax, 9, 1.4 * y, f"learner {i}\napplies the mean", GREEN, 9)
+        _arrow(ax, shard, hub)
+        _arrow(ax, hub, back)
+    ax.set_xlim(-1.8, 10.8)
+    ax.set_ylim(-0.7 * k - 0.4, 0.7 * k + 0.4)
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+def throughput_bars(rates, predictions=None, show: bool = True) -> Figure | None:
+    """Env steps/s by (env kind, vectorize mode) as bars per env kind; optional predicted lines
+    for one kind: `predictions` = (kind, {mode: steps/s})."""
+    kinds = list(dict.fromkeys(kind for kind, _ in rates))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.5 * len(kinds), 3.5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds, strict=True):
+        modes = [mode for k, mode in rates if k == kind]
+        ax.bar(modes, [rates[kind, mode] for mode in modes], color=["C0", "C1", "C2"][:len(modes)])
+        ax.set(title=kind, ylabel="env steps / s")
+        if predictions and predictions[0] == kind:
+            for (mode, value), style in zip(predictions[1].items(), ("--", ":", "-."), strict=False):
+                ax.axhline(value, color="gray", linestyle=style, label=f"your {mode} prediction")
+            ax.legend(fontsize="small")
+    return _finish(fig, show)
+
+
+def gridworld_policy(grid, greedy_actions, path, episode_return: float,
+                     show: bool = True) -> Figure | None:
+    """A GridWorld (rlcourse.course.envs, made with render_mode="rgb_array") twice: the greedy action
+    in each cell as an arrow (`greedy_actions[cell]`: 0 up, 1 right, 2 down, 3 left), and one
+    episode's `path` of (row, col) cells."""
+    cells = np.arange(grid.size * grid.size)
+    rows, cols = np.divmod(cells, grid.size)
+    shown = ~grid.pits[rows, cols] & (cells != cells[-1])  # no arrows on pits and the goal
+    # Arrows in image coordinates (x to the right, y downwards) for up, right, down, left.
+    arrows = np.array([[0, -1], [1, 0], [0, 1], [-1, 0]])[np.asarray(greedy_actions)]
+
+    def pixel(row_col):  # centre of a cell in the rendered image, as (x, y)
+        return (np.asarray(row_col)[..., ::-1] + 0.5) * 32
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.3))
+    image = grid.render()
+    axes[0].imshow(image)
+    axes[0].quiver(*pixel(np.c_[rows, cols][shown]).T, *arrows[shown].T, angles="xy",
+                   scale_units="xy", scale=1 / 12, pivot="middle", color="black")
+    axes[0].set_title("greedy action in each cell")
+    axes[1].imshow(image)
+    axes[1].plot(*pixel(path).T, "-o", color="#d63031", markersize=4)
+    axes[1].set_title(f"one greedy episode: {len(path) - 1} steps, return {episode_return:.2f}")
+    for ax in axes:
+        ax.axis("off")
+    return _finish(fig, show)

@@ -1,0 +1,145 @@
+"""Lesson 02's second exercise: PPO's clipped surrogate loss, written by hand.
+
+The learner writes `clipped_surrogate_loss(logp, old_logp, advantages, clip_param)` on torch tensors:
+
+    ratio_t = pi_theta(a_t | s_t) / pi_old(a_t | s_t) = exp(logp_t - old_logp_t)
+    loss    = -mean_t min(ratio_t * A_t, clip(ratio_t, 1 - eps, 1 + eps) * A_t)
+
+`check_clipped_surrogate` compares its value *and its gradient* with the `policy_loss` that
+`PPOLearner.compute_loss` (rlcourse/algorithms/ppo/ppo_learner.py) computes on the same batches,
+built so that the clip is active in both directions (ratio above 1 + eps with A > 0, below 1 - eps
+with A < 0) and inactive where the min keeps the unclipped term. Typical mistakes are named.
+"""
+
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+
+__all__ = ["check_clipped_surrogate", "reference_clipped_surrogate_loss"]
+
+LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
+
+
+def reference_clipped_surrogate_loss(logp: torch.Tensor, old_logp: torch.Tensor,
+                                     advantages: torch.Tensor, clip_param: float) -> torch.Tensor:
+    """rlcourse's answer: the policy part of PPOLearner.compute_loss."""
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(ratio, 1 - clip_param, 1 + clip_param)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+# Plausible wrong answers, each with the hint that names it (tried in this order).
+def _mistakes(clip: float) -> list[tuple[Callable, str]]:
+    def surrogate(ratio, adv, combine=torch.min):
+        return combine(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+
+    return [
+        (lambda lp, old, adv: surrogate(torch.exp(lp - old), adv).mean(),
+         "you returned the objective, not the loss: the optimizer minimizes, so negate it "
+         "(loss = -mean(min(...)))."),
+        (lambda lp, old, adv: -(torch.exp(lp - old) * adv).mean(),
+         "the ratio is never clipped: on steps where ratio * A would grow past (1 + eps) * A or "
+         "(1 - eps) * A, use clip(ratio, 1 - eps, 1 + eps) * A instead (the min of the two)."),
+        (lambda lp, old, adv: -(torch.exp(lp - old).clamp(1 - clip, 1 + clip) * adv).mean(),
+         "you use only the clipped term. PPO takes min(ratio * A, clip(ratio) * A): where the "
+         "unclipped term is smaller (a bad action made likelier, A < 0 and ratio > 1 + eps), it "
+         "must count in full, or the update would not be pulled back."),
+        (lambda lp, old, adv: -surrogate(torch.exp(lp - old), adv, torch.max).mean(),
+         "you take the max of the two terms; PPO takes the min, a pessimistic bound."),
+        (lambda lp, old, adv: -surrogate(lp - old, adv).mean(),
+         "the probability ratio is pi / pi_old = exp(logp - old_logp); logp - old_logp is its "
+         "log."),
+        (lambda lp, old, adv: -surrogate(lp / old, adv).mean(),
+         "logp and old_logp are log-probabilities: their ratio is exp(logp - old_logp), not "
+         "logp / old_logp."),
+        (lambda lp, old, adv: -surrogate(torch.exp(lp - old), adv).sum(),
+         "average over the batch (mean), do not sum: the loss must not grow with the batch size."),
+    ]
+
+
+def _batch(seed: int, clip: float, n: int = 48) -> dict[str, torch.Tensor]:
+    """Observations, actions, old log-probs and advantages. Ratios pi/pi_old are spread from 0.5 to
+    1.6, with advantages of both signs, so every branch of the clipped objective is used."""
+    rng = np.random.default_rng(seed)
+    log_ratio = np.log(np.tile([0.5, 0.7, 0.95, 1.05, 1.3, 1.6], n // 6))
+    advantages = np.tile([1.0, -1.0], n // 2) * rng.uniform(0.2, 2.0, n)
+    return {"obs": torch.as_tensor(rng.normal(size=(n, 4)), dtype=torch.float32),
+            "actions": torch.as_tensor(rng.integers(0, 2, n)),
+            "log_ratio": torch.as_tensor(rng.permutation(log_ratio), dtype=torch.float32),
+            "advantages": torch.as_tensor(advantages, dtype=torch.float32),
+            "value_targets": torch.zeros(n)}
+
+
+def _learner(clip: float):
+    from rlcourse import PPOConfig
+    from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
+
+    config = PPOConfig().environment("CartPole-v1").training(clip_param=clip).debugging(seed=0)
+    return PPOLearner(config, gym.spaces.Box(-1.0, 1.0, (4,), np.float32), gym.spaces.Discrete(2))
+
+
+@exercise("clipped_surrogate", stub="clipped_surrogate_loss",
+          fallback="rlcourse's reference_clipped_surrogate_loss (the Learner's)",
+          reference=lambda loss_fn: reference_clipped_surrogate_loss)
+def check_clipped_surrogate(loss_fn: LossFunction) -> LossFunction:
+    """Check `loss_fn(logp, old_logp, advantages, clip_param) -> loss` (a scalar tensor) against the
+    policy loss of PPOLearner.compute_loss, in value and in gradient. Returns `loss_fn` if right."""
+    with torch.random.fork_rng():  # building a Learner seeds torch: leave the lesson's RNG alone
+        for seed, clip in ((0, 0.2), (1, 0.3)):
+            learner = _learner(clip)
+            batch = _batch(seed, clip)
+            module = learner.module
+            with torch.no_grad():
+                dist = module.get_action_dist(module.forward_train(batch)["action_dist_inputs"])
+                current = dist.log_prob(batch["actions"])
+            old_logp = current - batch["log_ratio"]  # so that pi / pi_old is the planned ratio
+            _, stats = learner.compute_loss({**batch, "action_logp": old_logp})
+            expected = float(stats["policy_loss"])
+            logp = current.clone().requires_grad_(True)
+            inputs = (old_logp.clone(), batch["advantages"].clone())
+            where = f"clip_param={clip}"
+            loss = call(loss_fn, logp, inputs[0], inputs[1], clip, where=where)
+            if not (torch.equal(inputs[0], old_logp) and torch.equal(inputs[1], batch["advantages"])
+                    and torch.equal(logp.detach(), current)):
+                raise ExerciseError("Your loss changed one of its input tensors in place (e.g. "
+                                    "advantages.clamp_() or logp -= old_logp): compute new tensors "
+                                    "instead; the Learner still needs the batch.")
+            _check_result(loss, logp, old_logp, batch["advantages"], clip, expected, where)
+    passed("your clipped surrogate loss matches PPOLearner.compute_loss's policy_loss, value and "
+           "gradient, with the clip active for A > 0 and for A < 0.")
+    return loss_fn
+
+
+def _check_result(loss, logp, old_logp, advantages, clip, expected, where) -> None:
+    if not isinstance(loss, torch.Tensor):
+        raise ExerciseError(f"Return a torch tensor (got {type(loss).__name__}): stay in torch "
+                            "(torch.exp, torch.clamp, torch.min) so that the loss has a gradient.")
+    if loss.numel() != 1:
+        raise ExerciseError(f"Return one number, the mean over the batch (got shape "
+                            f"{tuple(loss.shape)}): finish with .mean().")
+    got = float(loss.detach())
+    if not np.isclose(got, expected, rtol=1e-4, atol=1e-5):
+        with torch.no_grad():
+            for mistake, hint in _mistakes(clip):
+                if np.isclose(got, float(mistake(logp, old_logp, advantages)), rtol=1e-4, atol=1e-5):
+                    raise ExerciseError(f"With {where}: your loss is {got:.5f}, the Learner's "
+                                        f"{expected:.5f}: {hint}")
+        raise ExerciseError(f"With {where}: your loss is {got:.5f}, the Learner's {expected:.5f}. "
+                            "Compare with loss = -mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) "
+                            "* A)), ratio = exp(logp - old_logp).")
+    if loss.grad_fn is None:
+        raise ExerciseError("Your loss has no gradient (it is detached from logp): avoid .item(), "
+                            ".detach(), .numpy() and float(...) inside it; the optimizer needs "
+                            "d loss / d logp.")
+    (grad,) = torch.autograd.grad(loss, logp)
+    leaf = logp.detach().clone().requires_grad_(True)
+    (right,) = torch.autograd.grad(reference_clipped_surrogate_loss(leaf, old_logp, advantages,
+                                                                    clip), leaf)
+    if not torch.allclose(grad, right, rtol=1e-4, atol=1e-6):
+        raise ExerciseError("Your loss has the right value but the wrong gradient: where the clip "
+                            "is active the gradient must be 0 (torch.clamp gives that); a "
+                            "hand-made clip with constants or .detach() changes it.")

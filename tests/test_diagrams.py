@@ -1,0 +1,60 @@
+"""Every diagram helper draws without error and returns its figure when not shown."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from rlcourse.course import diagrams  # noqa: E402
+
+
+@pytest.mark.parametrize("draw", [diagrams.rl_loop, diagrams.discounting, diagrams.episode_chunk,
+                                  diagrams.clipped_objective, diagrams.data_walk,
+                                  diagrams.impala_pipeline, diagrams.all_reduce,
+                                  lambda show: diagrams.ppo_vs_impala(
+                                      [("sample", 0.5), ("update", 0.4), ("sync weights", 0.01)],
+                                      show=show),
+                                  lambda show: diagrams.throughput_bars(
+                                      {("slow", "SYNC"): 180.0, ("slow", "ASYNC"): 650.0},
+                                      ("slow", {"SYNC": 200.0, "ASYNC": 800.0}), show=show)])
+def test_a_diagram_returns_its_figure(draw):
+    figure = draw(show=False)
+    assert isinstance(figure, Figure) and figure.axes
+    plt.close(figure)
+
+
+@pytest.mark.parametrize("ending", ["terminated", "truncated", "cut"])
+def test_the_episode_chunk_names_each_ending(ending):
+    figure = diagrams.episode_chunk(n=3, ending=ending, show=False)
+    texts = " ".join(t.get_text() for t in figure.axes[0].texts)
+    assert ending in texts and "4 observations" in texts
+    plt.close(figure)
+
+
+def test_chunk_advantages_and_the_animation():
+    import numpy as np
+
+    from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
+    episode = SingleAgentEpisode(np.zeros((4, 1), np.float32), np.zeros(3, np.int64),
+                                 np.ones(3, np.float32), {"action_logp": np.zeros(3, np.float32)})
+    figure = diagrams.chunk_advantages([("cut", episode, np.zeros(4), np.ones(3))], show=False)
+    assert figure.axes[0].get_title() == "cut: 3 steps"
+    plt.close(figure)
+    html = diagrams.animation_html([np.zeros((8, 8, 3), np.uint8)] * 3)
+    assert "<script" in html
+
+
+def test_gridworld_policy_draws_arrows_and_a_path():
+    import numpy as np
+
+    from rlcourse.course.envs import GridWorld
+
+    grid = GridWorld({"size": 5, "render_mode": "rgb_array"})
+    grid.reset(seed=0)
+    figure = diagrams.gridworld_policy(grid, np.ones(25, int), [(0, 0), (0, 1)], -0.1, show=False)
+    assert "1 steps" in figure.axes[1].get_title()
+    plt.close(figure)

@@ -1,0 +1,83 @@
+"""check_clipped_surrogate accepts PPO's clipped loss and names each typical mistake."""
+
+import pytest
+import torch
+
+from rlcourse.course.exercises import (
+    ExerciseError,
+    check_clipped_surrogate,
+    reference_clipped_surrogate_loss,
+)
+
+
+def surrogate(ratio, adv, clip, combine=torch.min):
+    return combine(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)
+
+
+def right(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    return -surrogate(ratio, advantages, clip_param).mean()
+
+
+def test_a_right_loss_passes_and_is_returned(capsys):
+    assert check_clipped_surrogate(right) is right
+    assert "Correct" in capsys.readouterr().out
+    check_clipped_surrogate(reference_clipped_surrogate_loss)
+
+
+def test_a_right_loss_written_with_torch_where_passes():
+    def with_where(logp, old_logp, advantages, clip_param):
+        ratio = (logp - old_logp).exp()
+        clipped = torch.where(advantages > 0, torch.clamp(ratio, max=1 + clip_param),
+                              torch.clamp(ratio, min=1 - clip_param))
+        return -(clipped * advantages).mean()
+
+    check_clipped_surrogate(with_where)
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (lambda lp, old, adv, clip: surrogate(torch.exp(lp - old), adv, clip).mean(),
+     "objective, not the loss"),
+    (lambda lp, old, adv, clip: -(torch.exp(lp - old) * adv).mean(), "never clipped"),
+    (lambda lp, old, adv, clip: -(torch.clamp(torch.exp(lp - old), 1 - clip, 1 + clip) * adv).mean(),
+     "only the clipped term"),
+    (lambda lp, old, adv, clip: -surrogate(torch.exp(lp - old), adv, clip, torch.max).mean(),
+     "max of the two"),
+    (lambda lp, old, adv, clip: -surrogate(lp - old, adv, clip).mean(), "is its log"),
+    (lambda lp, old, adv, clip: -surrogate(lp / old, adv, clip).mean(), "not logp / old_logp"),
+    (lambda lp, old, adv, clip: -surrogate(torch.exp(lp - old), adv, clip).sum(), "mean"),
+    (lambda lp, old, adv, clip: -surrogate(torch.exp(lp - old), adv, clip),
+     "Return one number"),
+    (lambda lp, old, adv, clip: float(right(lp, old, adv, clip)), "Return a torch tensor"),
+    (lambda lp, old, adv, clip: right(lp.detach(), old, adv, clip), "no gradient"),
+], ids=["returns-the-objective", "no-clip", "clipped-term-only", "max-not-min", "log-ratio",
+        "ratio-of-logs", "sum-not-mean", "per-step-losses", "python-float", "detached"])
+def test_clipped_surrogate_rejects_each_mistake_with_its_hint(wrong, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_clipped_surrogate(wrong)
+
+
+def test_clipped_surrogate_rejects_changing_the_advantages_in_place():
+    def in_place(logp, old_logp, advantages, clip_param):
+        loss = right(logp, old_logp, advantages, clip_param)
+        advantages.mul_(-1.0)
+        return loss
+
+    with pytest.raises(ExerciseError, match="in place"):
+        check_clipped_surrogate(in_place)
+
+
+def test_the_stub_is_not_attempted(capsys):
+    def clipped_surrogate_loss(logp, old_logp, advantages, clip_param):
+        raise NotImplementedError("TODO: PPO's clipped surrogate")
+
+    assert check_clipped_surrogate(clipped_surrogate_loss) is reference_clipped_surrogate_loss
+    assert "Not attempted yet" in capsys.readouterr().out
+
+
+def test_checking_leaves_torchs_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check_clipped_surrogate(right)
+    assert torch.equal(torch.rand(3), expected)

@@ -19,7 +19,11 @@ from rlcourse.course import diagrams  # noqa: E402
                                       show=show),
                                   lambda show: diagrams.throughput_bars(
                                       {("slow", "SYNC"): 180.0, ("slow", "ASYNC"): 650.0},
-                                      ("slow", {"SYNC": 200.0, "ASYNC": 800.0}), show=show)])
+                                      ("slow", {"SYNC": 200.0, "ASYNC": 800.0}), show=show),
+                                  lambda show: diagrams.runners_on_nodes(
+                                      [{"nodes": ["head", "worker-1"], "seconds": 1.0},
+                                       {"nodes": ["head", "head"], "seconds": 3.0}],
+                                      lost_after=1, show=show)])
 def test_a_diagram_returns_its_figure(draw):
     figure = draw(show=False)
     assert isinstance(figure, Figure) and figure.axes

@@ -33,7 +33,7 @@ this notebook (the driver): Algorithm
 |---|---|---|---|
 | more runners | `.env_runners(num_env_runners=N)` | N processes step envs in parallel | a process each (measured below: some 60 MB of its own), a CPU share |
 | more sub-envs | `.env_runners(num_envs_per_env_runner=M)` | one forward pass acts for M envs at once | nothing extra with `SYNC`; a process per sub-env with `ASYNC` |
-| more learners | `.learners(num_learners=K)` | each learner updates on 1/K of the batch | a torch process each (~150 MB), an all-reduce per step |
+| more learners | `.learners(num_learners=K)` | each learner updates on 1/K of the batch | a torch process each (~180 MB private memory, `benchmarks/startup_memory.py`), an all-reduce per step |
 
 Every actor also says what it **reserves**: `num_cpus_per_env_runner`, `num_cpus_per_learner`,
 `num_gpus_per_...`. A reservation is bookkeeping for Ray's scheduler, not a limit: a runner that

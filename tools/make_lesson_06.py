@@ -42,20 +42,20 @@ HTTP API takes Ray Jobs. Your program is the **driver**; it can run anywhere tha
 
 On real machines you run `ray start --head` on one and `ray start --address=<head>:6379` on the
 others. `LocalCluster` (in `rlcourse/course/cluster.py`) runs exactly these commands here, each node with
-its own CPUs, its own temp dir and ports, and a custom resource named after it. Starting two nodes on
-two cores takes some seconds:
+its own CPUs, its own temp dir and ports, and a custom resource named after it. Starting two nodes
+takes some seconds (the cell prints how many, on this machine):
 """),
     code("""
 import time
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import ray
 from IPython.display import display
 
 import rlcourse
 from rlcourse import PPOConfig
 from rlcourse.course.cluster import LocalCluster
+from rlcourse.course.diagrams import runners_on_nodes
 
 cluster = LocalCluster(num_workers=1, head_cpus=1, worker_cpus=1, object_store_mb=150)
 cluster.connect()  # this notebook becomes the cluster's driver
@@ -187,26 +187,7 @@ for iteration in range(1, 11):
 print("alive nodes:", cluster.alive_nodes(), "| processes left of worker-1:", cluster.processes("worker-1"))
 """),
     code("""
-colors = {"head": "tab:blue", "worker-1": "tab:orange"}
-iterations = range(1, len(history) + 1)
-fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.5), sharex=True)
-for iteration, row in zip(iterations, history):
-    for runner, node in enumerate(row["nodes"], start=1):
-        top.scatter(iteration, runner, s=120, color=colors[node])
-for node, color in colors.items():
-    top.scatter([], [], color=color, label=node)
-top.axvline(STOP_AFTER + 0.5, color="red", linestyle="--", label="worker-1 stopped")
-top.set_yticks([1, 2], ["runner 1", "runner 2"])
-top.set_ylim(0.5, 2.5)
-top.legend(loc="upper right", ncol=3)
-top.set_title("Which node each runner ran on")
-bottom.bar(iterations, [row["seconds"] for row in history], color="gray")
-bottom.axvline(STOP_AFTER + 0.5, color="red", linestyle="--")
-bottom.set_ylabel("seconds")
-bottom.set_xlabel("training iteration")
-bottom.set_title("Seconds per iteration: the first one without worker-1 waits for the restart")
-plt.tight_layout()
-plt.show()
+runners_on_nodes(history, lost_after=STOP_AFTER)
 after = history[-1]["nodes"]
 algo.stop()
 """),

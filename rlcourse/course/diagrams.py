@@ -286,3 +286,26 @@ def gridworld_policy(grid, greedy_actions, path, episode_return: float,
     for ax in axes:
         ax.axis("off")
     return _finish(fig, show)
+
+
+def runners_on_nodes(history, lost_after: int, show: bool = True) -> Figure | None:
+    """Lesson 06's node loss: which node each runner ran on, and seconds per iteration, with the
+    moment the node was stopped. `history`: one {"nodes": [...], "seconds": s} per iteration."""
+    iterations = np.arange(1, len(history) + 1)
+    names = list(dict.fromkeys(node for row in history for node in row["nodes"]))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.5), sharex=True)
+    for name, color in zip(names, ("tab:blue", "tab:orange", "tab:green"), strict=False):
+        points = [(i, runner) for i, row in zip(iterations, history, strict=True)
+                  for runner, node in enumerate(row["nodes"], start=1) if node == name]
+        top.scatter(*np.array(points).T, s=120, color=color, label=name)
+    num_runners = len(history[0]["nodes"])
+    top.set(yticks=range(1, num_runners + 1), ylim=(0.5, num_runners + 0.5),
+            title="Which node each runner ran on")
+    top.set_yticklabels([f"runner {i}" for i in range(1, num_runners + 1)])
+    bottom.bar(iterations, [row["seconds"] for row in history], color="gray")
+    bottom.set(ylabel="seconds", xlabel="training iteration",
+               title="Seconds per iteration: the first one without the node waits for the restart")
+    for ax in (top, bottom):
+        ax.axvline(lost_after + 0.5, color="red", linestyle="--", label="node stopped")
+    top.legend(loc="upper right", ncol=len(names) + 1)
+    return _finish(fig, show)

@@ -1,7 +1,7 @@
 """Classes named by "module:Qualname" strings, imported only where they are used.
 
 A config names its Algorithm and Learner classes as strings instead of importing them, because the
-config travels to every EnvRunner actor, and a runner process must not import torch (~145 MB and
+config travels to every EnvRunner actor, and a runner process must not import torch (~120 MB and
 seconds of start-up) through a Learner class it never calls. The class is imported where it runs.
 """
 

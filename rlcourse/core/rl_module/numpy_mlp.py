@@ -2,8 +2,9 @@
 
 A runner only needs the policy's forward pass and action sampling. Doing that in NumPy with the
 learner's weights (shipped as arrays) keeps torch out of the runner process: a runner measures
-~60-70 MB (PSS, lesson 04 measures it) and starts in about half a second, where an actor that imports
-torch costs ~145 MB and seconds; and NumPy has less per-call overhead on small batches.
+~60-70 MB (PSS, lesson 04 measures it) and starts in about half a second, where an actor that
+imports torch costs ~120 MB more and seconds (benchmarks/startup_memory.py); and NumPy has less
+per-call overhead on small batches.
 The torch module in `rl_module.py` computes exactly the same distribution (a test checks it).
 """
 

@@ -100,3 +100,21 @@ def test_the_cluster_stubs_are_not_attempted(capsys):
     assert config.num_env_runners == 2
     assert check_worker_start_command(worker_start_command, HEAD) is reference_worker_start_command
     assert capsys.readouterr().out.count("Not attempted yet") == 2
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (runners(strategy="spread"), "use one of"),
+    (runners(strategy="SPREADS"), "use one of"),
+    (runners(cpus=0), "needs each runner to reserve something"),
+    (runners(cpus=-0.5), "num_cpus_per_env_runner=-0.5"),
+], ids=["lowercase-strategy", "misspelt-strategy", "zero-cpus", "negative-cpus"])
+def test_survivable_placement_rejects_a_config_that_does_not_validate(answer, hint):
+    with pytest.raises(ExerciseError, match=f"does not validate.*{hint}"):
+        check_survivable_placement(answer, NODES, lost_node="worker-1")
+
+
+def test_survivable_placement_rejects_evaluation_runners_that_do_not_fit():
+    answer = lambda: runners()().evaluation(evaluation_num_env_runners=2)  # noqa: E731
+    with pytest.raises(ExerciseError, match=r"1 CPU\(s\) are left for 4 runners x 0.5 CPU"):
+        check_survivable_placement(answer, NODES, lost_node="worker-1")
+

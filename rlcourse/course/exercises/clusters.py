@@ -50,6 +50,11 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
     if not hasattr(config, "num_env_runners"):
         raise ExerciseError(f"placement_config() returned {config!r}; return the PPOConfig itself "
                             "(PPOConfig().environment(...).env_runners(...)...).")
+    try:
+        config.validate()
+    except ValueError as e:
+        raise ExerciseError(f"The config does not validate, so no Algorithm could be built from "
+                            f"it: {e}") from None
     if config.env != ENV:
         raise ExerciseError(f"The runners should step {ENV}: .environment({ENV!r}) "
                             f"(the config's env is {config.env!r}).")
@@ -82,9 +87,10 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
         raise ExerciseError("With fault_tolerance(restart_failed_env_runners=False) Ray does not "
                             "restart the runners of a lost node.")
     left = sum(n for name, n in node_cpus.items() if name != lost_node)
-    if runners * cpus > left + 1e-9:
-        raise ExerciseError(f"After losing {lost_node!r}, {left:g} CPU(s) are left for {runners} "
-                            f"runners x {cpus:g} CPU = {runners * cpus:g}: use fewer runners or a "
+    actors = runners + config.evaluation_num_env_runners  # evaluation runners need CPUs too
+    if actors * cpus > left + 1e-9:
+        raise ExerciseError(f"After losing {lost_node!r}, {left:g} CPU(s) are left for {actors} "
+                            f"runners x {cpus:g} CPU = {actors * cpus:g}: use fewer runners or a "
                             "fraction of a CPU each (env_runners(num_cpus_per_env_runner=...)).")
     if runners != NUM_RUNNERS:
         raise ExerciseError(f"The exercise asks for {NUM_RUNNERS} runners "

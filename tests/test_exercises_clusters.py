@@ -118,3 +118,9 @@ def test_survivable_placement_rejects_evaluation_runners_that_do_not_fit():
     with pytest.raises(ExerciseError, match=r"1 CPU\(s\) are left for 4 runners x 0.5 CPU"):
         check_survivable_placement(answer, NODES, lost_node="worker-1")
 
+
+def test_worker_start_command_rejects_cpus_in_the_custom_resources():
+    answer = command("""ray start --address={head} --num-cpus={cpus} """
+                     """--resources='{{"{resource}": 1, "CPU": {cpus}}}'""")
+    with pytest.raises(ExerciseError, match="refuses 'CPU' or 'GPU'.*--num-cpus"):
+        check_worker_start_command(answer, HEAD)

@@ -162,6 +162,9 @@ def _check_command(command: str, head_address: str, num_cpus: int, resource: str
     except json.JSONDecodeError:
         raise ExerciseError("--resources takes a JSON object in single quotes, e.g. "
                             "--resources='{\"name\": 1}' (JSON strings use double quotes).") from None
+    if isinstance(resources, dict) and {"CPU", "GPU"} & set(resources):
+        raise ExerciseError("--resources is for custom resources only: `ray start` refuses 'CPU' or "
+                            "'GPU' in it. Give CPUs with --num-cpus (and GPUs with --num-gpus).")
     amount = resources.get(resource) if isinstance(resources, dict) else None
     if not isinstance(amount, int | float) or not math.isfinite(amount) or amount <= 0:
         raise ExerciseError(f"Offer the custom resource with --resources='{{\"{resource}\": 1}}', "

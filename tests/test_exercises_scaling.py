@@ -59,6 +59,16 @@ def test_scaling_table_rejects_each_mistake_with_its_hint(answer, hint):
         check_scaling_table(answer, MEASURED)
 
 
+def test_scaling_table_rejects_dividing_by_the_first_row():
+    def first_row(throughputs):
+        baseline = next(iter(throughputs.values()))  # right only while the 1-runner row comes first
+        speedups = {n: t / baseline for n, t in throughputs.items()}
+        return speedups, {n: s / n for n, s in speedups.items()}
+
+    with pytest.raises(ExerciseError, match=r"divided by the first row.*throughputs\[1\]"):
+        check_scaling_table(first_row, MEASURED)
+
+
 def test_a_table_without_one_runner_cannot_be_checked():
     with pytest.raises(ExerciseError, match="1-runner"):
         check_scaling_table(table(), {2: 1.0, 4: 2.0})

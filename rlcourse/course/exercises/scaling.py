@@ -16,8 +16,9 @@ from rlcourse.course.exercises.common import ExerciseError, call, exercise, pass
 __all__ = ["check_scaling_table", "check_vectorize_prediction", "reference_predict_steps_per_s",
            "reference_speedup_and_efficiency"]
 
-# Tables of the checker's own (env steps/s by runner count), beside the lesson's measurement.
-OTHER_TABLES = [{1: 4000.0, 2: 7200.0, 4: 7600.0, 8: 7000.0}, {1: 120.0, 2: 230.0, 3: 300.0}]
+# Tables of the checker's own (env steps/s by runner count), beside the lesson's measurement; the
+# second does not start with the 1-runner row (a dict's first value is not the baseline).
+OTHER_TABLES = [{1: 4000.0, 2: 7200.0, 4: 7600.0, 8: 7000.0}, {2: 230.0, 1: 120.0, 3: 300.0}]
 
 
 def reference_speedup_and_efficiency(throughputs: Mapping[int, float]
@@ -70,6 +71,10 @@ def _check_table(throughputs: Mapping[int, float], speedups: Mapping[int, float]
         if _all_close(speedups, {n: throughputs[1] / throughputs[n] for n in counts}):
             raise ExerciseError("Your speed-ups are upside down: speed-up = throughput with N "
                                 "runners / throughput with 1 runner (more than 1 when N is faster).")
+        first = next(iter(throughputs.values()))
+        if _all_close(speedups, {n: throughputs[n] / first for n in counts}):
+            raise ExerciseError(f"On {dict(throughputs)} you divided by the first row, which is not "
+                                "the 1-runner row: divide by throughputs[1], whatever the order.")
         previous = {n: throughputs[n] / throughputs[counts[max(0, i - 1)]]
                     for i, n in enumerate(counts)}
         if _all_close(speedups, previous):

@@ -72,6 +72,41 @@ def test_run_episode_rejects_each_mistake_with_its_hint(wrong, message):
         check_run_episode(wrong)
 
 
+def forgets_to_return(env, policy, seed):
+    right(env, policy, seed)
+
+
+def returns_the_rewards(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    rewards, done = [], False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        rewards.append(reward)
+        done = terminated or truncated
+    return rewards
+
+
+def resets_twice(env, policy, seed):
+    env.reset(seed=seed)
+    obs, _ = env.reset()  # a second episode, no longer the seeded one
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += reward
+        done = terminated or truncated
+    return total
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (forgets_to_return, "returned None"),
+    (returns_the_rewards, "returned a list; return one number"),
+    (resets_twice, "reset the env 2 times"),
+], ids=["forgets-to-return", "returns-the-rewards", "resets-twice"])
+def test_run_episode_rejects_a_non_number_or_a_second_reset(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_run_episode(wrong)
+
+
 def test_the_stub_is_not_attempted_and_the_reference_carries_on(capsys):
     def run_episode(env, policy, seed):
         raise NotImplementedError("TODO: write the loop")

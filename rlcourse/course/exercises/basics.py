@@ -105,9 +105,18 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
         for seed in (0, 7):
             env = _Watched(make_env())
             got = call(run_episode, env, env.watch(policy), seed, where=name)
+            if got is None:
+                raise ExerciseError("run_episode returned None: `return` the sum of the rewards.")
+            if isinstance(got, str) or np.ndim(got) != 0:
+                raise ExerciseError(f"run_episode returned a {type(got).__name__}; return one number, "
+                                    "the sum of the episode's rewards (e.g. total += reward).")
             if env.seeds[:1] != [seed]:
                 raise ExerciseError(f"Reset the env with the seed you are given: "
                                     f"env.reset(seed=seed) (it was reset with {env.seeds}).")
+            if len(env.seeds) > 1:
+                raise ExerciseError(f"run_episode reset the env {len(env.seeds)} times ({name}). "
+                                    "Reset it once, at the start, with env.reset(seed=seed): a "
+                                    "second reset() starts another episode.")
             if not env.ended:
                 raise ExerciseError(f"run_episode returned before the episode ended ({name}). "
                                     "Keep stepping until terminated or truncated is True.")

@@ -118,6 +118,24 @@ class LeftWrapsAround(Corridor):
         return super().step(action)
 
 
+class ComparesActionsWithIs(Corridor):
+    """`action is LEFT` holds for the Python int 0, never for the np.int64(0) a runner passes."""
+
+    def step(self, action):
+        left = 0
+        self.position = max(0, self.position - 1) if action is left else self.position + 1
+        self.steps += 1
+        terminated = self.position == self.length - 1
+        truncated = not terminated and self.steps >= self.max_episode_steps
+        reward = 1.0 if terminated else -0.1
+        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+
+
+def test_corridor_rejects_comparing_actions_with_is():
+    with pytest.raises(ExerciseError, match=r"should be in cell 0.*np\.int64.*never with `is`"):
+        check_env_implementation(ComparesActionsWithIs)
+
+
 def test_the_spec_passes_and_is_returned(capsys):
     assert check_env_implementation(Corridor) is Corridor
     assert "Correct" in capsys.readouterr().out

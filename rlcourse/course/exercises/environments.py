@@ -93,7 +93,7 @@ def _check_spaces(env: gym.Env, length: int, where: str) -> None:
               "env_config['length'] in __init__.")
 
 
-def _check_obs(env: gym.Env, obs, cell: int, where: str) -> None:
+def _check_obs(env: gym.Env, obs, cell: int, where: str, hint: str = "") -> None:
     if not isinstance(obs, np.ndarray) or obs.shape != (1,) or obs.dtype != np.float32:
         got = (f"{type(obs).__name__} with shape {obs.shape} and dtype {obs.dtype}"
                if isinstance(obs, np.ndarray) else f"{type(obs).__name__} {obs!r}")
@@ -101,7 +101,8 @@ def _check_obs(env: gym.Env, obs, cell: int, where: str) -> None:
               "(1,): np.array([position], dtype=np.float32). (np.array([position]) alone is int64 "
               "or float64, which observation_space does not contain.)")
     if obs[0] != cell:
-        _fail(f"{where}: the observation is {obs.tolist()}, but the agent should be in cell {cell}.")
+        _fail(f"{where}: the observation is {obs.tolist()}, but the agent should be in cell "
+              f"{cell}.{hint}")
     if obs not in env.observation_space:
         _fail(f"{where}: the observation {obs.tolist()} is not in observation_space "
               f"{env.observation_space}.")
@@ -119,7 +120,7 @@ def _reset(env: gym.Env, where: str) -> None:
 
 def _step(env: gym.Env, action: int, cell: int, where: str) -> tuple[float, bool, bool]:
     """Step, check the result's form and the agent's cell; return (reward, terminated, truncated)."""
-    result = env.step(action)
+    result = env.step(np.int64(action))  # as a runner's vector env passes it, not a Python int
     if not isinstance(result, tuple) or len(result) != 5:
         _fail(f"{where} must return five values (obs, reward, terminated, truncated, info), got "
               f"{len(result) if isinstance(result, tuple) else result!r}. The old gym API's single "
@@ -135,7 +136,8 @@ def _step(env: gym.Env, action: int, cell: int, where: str) -> tuple[float, bool
         _fail(f"{where}: the reward is a {type(reward).__name__}; return a plain number.")
     if not isinstance(info, dict):
         _fail(f"{where}: info must be a dict, got {info!r}.")
-    _check_obs(env, obs, cell, where)
+    _check_obs(env, obs, cell, where, " (Actions arrive as numpy integers, np.int64(0) or "
+               "np.int64(1), as a runner passes them: compare with ==, never with `is`.)")
     return float(reward), terminated, truncated
 
 

@@ -19,7 +19,7 @@ from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerFailure
-from rlcourse.env.env_runner_group import EnvRunnerFailure
+from rlcourse.env.env_runner_health import EnvRunnerFailure
 
 pytestmark = pytest.mark.timeout(600)
 

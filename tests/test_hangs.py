@@ -11,7 +11,7 @@ from fault_envs import CountingEnv
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
-from rlcourse.env.env_runner_group import EnvRunnerFailure
+from rlcourse.env.env_runner_health import EnvRunnerFailure
 from rlcourse.env.sample_timeout import SampleTimeoutError
 from rlcourse.env.sub_env_restarts import SubEnvFailure
 

@@ -334,7 +334,7 @@ The algorithm code never changes; the config and where the driver runs do.
 - `rlcourse/course/cluster.py`: `LocalCluster`: `ray start` per node, stopping exactly one node (its session
   of processes), and the three ways teardown is guaranteed.
 - `rlcourse/utils/resources.py`, `make_placement_group`: one bundle per runner; and
-  `rlcourse/env/env_runner_group.py`, `_probe`: how a restarted runner is noticed.
+  `rlcourse/env/env_runner_health.py`, `came_back_after`: how a restarted runner is noticed.
 - `rlcourse/course/train_job.py`: the job's entrypoint, one line per iteration.
 - `rlcourse/utils/local_ray.py`: how a Ray on one machine stays on loopback, and its token private.
 - `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.

@@ -5,14 +5,10 @@ in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for
 new weights into Ray's object store once and sends that one reference to every runner; every sample
 request carries it too, so a runner that Ray restarted in between catches up before it samples.
 
-Fault tolerance (`config.fault_tolerance()`): runner actors are created with Ray's `max_restarts`,
-so Ray starts a new process when one dies. A request to a dead runner fails with a RayActorError:
-its sample is dropped whole (never half-used), the runner is probed with `ping` until it answers
-(it has been restarted) or `env_runner_health_probe_timeout_s` passes, and its next request brings it
-the current weights. A runner that does not come back is marked unhealthy: with
-`ignore_env_runner_failures` the others go on, otherwise the error is raised. A runner that fails
-`num_consecutive_env_runner_failures_tolerance` requests in a row (an env that always crashes or
-hangs) ends the run either way: restarting it once more would not help.
+Fault tolerance (`config.fault_tolerance()`): a request to a runner that died fails with a
+RayActorError and one that hangs times out after `sample_timeout_s` (the runner is then ended); its
+sample is dropped whole (never half-used), and its next request brings it the current weights.
+Whether the runner is back, and when to give up on it, is decided in env_runner_health.py.
 """
 
 import contextlib
@@ -26,16 +22,12 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.env.env_runner import EnvRunner, SampleResult
+from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.resources import env_runner_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
-PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
-
-
-class EnvRunnerFailure(RuntimeError):
-    """Runner actors failed and the fault-tolerance settings say not to go on without them."""
 
 
 class EnvRunnerGroup:
@@ -54,13 +46,7 @@ class EnvRunnerGroup:
         # The actors start in the background (a new process each); wait_until_ready() collects
         # these answers, so the driver can build its learners meanwhile.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
-        self.on_recreated = on_recreated  # called with the indices of restored runners
-        self.healthy = [True] * n
-        self._pids: list[int | None] = [None] * n  # a runner's new pid means Ray restarted it
-        self._consecutive_failures = [0] * n  # failed requests since the runner's last good one
-        self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
-        self.num_env_runner_restarts = 0
-        self.num_env_runner_failures = 0
+        self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated)
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
@@ -72,7 +58,7 @@ class EnvRunnerGroup:
         if not self._pings:  # no actors (and ray.get([]) would start Ray just to return [])
             return
         for i, pid in enumerate(ray.get(self._pings, timeout=timeout_s)):
-            self._pids[i] = pid
+            self.health.note_pid(i, pid)
 
     def get_node_ids(self) -> list[str | None]:
         """The Ray node each runner actor runs on (None for a runner in this process)."""
@@ -91,7 +77,15 @@ class EnvRunnerGroup:
 
     @property
     def num_healthy_env_runners(self) -> int:
-        return sum(self.healthy) if self.remote_env_runners else 1
+        return sum(self.health.healthy) if self.remote_env_runners else 1
+
+    @property
+    def num_env_runner_restarts(self) -> int:
+        return self.health.num_restarts
+
+    @property
+    def num_env_runner_failures(self) -> int:
+        return self.health.num_failures
 
     # -- weights ----------------------------------------------------------------------------
 
@@ -112,7 +106,7 @@ class EnvRunnerGroup:
             self._collect_weight_deliveries()
             self._weight_deliveries += [
                 self.remote_env_runners[i].set_weights.remote(self._weights_ref, self.weights_seq_no)
-                for i, healthy in enumerate(self.healthy) if healthy]
+                for i, healthy in enumerate(self.health.healthy) if healthy]
 
     def _collect_weight_deliveries(self) -> None:
         """Take the answers of finished set_weights calls. A runner that died meanwhile needs
@@ -144,7 +138,7 @@ class EnvRunnerGroup:
         metrics: list[dict] = []
         steps = done = 0  # env steps and finished episodes received so far
         while True:
-            runners = self._healthy_indices()
+            runners = self.health.healthy_indices()
             share = {"num_timesteps": None if num_timesteps is None
                      else math.ceil((num_timesteps - steps) / len(runners)),
                      "num_episodes": None if num_episodes is None
@@ -201,7 +195,7 @@ class EnvRunnerGroup:
         counts = [0] * len(self.remote_env_runners)
         for i in self._in_flight.values():
             counts[i] += 1
-        for i in self._healthy_indices():
+        for i in self.health.healthy_indices():
             if counts[i] == 0:  # idle until now: the clock for its answer starts
                 self._owing_since[i] = time.monotonic()
             for _ in range(max_requests_in_flight - counts[i]):
@@ -216,80 +210,15 @@ class EnvRunnerGroup:
         except (RayActorError, GetTimeoutError) as e:
             self._handle_failure(i, e)
             return None
-        self._note_pid(i, result.pid)
-        self._consecutive_failures[i] = 0
+        self.health.answered(i, result.pid)
         return result
 
     def _handle_failure(self, i: int, error: Exception) -> None:
-        self.num_env_runner_failures += 1
-        self._consecutive_failures[i] += 1
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
-        tolerance = self.config.num_consecutive_env_runner_failures_tolerance
-        if self._consecutive_failures[i] >= tolerance:
-            raise EnvRunnerFailure(
-                f"EnvRunner {i + 1} failed {tolerance} requests in a row (sample_timeout_s="
-                f"{self.config.sample_timeout_s}), the last with {type(error).__name__}: {error}. "
-                "Fix its env (it crashes, hangs or is slower than sample_timeout_s), or raise config."
-                "fault_tolerance(num_consecutive_env_runner_failures_tolerance=...).") from error
-        if self.config.restart_failed_env_runners and self._probe(i):
-            return
-        self.healthy[i] = False
-        self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
-        if self.config.restart_failed_env_runners:
-            self._probes[i] = self.remote_env_runners[i].ping.remote()  # it may still come back
-        if not self.config.ignore_env_runner_failures:
-            raise EnvRunnerFailure(
-                f"EnvRunner {i + 1} failed ({type(error).__name__}: {error}) and "
-                + ("did not answer its health probe within env_runner_health_probe_timeout_s="
-                   f"{self.config.env_runner_health_probe_timeout_s}."
-                   if self.config.restart_failed_env_runners else
-                   "restart_failed_env_runners is False.")
-                + " Set config.fault_tolerance(ignore_env_runner_failures=True) to go on with the "
-                "healthy runners.") from error
-
-    def _probe(self, i: int) -> bool:
-        """Wait for runner i to answer (Ray restarts a dead actor); True if it did in time."""
-        deadline = time.monotonic() + self.config.env_runner_health_probe_timeout_s
-        while True:
-            try:
-                pid = ray.get(self.remote_env_runners[i].ping.remote(),
-                              timeout=max(0.0, deadline - time.monotonic()))
-                break
-            except ActorUnavailableError:  # being restarted: ask again until the deadline
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(PROBE_RETRY_S)
-            except (RayActorError, GetTimeoutError):  # dead for good, or no answer in time
-                return False
-        self._note_pid(i, pid)
-        return True
-
-    def _note_pid(self, i: int, pid: int) -> None:
-        if self._pids[i] is not None and pid != self._pids[i]:
-            self.num_env_runner_restarts += 1
-            if self.on_recreated is not None:
-                self.on_recreated([i])
-        self._pids[i] = pid
-
-    def _healthy_indices(self) -> list[int]:
-        """Healthy runners, after taking back unhealthy ones whose probe has been answered."""
-        for i, ref in list(self._probes.items()):
-            if ray.wait([ref], timeout=0)[0]:
-                del self._probes[i]
-                try:
-                    self._note_pid(i, ray.get(ref))
-                    self.healthy[i] = True
-                except ActorUnavailableError:  # still restarting: ask again next time
-                    self._probes[i] = self.remote_env_runners[i].ping.remote()
-                except RayActorError:
-                    pass  # gone for good (no restarts left)
-        healthy = [i for i, ok in enumerate(self.healthy) if ok]
-        if not healthy:
-            raise EnvRunnerFailure("No healthy EnvRunner is left to sample from. Raise "
-                                   "max_num_env_runner_restarts in config.fault_tolerance(), or "
-                                   "look at the runners' errors above.")
-        return healthy
+        if not self.health.came_back_after(i, error):
+            self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+            self.health.give_up_on(i, error)
 
     # -- state, calls, life cycle -----------------------------------------------------------
 
@@ -318,7 +247,7 @@ class EnvRunnerGroup:
         ended with their Ray, and a call to Ray now would start a new one)."""
         self._in_flight.clear()
         self._weight_deliveries.clear()
-        self._probes.clear()
+        self.health.stop()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
         for runner in self.remote_env_runners if kill_actors else []:

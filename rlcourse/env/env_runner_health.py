@@ -1,0 +1,119 @@
+"""Which EnvRunner actors are healthy, and what a failed request does to one (RLlib keeps this in its
+FaultTolerantActorManager; here it is the part of EnvRunnerGroup that deals with failures).
+
+Runner actors are created with Ray's `max_restarts`, so Ray starts a new process when one dies. After
+a failed request the runner is probed with `ping` until it answers (it was restarted) or
+`env_runner_health_probe_timeout_s` passes. A runner that does not come back is marked unhealthy and
+probed again in the background: with `ignore_env_runner_failures` the others go on meanwhile,
+otherwise the run stops. A runner that fails `num_consecutive_env_runner_failures_tolerance` requests
+in a row (an env that always crashes or hangs) ends the run either way: restarting it once more
+would not help. A runner's process id tells a restart apart from a runner that merely answered late.
+"""
+
+import time
+from collections.abc import Callable
+
+import ray
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
+
+
+class EnvRunnerFailure(RuntimeError):
+    """Runner actors failed and the fault-tolerance settings say not to go on without them."""
+
+
+class EnvRunnerHealth:
+    """The health of `actors` (EnvRunner actor handles), kept by their EnvRunnerGroup."""
+
+    def __init__(self, config, actors: list, on_recreated: Callable[[list[int]], None] | None):
+        self.config = config
+        self.actors = actors
+        self.on_recreated = on_recreated  # called with the indices of restarted runners
+        self.healthy = [True] * len(actors)
+        self.pids: list[int | None] = [None] * len(actors)  # a new pid means Ray restarted it
+        self.num_restarts = 0
+        self.num_failures = 0
+        self._consecutive_failures = [0] * len(actors)  # failed requests since the last good one
+        self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
+
+    def answered(self, i: int, pid: int) -> None:
+        """Runner i answered a request from process `pid`."""
+        self.note_pid(i, pid)
+        self._consecutive_failures[i] = 0
+
+    def note_pid(self, i: int, pid: int) -> None:
+        if self.pids[i] is not None and pid != self.pids[i]:
+            self.num_restarts += 1
+            if self.on_recreated is not None:
+                self.on_recreated([i])
+        self.pids[i] = pid
+
+    def came_back_after(self, i: int, error: Exception) -> bool:
+        """Count runner i's failed request; True if it answers a probe in time (Ray restarted it).
+        Raises EnvRunnerFailure once it has failed too many requests in a row."""
+        self.num_failures += 1
+        self._consecutive_failures[i] += 1
+        tolerance = self.config.num_consecutive_env_runner_failures_tolerance
+        if self._consecutive_failures[i] >= tolerance:
+            raise EnvRunnerFailure(
+                f"EnvRunner {i + 1} failed {tolerance} requests in a row (sample_timeout_s="
+                f"{self.config.sample_timeout_s}), the last with {type(error).__name__}: {error}. "
+                "Fix its env (it crashes, hangs or is slower than sample_timeout_s), or raise config."
+                "fault_tolerance(num_consecutive_env_runner_failures_tolerance=...).") from error
+        return self.config.restart_failed_env_runners and self._probe(i)
+
+    def give_up_on(self, i: int, error: Exception) -> None:
+        """Mark runner i unhealthy (probed again in the background if restarts are on); raise
+        EnvRunnerFailure unless `ignore_env_runner_failures`."""
+        self.healthy[i] = False
+        if self.config.restart_failed_env_runners:
+            self._probes[i] = self.actors[i].ping.remote()  # it may still come back
+        if not self.config.ignore_env_runner_failures:
+            raise EnvRunnerFailure(
+                f"EnvRunner {i + 1} failed ({type(error).__name__}: {error}) and "
+                + ("did not answer its health probe within env_runner_health_probe_timeout_s="
+                   f"{self.config.env_runner_health_probe_timeout_s}."
+                   if self.config.restart_failed_env_runners else
+                   "restart_failed_env_runners is False.")
+                + " Set config.fault_tolerance(ignore_env_runner_failures=True) to go on with the "
+                "healthy runners.") from error
+
+    def _probe(self, i: int) -> bool:
+        """Wait for runner i to answer (Ray restarts a dead actor); True if it did in time."""
+        deadline = time.monotonic() + self.config.env_runner_health_probe_timeout_s
+        while True:
+            try:
+                pid = ray.get(self.actors[i].ping.remote(),
+                              timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except ActorUnavailableError:  # being restarted: ask again until the deadline
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(PROBE_RETRY_S)
+            except (RayActorError, GetTimeoutError):  # dead for good, or no answer in time
+                return False
+        self.note_pid(i, pid)
+        return True
+
+    def healthy_indices(self) -> list[int]:
+        """Healthy runners, after taking back unhealthy ones whose probe has been answered."""
+        for i, ref in list(self._probes.items()):
+            if ray.wait([ref], timeout=0)[0]:
+                del self._probes[i]
+                try:
+                    self.note_pid(i, ray.get(ref))
+                    self.healthy[i] = True
+                except ActorUnavailableError:  # still restarting: ask again next time
+                    self._probes[i] = self.actors[i].ping.remote()
+                except RayActorError:
+                    pass  # gone for good (no restarts left)
+        healthy = [i for i, ok in enumerate(self.healthy) if ok]
+        if not healthy:
+            raise EnvRunnerFailure("No healthy EnvRunner is left to sample from. Raise "
+                                   "max_num_env_runner_restarts in config.fault_tolerance(), or "
+                                   "look at the runners' errors above.")
+        return healthy
+
+    def stop(self) -> None:
+        self._probes.clear()

@@ -113,6 +113,11 @@ def test_survivable_placement_rejects_a_config_that_does_not_validate(answer, hi
         check_survivable_placement(answer, NODES, lost_node="worker-1")
 
 
+def test_survivable_placement_rejects_a_custom_resource_no_node_offers():
+    with pytest.raises(ExerciseError, match="asks for 'big-box', which none of the nodes"):
+        check_survivable_placement(runners(pin={"big-box": 0.5}), NODES, lost_node="worker-1")
+
+
 def test_survivable_placement_rejects_evaluation_runners_that_do_not_fit():
     answer = lambda: runners()().evaluation(evaluation_num_env_runners=2)  # noqa: E731
     with pytest.raises(ExerciseError, match=r"1 CPU\(s\) are left for 4 runners x 0.5 CPU"):

@@ -83,6 +83,11 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
     if pinned:
         raise ExerciseError(f"custom_resources_per_env_runner pins every runner to {pinned[0]!r}: "
                             "a pinned runner can never move to another node. Leave it empty.")
+    unknown = list(config.custom_resources_per_env_runner)  # a node offers only its own name
+    if unknown:
+        raise ExerciseError(f"custom_resources_per_env_runner asks for {unknown[0]!r}, which none "
+                            f"of the nodes {sorted(node_cpus)} offers: the runners could not start "
+                            "anywhere. Leave it empty.")
     if not config.restart_failed_env_runners:
         raise ExerciseError("With fault_tolerance(restart_failed_env_runners=False) Ray does not "
                             "restart the runners of a lost node.")

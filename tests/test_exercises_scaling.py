@@ -113,3 +113,13 @@ def test_a_right_vectorize_prediction_passes(capsys):
 def test_vectorize_prediction_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_vectorize_prediction(answer)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda num_envs, step_latency_s, mode: num_envs / step_latency_s if mode == "async"
+    else 1 / step_latency_s,  # "async" never equals "ASYNC"
+    predictor(sync=lambda n, s: n / s),
+], ids=["lower-case-mode", "both-overlap"])
+def test_vectorize_prediction_rejects_ignoring_the_mode(answer):
+    with pytest.raises(ExerciseError, match="for SYNC and for ASYNC: does it read `mode`"):
+        check_vectorize_prediction(answer)

@@ -133,10 +133,13 @@ def check_vectorize_prediction(predict_steps_per_s: Callable[[int, float, str], 
         where = f"num_envs={num_envs}, step_latency_s={latency}"
         got_sync = float(call(predict_steps_per_s, num_envs, latency, "SYNC", where=where))
         got_async = float(call(predict_steps_per_s, num_envs, latency, "ASYNC", where=where))
+        same = (f" (Your function gives {got_sync:g} env steps/s for SYNC and for ASYNC: does it "
+                "read `mode`, the string \"SYNC\" or \"ASYNC\" in capitals?)"
+                if _close(got_sync, got_async, rel=0.01) else "")
         if not _close(got_sync, sync, rel=0.1):
             if _close(got_sync, parallel, rel=0.1):
                 raise ExerciseError("SYNC steps the sub-envs one after another in the runner's "
-                                    "process, so their waits add up: they do not overlap.")
+                                    "process, so their waits add up: they do not overlap." + same)
             if _close(got_sync, 1 / (num_envs * latency), rel=0.1):
                 raise ExerciseError(f"SYNC ({where}): one vector step takes {num_envs} waits but "
                                     f"also yields {num_envs} env steps: count env steps, not "
@@ -147,7 +150,7 @@ def check_vectorize_prediction(predict_steps_per_s: Callable[[int, float, str], 
         if not _close(got_async, parallel, rel=0.1):
             if _close(got_async, sync, rel=0.1):
                 raise ExerciseError("ASYNC runs each sub-env in its own process, so their waits "
-                                    "overlap: what does one vector step cost then?")
+                                    "overlap: what does one vector step cost then?" + same)
             raise ExerciseError(f"ASYNC ({where}): one vector step = one wait of {latency * 1000:g}"
                                 f" ms (the sub-envs wait at the same time) and yields {num_envs} "
                                 "env steps. (Compute from the arguments.)")

@@ -76,6 +76,16 @@ def test_value_targets_instead_of_advantages_are_named():
         check_gae(targets)
 
 
+def test_gae_rejects_advantages_in_reverse_order():
+    right = make_gae()
+
+    def appended_backwards(episode, values, gamma, lambda_):
+        return list(right(episode, values, gamma, lambda_))[::-1]  # A_{n-1} first, never reversed
+
+    with pytest.raises(ExerciseError, match="in reverse order"):
+        check_gae(appended_backwards)
+
+
 def test_one_value_per_observation_is_the_wrong_length():
     right = make_gae()
 

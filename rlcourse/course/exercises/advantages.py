@@ -128,6 +128,9 @@ def _diagnose(case: Case, got: np.ndarray) -> str:
     if not case.terminated and not case.truncated and _close(got, reference_gae(case, terminated=True)):
         return ("you did not bootstrap an ongoing chunk. The episode goes on in the next chunk: "
                 "the last delta needs gamma * V(s_n) of the chunk's last observation.")
+    if len(got) > 1 and _close(got[::-1], reference_gae(case)):
+        return ("your advantages are in reverse order: a backwards loop that appends A_{n-1} first "
+                "must reverse the list at the end (or write advantages[t] = ...).")
     if _close(got, reference_gae(case) + case.values[:-1]):
         return ("you returned value targets (advantages + values). Return the advantages only.")
     if case.lambda_ != 1.0 and _close(got, reference_gae(case, carry=case.gamma)):

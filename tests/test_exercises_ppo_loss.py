@@ -57,6 +57,26 @@ def test_clipped_surrogate_rejects_each_mistake_with_its_hint(wrong, hint):
         check_clipped_surrogate(wrong)
 
 
+def min_of_means(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    return -torch.min((ratio * advantages).mean(),
+                      (torch.clamp(ratio, 1 - clip_param, 1 + clip_param) * advantages).mean())
+
+
+def min_of_ratios(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    return -(torch.min(ratio, torch.clamp(ratio, 1 - clip_param, 1 + clip_param)) * advantages).mean()
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (min_of_means, "min of the two means"),
+    (min_of_ratios, r"min\(ratio, clip\(ratio\)\) \* A"),
+], ids=["min-of-means", "min-of-ratios"])
+def test_clipped_surrogate_rejects_taking_the_min_in_the_wrong_place(wrong, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_clipped_surrogate(wrong)
+
+
 def test_clipped_surrogate_rejects_changing_the_advantages_in_place():
     def in_place(logp, old_logp, advantages, clip_param):
         loss = right(logp, old_logp, advantages, clip_param)

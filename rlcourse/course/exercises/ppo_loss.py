@@ -56,6 +56,14 @@ def _mistakes(clip: float) -> list[tuple[Callable, str]]:
         (lambda lp, old, adv: -surrogate(lp / old, adv).mean(),
          "logp and old_logp are log-probabilities: their ratio is exp(logp - old_logp), not "
          "logp / old_logp."),
+        (lambda lp, old, adv: -torch.min((torch.exp(lp - old) * adv).mean(),
+                                         (torch.exp(lp - old).clamp(1 - clip, 1 + clip) * adv).mean()),
+         "you took the min of the two means; take the min step by step, then the mean: "
+         "-mean(min(ratio * A, clip(ratio) * A))."),
+        (lambda lp, old, adv: -(torch.min(torch.exp(lp - old),
+                                          torch.exp(lp - old).clamp(1 - clip, 1 + clip)) * adv).mean(),
+         "you took min(ratio, clip(ratio)) * A; the min must compare the products ratio * A and "
+         "clip(ratio) * A, since a negative A flips which one is smaller."),
         (lambda lp, old, adv: -surrogate(torch.exp(lp - old), adv).sum(),
          "average over the batch (mean), do not sum: the loss must not grow with the batch size."),
     ]
@@ -124,10 +132,12 @@ def _check_result(loss, logp, old_logp, advantages, clip, expected, where) -> No
     got = float(loss.detach())
     if not np.isclose(got, expected, rtol=1e-4, atol=1e-5):
         with torch.no_grad():
-            for mistake, hint in _mistakes(clip):
-                if np.isclose(got, float(mistake(logp, old_logp, advantages)), rtol=1e-4, atol=1e-5):
-                    raise ExerciseError(f"With {where}: your loss is {got:.5f}, the Learner's "
-                                        f"{expected:.5f}: {hint}")
+            hints = [hint for mistake, hint in _mistakes(clip)  # some mistakes give one value
+                     if np.isclose(got, float(mistake(logp, old_logp, advantages)), rtol=1e-4,
+                                   atol=1e-5)]
+        if hints:
+            raise ExerciseError(f"With {where}: your loss is {got:.5f}, the Learner's "
+                                f"{expected:.5f}: {' Or: '.join(hints)}")
         raise ExerciseError(f"With {where}: your loss is {got:.5f}, the Learner's {expected:.5f}. "
                             "Compare with loss = -mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) "
                             "* A)), ratio = exp(logp - old_logp).")

@@ -14,7 +14,9 @@ import math
 from typing import Any
 
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings
 from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.utils.validation import ConfigError
 
 
 class _NotProvided:
@@ -92,11 +94,13 @@ class AlgorithmConfig:
                 setattr(self, name, value)
         return self
 
+    @checked_settings
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided
                     ) -> "AlgorithmConfig":
         """Which env to train on: a gymnasium id, a `register_env` name, or an env class."""
         return self._set(env=env, env_config=env_config)
 
+    @checked_settings
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
                     rollout_fragment_length: int | str = NotProvided,
@@ -117,6 +121,9 @@ class AlgorithmConfig:
         `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
         {"worker-node": 0.5} to place runners only on nodes started with that resource.
         """
+        if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
+            mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
+            gym_env_vectorize_mode = mode.upper() if isinstance(mode, str) else mode
         return self._set(num_env_runners=num_env_runners,
                          num_envs_per_env_runner=num_envs_per_env_runner,
                          rollout_fragment_length=rollout_fragment_length,
@@ -126,12 +133,14 @@ class AlgorithmConfig:
                          sample_timeout_s=sample_timeout_s,
                          custom_resources_per_env_runner=custom_resources_per_env_runner)
 
+    @checked_settings
     def resources(self, *, placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
         """How runner actors are placed on a cluster's nodes: None (Ray's default scheduling), or a
         placement group of one bundle per runner with strategy "PACK" (few nodes), "SPREAD" (many
         nodes), "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each)."""
         return self._set(placement_strategy=placement_strategy)
 
+    @checked_settings
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
         """0 learners: one Learner in this process; N > 0: N data-parallel Learner actors.
@@ -142,6 +151,7 @@ class AlgorithmConfig:
         return self._set(num_learners=num_learners, num_cpus_per_learner=num_cpus_per_learner,
                          num_gpus_per_learner=num_gpus_per_learner)
 
+    @checked_settings
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
                  train_batch_size_per_learner: int = NotProvided,
                  minibatch_size: int = NotProvided, num_epochs: int = NotProvided,
@@ -151,6 +161,7 @@ class AlgorithmConfig:
                          train_batch_size_per_learner=train_batch_size_per_learner,
                          minibatch_size=minibatch_size, num_epochs=num_epochs, grad_clip=grad_clip)
 
+    @checked_settings
     def rl_module(self, *, model_config: dict = NotProvided,
                   rl_module_class: type | None = NotProvided) -> "AlgorithmConfig":
         """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class."""
@@ -158,6 +169,7 @@ class AlgorithmConfig:
             model_config = copy.deepcopy({**DEFAULT_MODEL_CONFIG, **model_config})
         return self._set(model_config=model_config, rl_module_class=rl_module_class)
 
+    @checked_settings
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
                    evaluation_duration_unit: str = NotProvided,
@@ -177,6 +189,7 @@ class AlgorithmConfig:
                          evaluation_num_env_runners=evaluation_num_env_runners,
                          evaluation_parallel_to_training=evaluation_parallel_to_training)
 
+    @checked_settings
     def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
                         max_num_env_runner_restarts: int = NotProvided,
                         num_consecutive_env_runner_failures_tolerance: int = NotProvided,
@@ -212,18 +225,36 @@ class AlgorithmConfig:
             num_consecutive_sub_env_failures_tolerance=num_consecutive_sub_env_failures_tolerance,
             env_runner_health_probe_timeout_s=env_runner_health_probe_timeout_s)
 
+    @checked_settings
     def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
                   ) -> "AlgorithmConfig":
         """How many recent episodes `episode_return_mean` averages over."""
         return self._set(metrics_num_episodes_for_smoothing=metrics_num_episodes_for_smoothing)
 
+    @checked_settings
     def debugging(self, *, seed: int | None = NotProvided) -> "AlgorithmConfig":
         """Seed envs, action sampling, weight init and minibatch shuffling."""
         return self._set(seed=seed)
 
+    @checked_settings
     def callbacks(self, callbacks_class: type | None = NotProvided) -> "AlgorithmConfig":
         """A `rlcourse.Callbacks` subclass whose hooks run during training."""
         return self._set(callbacks_class=callbacks_class)
+
+    @checked_settings
+    def framework(self, framework: str = "torch") -> "AlgorithmConfig":
+        """RLlib's choice of deep-learning framework; rlcourse's Learners are torch only."""
+        if framework != "torch":
+            raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
+                              "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are not attributes: RLlib's renamed setters say where they went."""
+        if name in RENAMED_SETTERS:
+            raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API "
+                                 f"stack); use config.{RENAMED_SETTERS[name]} instead.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- derived values ---------------------------------------------------------------------
 
@@ -279,3 +310,7 @@ class AlgorithmConfig:
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""
         self.validate()
         return import_attr(self.algo_class)(self.copy())
+
+    def build(self):
+        """RLlib's older name for `build_algo()`, still in many guides: the same."""
+        return self.build_algo()

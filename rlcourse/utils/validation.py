@@ -185,7 +185,7 @@ def _check_reporting_and_debugging(config: Any) -> None:
 
 def _check_rl_module(config: Any) -> None:
     """What config.rl_module() sets: the default model's settings, or a module class."""
-    from rlcourse.core.rl_module.default_model_config import ACTIVATIONS
+    from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
 
     if config.rl_module_class is not None:
         from rlcourse.core.rl_module.rl_module import RLModule
@@ -193,6 +193,11 @@ def _check_rl_module(config: Any) -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
+    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG))
+    if unknown:  # (a module class of your own may read any keys: that case returned above)
+        fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
+             f"are {sorted(DEFAULT_MODEL_CONFIG)}. For other architectures, pass your own "
+             "rl_module_class.")
     hiddens = config.model_config.get("fcnet_hiddens")
     if not (isinstance(hiddens, list | tuple) and hiddens and all(
             _is_int(h) and h > 0 for h in hiddens)):

@@ -5,30 +5,7 @@ import numpy as np
 import pytest
 
 from rlcourse.course.exercises import ExerciseError, check_env_implementation
-
-
-class Corridor(gym.Env):
-    """The lesson's answer: walk right from cell 0 to cell length - 1."""
-
-    def __init__(self, config=None):
-        config = config or {}
-        self.length = config.get("length", 10)
-        self.max_episode_steps = config.get("max_episode_steps", 50)
-        self.observation_space = gym.spaces.Box(0.0, self.length - 1, shape=(1,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.position, self.steps = 0, 0
-        return np.array([self.position], dtype=np.float32), {}
-
-    def step(self, action):
-        self.position = max(0, self.position - 1) if action == 0 else self.position + 1
-        self.steps += 1
-        terminated = self.position == self.length - 1
-        truncated = not terminated and self.steps >= self.max_episode_steps
-        reward = 1.0 if terminated else -0.1
-        return np.array([self.position], dtype=np.float32), reward, terminated, truncated, {}
+from rlcourse.course.exercises.solutions.corridor import Corridor  # the lesson's answer
 
 
 def step_changed(change):

@@ -24,23 +24,25 @@ SMALL_BATCH = {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_
 
 class OffsetEnv(gym.Env):
     """Observations in Discrete(5, start=10), actions in Discrete(3, start=-1); an action outside
-    the space raises, as a strict simulator would."""
+    the space raises, as a strict simulator would. Episodes end at 14 or after 20 steps (a greedy
+    policy that never walks right must still finish its evaluation episodes)."""
 
     def __init__(self, config=None):
         self.observation_space = gym.spaces.Discrete(5, start=10)
         self.action_space = gym.spaces.Discrete(3, start=-1)
-        self.state = 10
+        self.state = self.steps = 0
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        self.state = 10
+        self.state, self.steps = 10, 0
         return self.state, {}
 
     def step(self, action):
         if not self.action_space.contains(action):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         self.state = int(np.clip(self.state + action, 10, 14))
-        return self.state, float(self.state == 14), self.state == 14, False, {}
+        self.steps += 1
+        return self.state, float(self.state == 14), self.state == 14, self.steps >= 20, {}
 
 
 @pytest.mark.parametrize("num_env_runners", [0, 1])

@@ -32,8 +32,7 @@ RENAMED = {
     "model": "rl_module(model_config={...})",
 }
 # Setters RLlib renamed: calling one raises with the new setter.
-RENAMED_SETTERS = {"rollouts": "env_runners", "exploration": "env_runners(explore=...)",
-                   "resources_per_worker": "env_runners"}
+RENAMED_SETTERS = {"rollouts": "env_runners", "exploration": "env_runners(explore=...)"}
 
 
 def _settings_of(config_class: type, setter: str) -> list[str]:

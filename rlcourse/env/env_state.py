@@ -67,7 +67,7 @@ def from_plain(value: Any) -> Any:
     return {k: from_plain(v) for k, v in value.items()}
 
 
-def _layers(env: gym.Env) -> list[gym.Env]:
+def wrapper_layers(env: gym.Env) -> list[gym.Env]:
     """The env and each wrapper around it, outermost first."""
     layers = [env]
     while isinstance(layers[-1], gym.Wrapper):
@@ -78,7 +78,7 @@ def _layers(env: gym.Env) -> list[gym.Env]:
 def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
     """Plain-data state of each layer of `env` (outermost wrapper first), JSON-compatible."""
     states = []
-    for layer in _layers(env):
+    for layer in wrapper_layers(env):
         if hasattr(type(layer), "get_state") and hasattr(type(layer), "set_state"):
             states.append({"__custom__": to_plain(layer.get_state())})
             continue
@@ -95,7 +95,7 @@ def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
 
 def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
     """Put the state from `get_env_state` back into an env built the same way."""
-    layers = _layers(env)
+    layers = wrapper_layers(env)
     if len(layers) != len(states):
         raise ValueError(f"The saved env state has {len(states)} layers (env and wrappers), but this "
                          f"env has {len(layers)}: it was built differently from the saved one.")

@@ -26,6 +26,11 @@ def register_env(name: str, env_creator: EnvCreator) -> None:
     _REGISTRY[name] = env_creator
 
 
+def is_registered(name: str) -> bool:
+    """Whether `register_env` was called with `name` in this process."""
+    return name in _REGISTRY
+
+
 def _make_gym_id(env_id: str) -> EnvCreator:
     def creator(ctx: EnvContext) -> gym.Env:
         return gym.make(env_id, **ctx)

@@ -20,8 +20,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from rlcourse.env.env_state import _layers
-from rlcourse.env.registry import _REGISTRY
+from rlcourse.env.env_state import wrapper_layers
+from rlcourse.env.registry import is_registered
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.imports import class_path, import_attr
 
@@ -73,7 +73,7 @@ def _check_env_name(env: str, where: str) -> None:
     """gymnasium imports the module named before ':' in an id such as "pkg:MyEnv-v0": accept such an
     id only if it is a register_env name or that module is already imported (importing runs nothing)."""
     module, colon, _ = env.partition(":")
-    if colon and env not in _REGISTRY and module not in sys.modules:
+    if colon and not is_registered(env) and module not in sys.modules:
         raise CheckpointError(
             f"{where} is {env!r}: gymnasium would import the module {module!r} to make it, and "
             f"loading a checkpoint imports nothing the file names. If you trust it, `import {module}` "
@@ -156,7 +156,7 @@ def env_layers(runner: Any) -> list[int] | None:
     """How many layers (env and wrappers) each sub-env of an EnvRunner has; None for ASYNC sub-envs
     (they run in other processes and their episodes restart instead of being restored)."""
     envs = getattr(runner.env, "envs", None)
-    return None if envs is None else [len(_layers(env)) for env in envs]
+    return None if envs is None else [len(wrapper_layers(env)) for env in envs]
 
 
 def _shapes(tensors: dict[str, Any]) -> dict[str, tuple]:

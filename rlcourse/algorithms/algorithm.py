@@ -33,7 +33,13 @@ from rlcourse.utils.checkpoint_contents import (
 )
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
 from rlcourse.utils.metrics import EpisodeStats, Timers
-from rlcourse.utils.resources import check_cpus, check_custom_resources, check_gpus, init_ray
+from rlcourse.utils.resources import (
+    check_cpus,
+    check_custom_resources,
+    check_gpus,
+    current_placement_group,
+    init_ray,
+)
 
 DEFAULT_POLICY = "default_policy"
 EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
@@ -71,6 +77,21 @@ class Algorithm:
             self.stop()  # never leave half-built actors behind
             raise
 
+    @classmethod
+    def get_default_config(cls):
+        """A config with this algorithm's defaults (RLlib's name); each algorithm returns its own."""
+        raise NotImplementedError
+
+    @classmethod
+    def as_trainable(cls):
+        """This algorithm as a Ray Tune Trainable: `tune.Tuner(PPO.as_trainable(), param_space=...)`
+        (RLlib: `tune.Tuner(PPO, ...)`; why not here: rlcourse/tune/trainable.py). Starts the
+        course's Ray if none runs; Tune would start one with its defaults (dashboard and all)."""
+        from rlcourse.tune.trainable import trainable_for  # imports Tune: only where Tune runs
+
+        init_ray()
+        return trainable_for(cls)
+
     def setup(self, config) -> None:
         self.env_creator = config.get_env_creator()
         self.observation_space, self.action_space = probe_spaces(
@@ -80,8 +101,9 @@ class Algorithm:
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             init_ray()  # before the checks: they compare the requests with the cluster's resources
             self._ray_session = _current_ray_session()
-            check_cpus(config)
-            check_custom_resources(config)
+            if current_placement_group() is None:  # a Tune trial's group reserved them already
+                check_cpus(config)
+                check_custom_resources(config)
         check_gpus(config)
         self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
                                                on_recreated=self._on_recreated)

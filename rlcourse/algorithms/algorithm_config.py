@@ -14,9 +14,10 @@ import math
 from typing import Any
 
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
-from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings
+from rlcourse.tune.search_space import check_search_spaces, contains_search_space
+from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings, refuse
 from rlcourse.utils.imports import class_path, import_attr
-from rlcourse.utils.validation import ConfigError
+from rlcourse.utils.validation import ConfigError, setter_of
 
 
 class _NotProvided:
@@ -51,6 +52,7 @@ class AlgorithmConfig:
         self.sample_timeout_s: float = 60.0
         self.custom_resources_per_env_runner: dict[str, float] = {}
         # resources()
+        self.num_cpus_for_main_process: float = 1
         self.placement_strategy: str | None = None
         # learners()
         self.num_learners = 0
@@ -134,11 +136,16 @@ class AlgorithmConfig:
                          custom_resources_per_env_runner=custom_resources_per_env_runner)
 
     @checked_settings
-    def resources(self, *, placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
+    def resources(self, *, num_cpus_for_main_process: float = NotProvided,
+                  placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
         """How runner actors are placed on a cluster's nodes: None (Ray's default scheduling), or a
         placement group of one bundle per runner with strategy "PACK" (few nodes), "SPREAD" (many
-        nodes), "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each)."""
-        return self._set(placement_strategy=placement_strategy)
+        nodes), "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each).
+
+        `num_cpus_for_main_process`: what the process running the Algorithm reserves when it is an
+        actor itself (a Ray Tune trial reserves it beside its runners and learners)."""
+        return self._set(num_cpus_for_main_process=num_cpus_for_main_process,
+                         placement_strategy=placement_strategy)
 
     @checked_settings
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
@@ -292,8 +299,21 @@ class AlgorithmConfig:
         return copy.deepcopy(self)
 
     def to_dict(self) -> dict:
-        """All settings as a plain dict, plus `config_class` so `from_dict` rebuilds the type."""
+        """All settings as a plain dict, plus `config_class` so `from_dict` rebuilds the type.
+        Ray Tune calls it for `param_space=config`, so Tune search spaces are checked here first."""
+        if contains_search_space(vars(self)):
+            check_search_spaces(self)
         return {"config_class": class_path(type(self)), **copy.deepcopy(vars(self))}
+
+    def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
+        """Set each `name: value` through its setter (RLlib's `update_from_dict`), so a plain dict of
+        settings (a Tune trial's) is checked and normalized as the fluent calls would be."""
+        for name, value in settings.items():
+            setter = setter_of(self, name)
+            if setter is None:
+                refuse(self, "update_from_dict", name, value)
+            getattr(self, setter)(**{name: value})
+        return self
 
     @staticmethod
     def from_dict(d: dict) -> "AlgorithmConfig":

@@ -25,7 +25,11 @@ from rlcourse.env.env_runner import EnvRunner, SampleResult
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.resources import env_runner_options, make_placement_group
+from rlcourse.utils.resources import (
+    current_placement_group,
+    env_runner_options,
+    make_placement_group,
+)
 
 STARTUP_TIMEOUT_S = 120
 
@@ -38,8 +42,9 @@ class EnvRunnerGroup:
         self.config = config
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
-        self.placement_group = (make_placement_group(config, n) if n and config.placement_strategy
-                                else None)
+        # Inside a Tune trial, the runners go into the trial's placement group, which reserved them.
+        own_group = n and config.placement_strategy and current_placement_group() is None
+        self.placement_group = make_placement_group(config, n) if own_group else None
         self.remote_env_runners = [
             ray.remote(EnvRunner).options(**env_runner_options(config, self.placement_group, i))
             .remote(config, env_creator, worker_index=i + 1) for i in range(n)]

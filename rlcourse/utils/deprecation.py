@@ -3,7 +3,8 @@
 A learner who pastes `.training(sgd_minibatch_size=128)` from an older guide should learn the new
 name, not read a bare TypeError. RLlib does the same in its own `rllib/utils/deprecation.py`.
 Every fluent setter of AlgorithmConfig is wrapped by `checked_settings`: a keyword it does not take
-raises a ConfigError that names the replacement (old names) or the setter's settings (typos).
+raises a ConfigError that names the replacement (old names) or the setter's settings (typos), and a
+Ray Tune search space on a setting that cannot take one is refused (rlcourse/tune/search_space.py).
 """
 
 import difflib
@@ -12,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from rlcourse.tune.search_space import check_tunable
 from rlcourse.utils.validation import ConfigError
 
 # RLlib's old names -> where they went in RLlib's new API stack (and in rlcourse).
@@ -47,16 +49,20 @@ def _settings_of(config_class: type, setter: str) -> list[str]:
 
 
 def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
-    """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take."""
+    """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take
+    (`update_from_dict` takes every setting of the config)."""
     if setting in RENAMED:
         fix = (f"that is RLlib's old name (before its new API stack); use "
                f"config.{RENAMED[setting]} instead.")
     else:
-        known = _settings_of(type(config), setter)
+        every = setter == "update_from_dict"
+        known = sorted(vars(config)) if every else _settings_of(type(config), setter)
         close = difflib.get_close_matches(setting, known, n=1)
-        fix = (f"{setter}() has no setting {setting!r}"
-               + (f"; did you mean {close[0]!r}?" if close else ".")
-               + f" Its settings are {known}.")
+        fix = (f"{type(config).__name__} has no setting {setting!r}" if every
+               else f"{setter}() has no setting {setting!r}")
+        fix += f"; did you mean {close[0]!r}?" if close else "."
+        if not every:
+            fix += f" Its settings are {known}."
     raise ConfigError(setting, value, fix, setter)
 
 
@@ -70,10 +76,10 @@ def checked_settings(setter: Callable) -> Callable:
 
     @functools.wraps(setter)
     def checked(self, *args: Any, **kwargs: Any) -> Any:
-        if not passes_rest_on:
-            for setting, value in kwargs.items():
-                if setting not in parameters:
-                    refuse(self, setter.__name__, setting, value)
+        for setting, value in kwargs.items():
+            if not passes_rest_on and setting not in parameters:
+                refuse(self, setter.__name__, setting, value)
+            check_tunable(setting, value, setter.__name__)
         return setter(self, *args, **kwargs)
 
     return checked

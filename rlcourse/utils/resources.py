@@ -14,7 +14,12 @@ import time
 
 import ray
 from ray.exceptions import GetTimeoutError
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.placement_group import (
+    PlacementGroup,
+    get_current_placement_group,
+    placement_group,
+    remove_placement_group,
+)
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
@@ -79,12 +84,37 @@ def _local_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def current_placement_group() -> PlacementGroup | None:
+    """The placement group this process runs in, which the actors it starts go into as well: a Ray
+    Tune trial's, which reserved the trial's driver, runners and learners before it started (see
+    `trial_bundles`). None outside a placement group (or without Ray)."""
+    return get_current_placement_group() if ray.is_initialized() else None
+
+
+def trial_bundles(config) -> list[dict[str, float]]:
+    """Everything a run of `config` starts, as placement-group bundles (RLlib's
+    `default_resource_request`): the main process (with the local learner's GPU), then each runner,
+    learner and evaluation runner. Reserved together, runs never oversubscribe the CPUs."""
+    def bundle(**amounts: float) -> dict[str, float]:
+        return {name: amount for name, amount in amounts.items() if amount > 0}
+
+    local_learner_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
+    runner = bundle(CPU=config.num_cpus_per_env_runner, GPU=config.num_gpus_per_env_runner,
+                    **config.custom_resources_per_env_runner)
+    learner = bundle(CPU=config.num_cpus_per_learner, GPU=config.num_gpus_per_learner)
+    runners = config.num_env_runners + config.evaluation_num_env_runners
+    # Only the first bundle may be empty (a main process that reserves nothing).
+    return ([bundle(CPU=config.num_cpus_for_main_process, GPU=local_learner_gpus)]
+            + [runner] * (runners if runner else 0)
+            + [learner] * (config.num_learners if learner else 0))
+
+
 def check_gpus(config) -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
     if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not _local_cuda():
         _fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
               "set num_gpus_per_learner=0 to train on the CPU.")
-    if not ray.is_initialized():
+    if not ray.is_initialized() or current_placement_group() is not None:
         return
     have = ray.available_resources().get("GPU", 0)
     for setting, count in (("num_gpus_per_env_runner", config.num_env_runners),

@@ -110,6 +110,7 @@ def _check_env_runners(config: Any) -> None:
 
 def _check_resources(config: Any) -> None:
     """What config.resources() sets: how runner actors are placed."""
+    check_number(config, "num_cpus_for_main_process", 0)
     if config.placement_strategy not in PLACEMENT_STRATEGIES:
         fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
     reserves = config.num_cpus_per_env_runner > 0 or any(config.custom_resources_per_env_runner.values())

@@ -76,6 +76,10 @@ class IMPALA(Algorithm):
     """Asynchronous sampling + a learner thread; one `train()` samples at least one train batch
     and waits for at least one update."""
 
+    @classmethod
+    def get_default_config(cls) -> IMPALAConfig:
+        return IMPALAConfig()
+
     def setup(self, config) -> None:
         super().setup(config)
         self.learner_thread = LearnerThread(self.learner_group, config.learner_queue_size,

@@ -59,6 +59,10 @@ class PPO(Algorithm):
     """Synchronous PPO: every iteration samples a fresh on-policy batch, learns from it, and sends
     the new weights to the runners before they sample again."""
 
+    @classmethod
+    def get_default_config(cls) -> PPOConfig:
+        return PPOConfig()
+
     def training_step(self) -> dict[str, Any]:
         # 1. Sample a train batch with the current policy, split over all runners at once.
         with self.timers.time("env_runner_sampling_timer"):

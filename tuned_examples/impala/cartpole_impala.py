@@ -4,8 +4,9 @@ The settings are IMPALAConfig's defaults, written out: they were chosen on CartP
 by training 60 s per seed (lr 1e-3 with entropy_coeff 0.01 never collapsed to a deterministic
 policy; lr 2e-3 was faster but collapsed in 8 of 25 runs; see rlcourse/algorithms/impala/impala.py).
 Runners keep 2 sample requests in flight each while the learner thread trains on 500-step batches
-of whole 50-step fragments, corrected off-policy with V-trace. Its runs (asynchronous, so not repeatable even with a seed) passed at 280k to 450k env
-steps (20 to 40 s on 2 busy cores); the budget leaves room for slower ones.
+of whole 50-step fragments, corrected off-policy with V-trace. Its runs (asynchronous, so not
+repeatable even with a seed) passed at 280k to 450k env steps (20 to 40 s on 2 busy cores); the
+budget leaves room for slower ones.
 """
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig

@@ -14,9 +14,12 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.core.rl_module.default_model_config import env_action_offset
+from rlcourse.course.envs import GridWorld, LatencyBoundCartPole
 from rlcourse.env.env_context import EnvContext
 
 MAX_FRAMES = 500  # a GIF of CartPole at 600x400 stays a few MB
+# Env classes a checkpoint may name besides gymnasium ids: the course's own (a tuned example's too).
+COURSE_ENVS = (GridWorld, LatencyBoundCartPole)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.episodes < 1:
         raise SystemExit("--episodes: play at least 1 episode.")
-    algo = Algorithm.from_checkpoint(args.checkpoint)
+    algo = Algorithm.from_checkpoint(args.checkpoint, allowed=COURSE_ENVS)
     try:
         rows, frames, fps = play(algo, args.episodes, args.seed, render=bool(args.render))
     finally:

@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 ROOT_USER := $(filter 0,$(shell id -u))
 SUDO := $(if $(ROOT_USER),,sudo)
 
-.PHONY: install test test-fast test-browser chromium lint lab bench binder-profile clean
+.PHONY: install test test-fast test-browser chromium lint lab bench tuned-examples binder-profile clean
 
 install: $(STAMP)
 
@@ -58,6 +58,11 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --algo ppo
 	$(BIN)/python benchmarks/impala_vs_ppo.py
 	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
+
+# The tuned examples (tuned_examples/: algorithm, env, settings, pass mark) as a regression suite: a
+# pass/fail table, and a failing exit code if any example misses its mark.
+tuned-examples: install
+	$(BIN)/rlcourse tuned-examples
 
 # Every lesson on one core with a 64 MB /dev/shm, as on Binder: time and peak memory, written to
 # docs/binder-profile.md.

@@ -2,6 +2,8 @@
 
     rlcourse doctor     check this machine before a workshop, and say what to fix
     rlcourse train ...  train an algorithm from the command line (the entrypoint of Ray Jobs)
+    rlcourse evaluate CHECKPOINT ...  play a checkpoint's greedy policy (and film it)
+    rlcourse tuned-examples ...  run the tuned examples as a regression suite
 """
 
 import argparse
@@ -11,6 +13,9 @@ from importlib import import_module
 COMMANDS = {
     "doctor": ("rlcourse.course.doctor", "check Python, packages, CPUs, memory, Ray and widgets"),
     "train": ("rlcourse.course.train_job", "train PPO or IMPALA and print one line per iteration"),
+    "evaluate": ("rlcourse.course.evaluate", "play a checkpoint's greedy policy for N episodes"),
+    "tuned-examples": ("rlcourse.course.tuned_examples_suite",
+                       "run tuned examples and print a pass/fail table"),
 }
 
 

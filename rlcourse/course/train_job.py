@@ -1,6 +1,10 @@
 """`rlcourse train`: train PPO or IMPALA from the command line, one printed line per iteration.
 
     python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 2 --stop-return 200
+    python -m rlcourse train --config tuned_examples/ppo/cartpole_ppo.py
+
+With `--config`, a tuned example (rlcourse/course/tuned_example.py) gives the config, the stop
+values and the pass criteria, and the exit code says whether it passed.
 
 This is the entrypoint of the course's Ray Jobs. A job's driver runs on the cluster, where `init_ray()`
 joins it through RAY_ADDRESS (Ray sets it for every job); started by hand, it starts a Ray of its own.
@@ -10,21 +14,29 @@ says whether `--stop-return` was reached (0) or not within `--max-iterations` (1
 
 import argparse
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import ray
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.course.tuned_example import (
+    ALGOS,
+    TunedExample,
+    load_tuned_example,
+    reached,
+    result_value,
+)
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import init_ray
 from rlcourse.utils.validation import PLACEMENT_STRATEGIES
 
-ALGOS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
-         "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig"}
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlcourse train", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", metavar="FILE",
+                        help="a tuned example (.py or .yaml): its config, stop values and pass "
+                             "criteria replace the other settings")
     parser.add_argument("--algo", choices=sorted(ALGOS), default="ppo")
     parser.add_argument("--env", default="CartPole-v1",
                         help="a gymnasium id or a name given to rlcourse.register_env")
@@ -63,8 +75,49 @@ def format_result(result: dict[str, Any], elapsed_s: float) -> str:
             f"{elapsed_s:6.1f} s")
 
 
+@dataclass
+class ExampleRun:
+    """How a tuned example's run ended: its last result, whether it passed, and its wall time."""
+
+    result: dict[str, Any]
+    passed: bool
+    elapsed_s: float
+
+
+def run_tuned_example(example: TunedExample, checkpoint_dir: str | None = None) -> ExampleRun:
+    """Train until any stop value is reached, printing a line per iteration; judge the last result
+    by the pass criteria. Results get Tune's `time_total_s`, so a stop dict means the same here."""
+    start = time.perf_counter()
+    with example.config.build_algo() as algo:
+        print(f"{example.name} ({example.path}): stop at any of {example.stop}", flush=True)
+        while True:
+            result = algo.train()
+            result["time_total_s"] = time.perf_counter() - start
+            print(format_result(result, result["time_total_s"]), flush=True)
+            if any(reached(result, example.stop).values()):
+                break
+        if checkpoint_dir:
+            print(f"checkpoint: {algo.save_to_path(checkpoint_dir)}", flush=True)
+    passed = all(reached(result, example.pass_criteria).values())
+    return ExampleRun(result, passed, time.perf_counter() - start)
+
+
+def main_tuned_example(path: str, checkpoint_dir: str | None) -> int:
+    """`rlcourse train --config FILE`: exit code 0 if the example passed, 1 if not."""
+    example = load_tuned_example(path)  # checked before Ray starts
+    init_ray()
+    run = run_tuned_example(example, checkpoint_dir)
+    marks = ", ".join(f"{key} = {result_value(run.result, key):.4g} (mark {mark:g})"
+                      for key, mark in example.pass_criteria.items())
+    print(f"done: {'PASSED' if run.passed else 'FAILED'} {example.name}: {marks}, "
+          f"{run.elapsed_s:.0f} s", flush=True)
+    return 0 if run.passed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.config:
+        return main_tuned_example(args.config, args.checkpoint_dir)
     config = build_config(args)
     init_ray()  # join the cluster of RAY_ADDRESS (a Ray Job's driver), or start a local Ray
     nodes = [node["NodeName"] for node in ray.nodes() if node["Alive"]]

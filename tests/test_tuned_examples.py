@@ -1,0 +1,184 @@
+"""Tuned examples: every shipped file loads and checks, bad files fail with the fix, the result keys
+the loader accepts are what train() really reports, and `rlcourse train --config` and
+`rlcourse tuned-examples` judge runs by the pass criteria."""
+
+import textwrap
+
+import pytest
+
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.course import train_job, tuned_examples_suite
+from rlcourse.course.tuned_example import (
+    TUNE_RESULT_KEYS,
+    TunedExampleError,
+    load_tuned_example,
+    result_keys,
+    result_value,
+)
+
+SHIPPED = tuned_examples_suite.find_examples([])
+GRIDWORLD = next(path for path in SHIPPED if path.name == "gridworld_ppo.yaml")
+
+
+def flatten(result: dict, prefix: str = "") -> set[str]:
+    keys = set()
+    for key, value in result.items():
+        keys |= flatten(value, f"{prefix}{key}/") if isinstance(value, dict) else {prefix + key}
+    return keys
+
+
+def write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_course_ships_ppo_impala_yaml_and_a_course_env_example():
+    names = {path.relative_to(tuned_examples_suite.TUNED_EXAMPLES).as_posix() for path in SHIPPED}
+    assert {"ppo/cartpole_ppo.py", "impala/cartpole_impala.py", "ppo/gridworld_ppo.yaml"} <= names
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_example_loads_validates_and_uses_real_result_keys(path):
+    example = load_tuned_example(path)
+    example.config.validate()
+    assert example.stop and example.pass_criteria
+    assert set(example.stop) | set(example.pass_criteria) <= result_keys(example.config)
+    # A pass mark that the stop values cannot reach first would make the example fail forever.
+    assert all(key in example.stop and example.stop[key] >= mark
+               for key, mark in example.pass_criteria.items())
+
+
+def test_yaml_example_becomes_the_config_it_says(tmp_path):
+    example = load_tuned_example(GRIDWORLD)
+    assert example.name == "gridworld-ppo"
+    assert type(example.config).__name__ == "PPOConfig"
+    assert example.config.env.__name__ == "GridWorld"
+    assert example.config.env_config == {"size": 7, "slip": 0.1}
+    assert example.config.num_env_runners == 2 and example.config.seed == 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig], ids=["PPO", "IMPALA"])
+def test_static_result_keys_are_what_train_reports(config_class):
+    config = (config_class().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=200,
+                        minibatch_size=100 if config_class is PPOConfig else None)
+              .evaluation(evaluation_interval=1, evaluation_duration=1))
+    with config.build_algo() as algo:  # no runner actors: no Ray
+        result = algo.train()
+    assert flatten(result) == result_keys(config) - TUNE_RESULT_KEYS
+    without_evaluation = config.copy().evaluation(evaluation_interval=None)
+    assert not any(key.startswith("evaluation/") for key in result_keys(without_evaluation))
+
+
+def test_tune_result_keys_are_keys_tune_adds():
+    from ray.tune.result import AUTO_RESULT_KEYS
+
+    assert set(TUNE_RESULT_KEYS) <= set(AUTO_RESULT_KEYS)
+
+
+def test_result_value_reads_flattened_keys():
+    result = {"env_runners": {"episode_return_mean": 12.5}, "training_iteration": 3}
+    assert result_value(result, "env_runners/episode_return_mean") == 12.5
+    assert result_value(result, "training_iteration") == 3
+    with pytest.raises(KeyError):
+        result_value(result, "env_runners/episode_reward_mean")
+
+
+BAD_FILES = {
+    "no config": ("noconfig.py", """\
+        stop = {"training_iteration": 1}
+        pass_criteria = {"training_iteration": 1}
+        """, ["noconfig.py", "defines no `config`"]),
+    "stop key typo": ("typo.py", """\
+        from rlcourse.algorithms.ppo.ppo import PPOConfig
+        config = PPOConfig().environment("CartPole-v1")
+        stop = {"env_runners/episode_reward_mean": 450}
+        pass_criteria = {"env_runners/episode_return_mean": 450}
+        """, ["typo.py", "stop key 'env_runners/episode_reward_mean'",
+              "did you mean 'env_runners/episode_return_mean'"]),
+    "unknown run": ("run.yaml", """\
+        x:
+          env: CartPole-v1
+          run: APPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+        """, ["run.yaml", "`run: APPO`", "'IMPALA'", "'PPO'"]),
+    "unknown setting": ("setting.yaml", """\
+        x:
+          env: CartPole-v1
+          run: PPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+          config: {num_env_runner: 2}
+        """, ["setting.yaml", "num_env_runner", "did you mean 'num_env_runners'"]),
+    "RLlib's old setting": ("old.yaml", """\
+        x:
+          env: CartPole-v1
+          run: PPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+          config: {num_workers: 2}
+        """, ["old.yaml", "num_workers", "env_runners(num_env_runners=...)"]),
+    "bad value": ("value.yaml", """\
+        x:
+          env: CartPole-v1
+          run: PPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+          config: {num_env_runners: -1}
+        """, ["value.yaml", "num_env_runners=-1", "whole number >= 0"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_tuned_example_fails_naming_file_key_and_fix(case, tmp_path):
+    name, text, expected = BAD_FILES[case]
+    with pytest.raises(TunedExampleError) as error:
+        load_tuned_example(write(tmp_path, name, text))
+    for part in expected:
+        assert part in str(error.value)
+
+
+TINY_BUDGET = """\
+    tiny:
+      env: rlcourse.course.envs:GridWorld
+      run: PPO
+      stop: {env_runners/episode_return_mean: 0.9, num_env_steps_sampled_lifetime: 500}
+      pass_criteria: {env_runners/episode_return_mean: 0.9}
+      config: {train_batch_size_per_learner: 500, minibatch_size: 250, seed: 0}
+    """
+
+
+@pytest.mark.timeout(120)
+def test_train_config_exits_1_when_the_pass_mark_is_not_met(tmp_path, capsys, ray_session):
+    path = write(tmp_path, "tiny.yaml", TINY_BUDGET)
+    assert train_job.main(["--config", str(path), "--checkpoint-dir", str(tmp_path / "ck")]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert sum(line.startswith("iter ") for line in lines) == 1  # 500 steps: the budget's end
+    assert lines[-1].startswith("done: FAILED tiny:")
+    assert (tmp_path / "ck").is_dir()
+
+
+@pytest.mark.learning
+@pytest.mark.timeout(200)
+def test_train_config_exits_0_when_the_example_passes(capsys, ray_session):
+    assert train_job.main(["--config", str(GRIDWORLD)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("done: PASSED gridworld-ppo:")
+
+
+@pytest.mark.learning
+@pytest.mark.timeout(600)  # about 2 minutes on 2 idle cores, 5 on busy ones
+def test_every_tuned_example_passes(capsys, ray_session):
+    assert tuned_examples_suite.main([]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("example "):].splitlines()[2:2 + len(SHIPPED)]
+    assert [row.split("|")[1].strip() for row in table] == ["PASS"] * len(SHIPPED)
+    assert f"{len(SHIPPED)} of {len(SHIPPED)} tuned examples passed" in out
+
+
+def test_suite_filter_that_matches_nothing_says_so():
+    with pytest.raises(SystemExit, match="no tuned examples .* whose path contains 'nothing'"):
+        tuned_examples_suite.find_examples([], "nothing")

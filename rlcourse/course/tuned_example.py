@@ -26,9 +26,8 @@ from typing import Any
 import yaml
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
-from rlcourse.utils.deprecation import RENAMED
 from rlcourse.utils.imports import import_attr
-from rlcourse.utils.validation import ConfigError, setter_of
+from rlcourse.utils.validation import ConfigError
 
 ALGOS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
          "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig"}
@@ -166,26 +165,11 @@ def _load_yaml(path: Path) -> TunedExample:
     config = import_attr(ALGOS[run.lower()])()
     env = body["env"]  # "module:Class" imports an env class, e.g. rlcourse.course.envs:GridWorld
     config.environment(import_attr(env) if isinstance(env, str) and ":" in env else env)
-    for setting, value in (body.get("config") or {}).items():
-        _apply_setting(path, config, setting, value)
-    return TunedExample(str(name), path, config, body["stop"], body["pass_criteria"])
-
-
-def _apply_setting(path: Path, config: AlgorithmConfig, setting: str, value: Any) -> None:
-    """Set one flat YAML setting through the setter that takes it (which checks the name too)."""
-    setter = setter_of(config, setting)
-    if setter is None or setting in RENAMED:
-        if setting in RENAMED:
-            fix = f"that is RLlib's old name; use its new one, as in config.{RENAMED[setting]}."
-        else:
-            close = difflib.get_close_matches(setting, sorted(vars(config)), n=1)
-            fix = ("no setter takes this setting" + (f"; did you mean {close[0]!r}?" if close
-                                                     else "; see AlgorithmConfig's setters."))
-        raise TunedExampleError(f"{path}: {ConfigError(setting, value, fix)}")
-    try:
-        getattr(config, setter)(**{setting: value})
+    try:  # each setting through its setter, which refuses unknown and old names with the fix
+        config.update_from_dict(body.get("config") or {})
     except ConfigError as e:
         raise TunedExampleError(f"{path}: {e}") from None
+    return TunedExample(str(name), path, config, body["stop"], body["pass_criteria"])
 
 
 def _check_marks(path: Path, field: str, marks: Any, config: AlgorithmConfig) -> None:

@@ -4,6 +4,7 @@
     rlcourse train ...  train an algorithm from the command line (the entrypoint of Ray Jobs)
     rlcourse evaluate CHECKPOINT ...  play a checkpoint's greedy policy (and film it)
     rlcourse tuned-examples ...  run the tuned examples as a regression suite
+    rlcourse tune FILE  run a sweep file (a tuned example with search spaces) on Ray Tune
 """
 
 import argparse
@@ -16,6 +17,7 @@ COMMANDS = {
     "evaluate": ("rlcourse.course.evaluate", "play a checkpoint's greedy policy for N episodes"),
     "tuned-examples": ("rlcourse.course.tuned_examples_suite",
                        "run tuned examples and print a pass/fail table"),
+    "tune": ("rlcourse.course.tune_job", "run a sweep file (search spaces) on Ray Tune"),
 }
 
 

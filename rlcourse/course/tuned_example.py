@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.tune.search_space import check_search_spaces, contains_search_space
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.validation import ConfigError
 
@@ -84,6 +85,11 @@ class TunedExample:
     stop: dict[str, float]
     pass_criteria: dict[str, float]
 
+    @property
+    def is_sweep(self) -> bool:
+        """Whether its config holds Ray Tune search spaces: a sweep for `rlcourse tune`."""
+        return contains_search_space(vars(self.config))
+
 
 def result_value(result: dict[str, Any], key: str) -> Any:
     """The value of flattened `key` ("a/b/c") in a nested result dict; KeyError if absent."""
@@ -117,8 +123,8 @@ def load_tuned_example(path: str | Path) -> TunedExample:
         example = _load_yaml(path)
     else:
         raise TunedExampleError(f"{path}: a tuned example is a .py or .yaml file.")
-    try:
-        example.config.validate()
+    try:  # a sweep's search spaces are checked value by value (rlcourse/tune/search_space.py)
+        check_search_spaces(example.config) if example.is_sweep else example.config.validate()
     except ConfigError as e:
         raise TunedExampleError(f"{path}: {e}") from None
     for field in ("stop", "pass_criteria"):

@@ -56,8 +56,10 @@ def table_row(example: TunedExample, run: ExampleRun | None, error: str = "") ->
             str(run.result["num_env_steps_sampled_lifetime"]), f"{run.elapsed_s:.1f} s"]
 
 
-def print_table(rows: list[list[str]]) -> None:
-    header = ["example", "result", "pass metric reached / mark", "env steps", "wall time"]
+HEADER = ["example", "result", "pass metric reached / mark", "env steps", "wall time"]
+
+
+def print_table(rows: list[list[str]], header: list[str] = HEADER) -> None:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)), flush=True)
@@ -66,6 +68,9 @@ def print_table(rows: list[list[str]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     examples = [load_tuned_example(path) for path in find_examples(args.paths, args.filter)]
+    for sweep in (e for e in examples if e.is_sweep):
+        print(f"skipping {sweep.path}: a sweep (search spaces); run it with `rlcourse tune`.")
+    examples = [e for e in examples if not e.is_sweep]
     init_ray()
     rows = []
     start = time.perf_counter()

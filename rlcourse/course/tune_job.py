@@ -1,0 +1,93 @@
+"""`rlcourse tune FILE`: run a sweep file (a tuned example with Ray Tune search spaces) on Ray Tune.
+
+    python -m rlcourse tune tuned_examples/ppo/cartpole_ppo_lr_sweep.py --num-samples 2
+    python -m rlcourse tune FILE --scheduler asha       # stop bad trials early
+    python -m rlcourse tune FILE --resume               # continue an interrupted sweep
+
+The file is checked before Ray starts: its search spaces value by value, its stop and pass keys
+against the results the algorithm reports (Ray Tune itself only warns about a stop key no result
+has, and the trial then runs until its other stop values). Each trial is the file's algorithm as a
+Tune Trainable, one placement group per trial; the best trial by the first pass key is printed with
+its checkpoint, which `rlcourse evaluate CHECKPOINT` plays. Exit code 0 if the best trial passed.
+"""
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rlcourse.course.tuned_example import TunedExample, load_tuned_example, result_value
+from rlcourse.course.tuned_examples_suite import print_table
+from rlcourse.tune.search_space import is_search_space
+from rlcourse.utils.imports import import_attr
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlcourse tune", description=__doc__.splitlines()[0])
+    parser.add_argument("file", help="a tuned example whose config holds tune search spaces")
+    parser.add_argument("--num-samples", type=int, default=1,
+                        help="samples of the search space (each grid point this many times)")
+    parser.add_argument("--scheduler", choices=["fifo", "asha"], default="fifo",
+                        help="asha: stop trials early that trail the others (Tune's ASHA)")
+    parser.add_argument("--storage-path", default=str(Path("~/ray_results").expanduser()),
+                        help="where Tune writes results and checkpoints")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the sweep of this name in --storage-path")
+    return parser
+
+
+def varied_settings(example: TunedExample) -> list[str]:
+    """The settings the sweep varies (those holding a search space)."""
+    return [name for name, value in vars(example.config).items() if is_search_space(value)]
+
+
+def build_tuner(example: TunedExample, args: argparse.Namespace) -> Any:
+    """A Tuner for the sweep: metric = the first pass key (maximized), stop = the file's stop."""
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+
+    trainable = import_attr(example.config.algo_class).as_trainable()
+    path = Path(args.storage_path) / example.name
+    if args.resume and tune.Tuner.can_restore(str(path)):
+        return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
+    metric = next(iter(example.pass_criteria))
+    return tune.Tuner(
+        trainable, param_space=example.config,
+        tune_config=tune.TuneConfig(
+            metric=metric, mode="max", num_samples=args.num_samples,
+            scheduler=ASHAScheduler(grace_period=2) if args.scheduler == "asha" else None),
+        run_config=tune.RunConfig(
+            name=example.name, storage_path=args.storage_path, stop=example.stop, verbose=1,
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1, checkpoint_at_end=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    example = load_tuned_example(args.file)  # checked before Ray starts
+    if not example.is_sweep:
+        raise SystemExit(f"rlcourse tune: {args.file} has no search space; put one in a setter, "
+                         "e.g. .training(lr=tune.grid_search([1e-3, 3e-4])), or train it with "
+                         "`rlcourse train --config`.")
+    results = build_tuner(example, args).fit()
+    metric = next(iter(example.pass_criteria))
+    varied = varied_settings(example)
+    rows = [[result.metrics.get("trial_id", "-") if result.metrics else "-",
+             ", ".join(f"{name}={result.config.get(name)}" for name in varied),
+             "ERROR" if result.error else f"{value(result.metrics, metric):.4g}",
+             f"{value(result.metrics, 'training_iteration'):.0f}"] for result in results]
+    print()
+    print_table(rows, ["trial", "varied", metric, "iterations"])
+    best = results.get_best_result(metric=metric, mode="max", filter_nan_and_inf=True)
+    passed = all(value(best.metrics, key) >= mark for key, mark in example.pass_criteria.items())
+    print(f"best trial: {', '.join(f'{n}={best.config.get(n)}' for n in varied)} -> "
+          f"{metric} {value(best.metrics, metric):.4g} ({'PASSED' if passed else 'FAILED'} "
+          f"{example.pass_criteria}); checkpoint: {best.checkpoint.path if best.checkpoint else '-'}",
+          flush=True)
+    return 0 if passed else 1
+
+
+def value(metrics: dict[str, Any] | None, key: str) -> float:
+    """A trial's last reported `key` (nested result), NaN when it reported none."""
+    try:
+        return float(result_value(metrics or {}, key))
+    except KeyError:
+        return float("nan")

@@ -9,6 +9,7 @@ when an experiment asks for it; inside each trial it is the same Algorithm:
     setup    -> the trial's config (a dict Tune resolved from param_space) -> build_algo()
     step     -> algo.train(): one iteration, RLlib's result keys
     save_checkpoint / load_checkpoint -> save_to_path / restore_from_path (rlcourse's safe format)
+    reset_config -> a new Algorithm for the next trial in the same actor (reuse_actors=True)
     cleanup  -> algo.stop()
 """
 
@@ -68,6 +69,13 @@ def trainable_for(algo_class: type) -> type[tune.Trainable]:
 
         def load_checkpoint(self, checkpoint: str) -> None:
             self.algorithm.restore_from_path(checkpoint)
+
+        def reset_config(self, new_config: dict[str, Any]) -> bool:
+            """With `TuneConfig(reuse_actors=True)` a finished trial's actor runs the next trial:
+            a new Algorithm in the same process, without importing torch and Tune again."""
+            self.algorithm.stop()
+            self.algorithm = trial_config(self.algorithm_class, new_config).build_algo()
+            return True
 
         def cleanup(self) -> None:
             self.algorithm.stop()

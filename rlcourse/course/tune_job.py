@@ -53,7 +53,7 @@ def build_tuner(example: TunedExample, args: argparse.Namespace) -> Any:
     return tune.Tuner(
         trainable, param_space=example.config,
         tune_config=tune.TuneConfig(
-            metric=metric, mode="max", num_samples=args.num_samples,
+            metric=metric, mode="max", num_samples=args.num_samples, reuse_actors=True,
             scheduler=ASHAScheduler(grace_period=2) if args.scheduler == "asha" else None),
         run_config=tune.RunConfig(
             name=example.name, storage_path=args.storage_path, stop=example.stop, verbose=1,

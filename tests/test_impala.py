@@ -103,7 +103,6 @@ def test_impala_solves_cartpole(runners, ray_session, algo_factory):
     ({"vtrace_clip_rho_threshold": 0.0}, "vtrace_clip_rho_threshold"),
     ({"vtrace_clip_pg_rho_threshold": -1.0}, "vtrace_clip_pg_rho_threshold"),
     ({"learner_queue_size": 0}, "learner_queue_size"),
-    ({"max_requests_in_flight_per_env_runner": 0}, "max_requests_in_flight_per_env_runner"),
     ({"broadcast_interval": 0}, "broadcast_interval"),
     ({"vtrace": "yes"}, "vtrace"),
     ({"minibatch_size": 100}, "minibatch_size"),  # IMPALA cannot split a batch for V-trace
@@ -113,3 +112,12 @@ def test_bad_settings_are_named(settings, setting):
     with pytest.raises(ConfigError) as err:
         config.validate()
     assert err.value.setting == setting and setting in str(err.value)
+
+
+def test_requests_in_flight_are_an_env_runners_setting_as_in_rllib():
+    config = IMPALAConfig().environment("CartPole-v1").env_runners(
+        max_requests_in_flight_per_env_runner=0)
+    with pytest.raises(ConfigError, match="max_requests_in_flight_per_env_runner=0"):
+        config.validate()
+    with pytest.raises(ConfigError, match=r"set with config.env_runners\(max_requests_in_flight"):
+        IMPALAConfig().training(max_requests_in_flight_per_env_runner=2)

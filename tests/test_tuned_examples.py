@@ -16,6 +16,7 @@ from rlcourse.course.tuned_example import (
     result_keys,
     result_value,
 )
+from rlcourse.tune.search_space import check_search_spaces
 
 SHIPPED = tuned_examples_suite.find_examples([])
 GRIDWORLD = next(path for path in SHIPPED if path.name == "gridworld_ppo.yaml")
@@ -42,7 +43,10 @@ def test_the_course_ships_ppo_impala_yaml_and_a_course_env_example():
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_example_loads_validates_and_uses_real_result_keys(path):
     example = load_tuned_example(path)
-    example.config.validate()
+    if example.is_sweep:  # each value of each search space is checked
+        check_search_spaces(example.config)
+    else:
+        example.config.validate()
     assert example.stop and example.pass_criteria
     assert set(example.stop) | set(example.pass_criteria) <= result_keys(example.config)
     # A pass mark that the stop values cannot reach first would make the example fail forever.

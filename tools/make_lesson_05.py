@@ -82,8 +82,8 @@ from rlcourse.course.diagrams import impala_pipeline
 impala_pipeline()
 """),
     code("""
-config = layout(IMPALAConfig()).training(max_requests_in_flight_per_env_runner=2,
-                                         learner_queue_size=4, broadcast_interval=1)
+config = (layout(IMPALAConfig()).env_runners(max_requests_in_flight_per_env_runner=2)
+          .training(learner_queue_size=4, broadcast_interval=1))
 with config.build_algo() as impala:
     for _ in range(5):
         result = impala.train()

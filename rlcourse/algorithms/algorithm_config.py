@@ -50,6 +50,7 @@ class AlgorithmConfig:
         self.gym_env_vectorize_mode = "SYNC"
         self.explore = True
         self.sample_timeout_s: float = 60.0
+        self.max_requests_in_flight_per_env_runner = 1
         self.custom_resources_per_env_runner: dict[str, float] = {}
         # resources()
         self.num_cpus_for_main_process: float = 1
@@ -111,6 +112,7 @@ class AlgorithmConfig:
                     gym_env_vectorize_mode: str = NotProvided,
                     explore: bool = NotProvided,
                     sample_timeout_s: float = NotProvided,
+                    max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided
                     ) -> "AlgorithmConfig":
         """How many runner actors, how many sub-envs each, and what each actor reserves.
@@ -120,6 +122,9 @@ class AlgorithmConfig:
         in this process (num_env_runners=0, or evaluation with evaluation_num_env_runners=0) raises
         a SampleTimeoutError instead; it checks the clock between env steps, so one env.step that
         never returns is bounded only on runner actors (see env/sample_timeout.py).
+        `max_requests_in_flight_per_env_runner`: how many `sample()` requests an asynchronous
+        algorithm (IMPALA) keeps running on each runner actor, so a runner never idles while its
+        last batch travels.
         `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
         {"worker-node": 0.5} to place runners only on nodes started with that resource.
         """
@@ -133,6 +138,7 @@ class AlgorithmConfig:
                          num_gpus_per_env_runner=num_gpus_per_env_runner,
                          gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore,
                          sample_timeout_s=sample_timeout_s,
+                         max_requests_in_flight_per_env_runner=max_requests_in_flight_per_env_runner,
                          custom_resources_per_env_runner=custom_resources_per_env_runner)
 
     @checked_settings

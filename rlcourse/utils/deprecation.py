@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcourse.tune.search_space import check_tunable
-from rlcourse.utils.validation import ConfigError
+from rlcourse.utils.validation import ConfigError, setter_of
 
 # RLlib's old names -> where they went in RLlib's new API stack (and in rlcourse).
 RENAMED = {
@@ -51,7 +51,10 @@ def _settings_of(config_class: type, setter: str) -> list[str]:
 def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
     """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take
     (`update_from_dict` takes every setting of the config)."""
-    if setting in RENAMED:
+    elsewhere = setter_of(config, setting)
+    if elsewhere and setter != "update_from_dict":
+        fix = f"it is set with config.{elsewhere}({setting}=...), as in RLlib."
+    elif setting in RENAMED:
         fix = (f"that is RLlib's old name (before its new API stack); use "
                f"config.{RENAMED[setting]} instead.")
     else:

@@ -99,6 +99,7 @@ def _check_env_runners(config: Any) -> None:
         fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
              "process) or 'ASYNC' (one subprocess per sub-env).")
     check_bool(config, "explore", "True (sample actions) or False (greedy actions)")
+    check_int(config, "max_requests_in_flight_per_env_runner", 1)
     check_number(config, "sample_timeout_s", 0.0, low_open=True,
                  hint="Seconds a runner may take for one sample request.")
     custom = config.custom_resources_per_env_runner

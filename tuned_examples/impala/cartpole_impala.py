@@ -15,10 +15,9 @@ config = (
     IMPALAConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5,
-                 rollout_fragment_length=50)
+                 rollout_fragment_length=50, max_requests_in_flight_per_env_runner=2)
     .training(lr=1e-3, train_batch_size_per_learner=500, gamma=0.99, grad_clip=40.0,
-              vtrace=True, vf_loss_coeff=0.5, entropy_coeff=0.01,
-              max_requests_in_flight_per_env_runner=2, learner_queue_size=4)
+              vtrace=True, vf_loss_coeff=0.5, entropy_coeff=0.01, learner_queue_size=4)
     .debugging(seed=0)
 )
 

@@ -39,14 +39,13 @@ class IMPALAConfig(AlgorithmConfig):
         self.vtrace_clip_pg_rho_threshold = 1.0
         self.vf_loss_coeff = 0.5
         self.entropy_coeff = 0.01  # keeps exploring; a policy with entropy 0 cannot recover
-        self.max_requests_in_flight_per_env_runner = 2
+        self.max_requests_in_flight_per_env_runner = 2  # env_runners(): set for all algorithms
         self.broadcast_interval = 1
         self.learner_queue_size = 4
 
     def training(self, *, vtrace: bool = NotProvided, vtrace_clip_rho_threshold: float = NotProvided,
                  vtrace_clip_pg_rho_threshold: float = NotProvided,
                  vf_loss_coeff: float = NotProvided, entropy_coeff: float = NotProvided,
-                 max_requests_in_flight_per_env_runner: int = NotProvided,
                  broadcast_interval: int = NotProvided, learner_queue_size: int = NotProvided,
                  **kwargs: Any) -> "IMPALAConfig":
         """IMPALA's own settings plus the shared ones (gamma, lr, grad_clip, ...)."""
@@ -54,7 +53,6 @@ class IMPALAConfig(AlgorithmConfig):
         return self._set(vtrace=vtrace, vtrace_clip_rho_threshold=vtrace_clip_rho_threshold,
                          vtrace_clip_pg_rho_threshold=vtrace_clip_pg_rho_threshold,
                          vf_loss_coeff=vf_loss_coeff, entropy_coeff=entropy_coeff,
-                         max_requests_in_flight_per_env_runner=max_requests_in_flight_per_env_runner,
                          broadcast_interval=broadcast_interval, learner_queue_size=learner_queue_size)
 
     def validate(self) -> None:
@@ -64,7 +62,6 @@ class IMPALAConfig(AlgorithmConfig):
         check_number(self, "vtrace_clip_pg_rho_threshold", 0.0, low_open=True)
         check_number(self, "vf_loss_coeff", 0.0)
         check_number(self, "entropy_coeff", 0.0)
-        check_int(self, "max_requests_in_flight_per_env_runner", 1)
         check_int(self, "broadcast_interval", 1)
         check_int(self, "learner_queue_size", 1)
         if self.minibatch_size is not None and self.minibatch_size != self.train_batch_size_per_learner:

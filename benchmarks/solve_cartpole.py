@@ -42,7 +42,7 @@ def solve(algo_name: str, seed: int, runners: int, time_limit: float,
     start = time.perf_counter()
     import ray  # imported here: the child's clock starts before Ray and rlcourse are loaded
 
-    from rlcourse.core.learner.learner_group import import_class
+    from rlcourse.utils.imports import import_attr
     from rlcourse.utils.resources import init_ray
 
     init_ray(num_cpus=2)
@@ -50,7 +50,7 @@ def solve(algo_name: str, seed: int, runners: int, time_limit: float,
         from rlcourse.course.tuned_example import load_tuned_example
         config = load_tuned_example(tuned_example).config.debugging(seed=seed)
     else:
-        config = (import_class(CONFIG_CLASS[algo_name])().environment("CartPole-v1")
+        config = (import_attr(CONFIG_CLASS[algo_name])().environment("CartPole-v1")
                   .env_runners(num_env_runners=runners, num_cpus_per_env_runner=0.5,
                                num_envs_per_env_runner=ENVS_PER_RUNNER)
                   .debugging(seed=seed))

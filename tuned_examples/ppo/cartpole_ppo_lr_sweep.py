@@ -14,9 +14,9 @@ config = (
     .environment("CartPole-v1")
     .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
     .resources(num_cpus_for_main_process=1)
-    .training(lr=tune.grid_search([3e-4, 1e-3, 3e-3]), train_batch_size_per_learner=2000,
+    .training(lr=tune.grid_search([3e-4, 1e-3, 3e-3]), train_batch_size_per_learner=1000,
               minibatch_size=250, num_epochs=6, gamma=0.99, lambda_=0.95, clip_param=0.2,
-              vf_loss_coeff=0.5, grad_clip=0.5)
+              vf_clip_param=1000.0, vf_loss_coeff=0.5, grad_clip=0.5)
     .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
 )
 

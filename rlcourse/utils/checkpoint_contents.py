@@ -31,6 +31,7 @@ PACKAGE_CLASSES: dict[str, str] = {
     "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
     "PPOConfig": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
+    "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",

@@ -111,13 +111,15 @@ def test_a_box_action_space_fails_at_build_time():
     assert error.value.setting == "env"
 
 
-def _small_config(num_env_runners: int, seed: int = 0) -> DQNConfig:
-    return (DQNConfig().environment("CartPole-v1").debugging(seed=seed)
+def _small_config(num_env_runners: int, buffer: str = "PrioritizedEpisodeReplayBuffer"
+                  ) -> DQNConfig:
+    return (DQNConfig().environment("CartPole-v1").debugging(seed=0)
             .env_runners(num_env_runners=num_env_runners, num_cpus_per_env_runner=0.5,
                          rollout_fragment_length=16)
             .training(num_steps_sampled_before_learning_starts=64, training_intensity=4,
                       target_network_update_freq=50, n_step=3,
-                      replay_buffer_config={"capacity": 2000}, store_buffer_in_checkpoints=True)
+                      replay_buffer_config={"type": buffer, "capacity": 2000},
+                      store_buffer_in_checkpoints=True)
             .rl_module(model_config={"fcnet_hiddens": [16]}))
 
 
@@ -125,10 +127,11 @@ def _weights(algo) -> dict[str, np.ndarray]:
     return algo.learner_group.get_weights()
 
 
-@pytest.mark.parametrize("num_env_runners", [0, 2])
-def test_checkpoint_round_trip_continues_exactly(num_env_runners, ray_session, algo_factory,
+@pytest.mark.parametrize("num_env_runners, buffer", [(0, "EpisodeReplayBuffer"),
+                                                     (2, "PrioritizedEpisodeReplayBuffer")])
+def test_checkpoint_round_trip_continues_exactly(num_env_runners, buffer, ray_session, algo_factory,
                                                  tmp_path: Path):
-    algo = algo_factory(_small_config(num_env_runners))
+    algo = algo_factory(_small_config(num_env_runners, buffer))
     for _ in range(6):
         result = algo.train()
     assert result["learners"]["default_policy"]["num_updates"] > 0

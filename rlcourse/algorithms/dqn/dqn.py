@@ -13,6 +13,7 @@ import numpy as np
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.env.registry import env_name, probe_spaces
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import check_bool, check_int, check_number, fail
@@ -136,9 +137,12 @@ class DQN(Algorithm):
 
     def setup(self, config) -> None:
         super().setup(config)
-        rb = dict(config.replay_buffer_config)
-        buffer_class = REPLAY_BUFFERS[rb.pop("type")]
-        self.replay_buffer = buffer_class(**rb, seed=config.seed)
+        rb = config.replay_buffer_config
+        if rb["type"] == "PrioritizedEpisodeReplayBuffer":
+            self.replay_buffer = PrioritizedEpisodeReplayBuffer(rb["capacity"], rb["alpha"],
+                                                                rb["beta"], seed=config.seed)
+        else:
+            self.replay_buffer = EpisodeReplayBuffer(rb["capacity"], seed=config.seed)
         self._update_credit = 0.0  # updates owed to the replay ratio, fractions carried over
         self.env_runner_group.sync_weights(self._runner_weights())  # the schedule's first epsilon
 
@@ -205,8 +209,14 @@ class DQN(Algorithm):
         return state, tensors
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        saved_buffer = state["dqn"]["replay_buffer"]
+        if saved_buffer is not None and saved_buffer["capacity"] != self.replay_buffer.capacity:
+            raise CheckpointError(f"The checkpoint's replay buffer holds {saved_buffer['capacity']} "
+                                  f"env steps, this algorithm's {self.replay_buffer.capacity}: "
+                                  "use the checkpoint's replay_buffer_config, or "
+                                  "Algorithm.from_checkpoint(path).")
         super().set_state(state, tensors)
         self._update_credit = state["dqn"]["update_credit"]
-        if state["dqn"]["replay_buffer"] is not None:
-            self.replay_buffer.set_state(state["dqn"]["replay_buffer"])
+        if saved_buffer is not None:
+            self.replay_buffer.set_state(saved_buffer)
         self.env_runner_group.sync_weights(self._runner_weights())  # with the restored epsilon

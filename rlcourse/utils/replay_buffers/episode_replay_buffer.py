@@ -92,8 +92,7 @@ class EpisodeReplayBuffer:
 
     # -- sampling ---------------------------------------------------------------------------
 
-    def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99, **kwargs: Any
-               ) -> dict[str, np.ndarray]:
+    def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99) -> dict[str, np.ndarray]:
         """`num_items` n-step transitions drawn uniformly from the stored steps (with replacement).
 
         Returns NumPy arrays: obs, actions, rewards (the discounted n-step sum), new_obs,

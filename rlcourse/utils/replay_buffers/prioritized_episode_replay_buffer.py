@@ -36,7 +36,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self.tree.set(slots, np.zeros(len(slots)))
 
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99,
-               beta: float | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+               beta: float | None = None) -> dict[str, np.ndarray]:
         """As `EpisodeReplayBuffer.sample`, drawn by priority, with importance `weights`."""
         if len(self) == 0:
             raise ValueError("The replay buffer is empty: add episodes before sampling.")

@@ -171,6 +171,20 @@ def test_the_buffer_stays_out_of_checkpoints_unless_asked(algo_factory, tmp_path
         restored.stop()
 
 
+def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_session,
+                                                                           algo_factory):
+    algo = algo_factory(_small_config(0).learners(num_learners=2, num_cpus_per_learner=0.5))
+    batch_rows = 2 * algo.config.train_batch_size_per_learner
+    for _ in range(6):
+        algo.train()
+    batch = algo.replay_buffer.sample(batch_rows, n_step=3)
+    results = algo.learner_group.update_from_batch(batch, num_env_steps_sampled_lifetime=96)
+    assert results["td_error"].shape == (batch_rows,) and results["num_env_steps_trained"] == batch_rows
+    first, second = algo.learner_group.foreach_learner("get_weights")
+    for name, value in first.items():
+        np.testing.assert_array_equal(second[name], value, err_msg=name)
+
+
 @pytest.mark.learning
 @pytest.mark.timeout(400)
 def test_dqn_learns_cartpole(algo_factory):

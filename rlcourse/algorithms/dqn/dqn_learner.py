@@ -58,7 +58,7 @@ class DQNLearner(Learner):
                           ) -> dict[str, Any]:
         """One step on `batch`; then the target update, if due. Returns loss statistics and the
         per-row `td_error` (NumPy) for the buffer's priorities."""
-        tensors = {key: torch.as_tensor(batch[key]) for key in BATCH_KEYS}
+        tensors = {key: torch.tensor(batch[key]) for key in BATCH_KEYS}  # copies: Ray's are read-only
         loss, metrics = self.compute_loss(tensors)
         td_error = metrics.pop("td_error")
         self.optimizer.zero_grad(set_to_none=False)

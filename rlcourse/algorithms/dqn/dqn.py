@@ -156,6 +156,8 @@ class DQN(Algorithm):
         return {**super()._runner_weights(), "epsilon": np.float32(self.current_epsilon())}
 
     def _num_updates_due(self, num_env_steps_sampled: int) -> int:
+        """Updates owed for this step's samples, so that env steps trained / env steps sampled =
+        training_intensity on average (a fraction of an update is carried over)."""
         cfg = self.config
         if cfg.training_intensity is None:
             return 1

@@ -58,6 +58,7 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --algo ppo
 	$(BIN)/python benchmarks/impala_vs_ppo.py
 	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
+	$(BIN)/python benchmarks/dqn_cartpole.py
 
 # Every lesson on one core with a 64 MB /dev/shm, as on Binder: time and peak memory, written to
 # docs/binder-profile.md.

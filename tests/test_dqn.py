@@ -12,7 +12,8 @@ import torch
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
-from rlcourse.algorithms.dqn.numpy_q_module import NumpyQModule
+from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
+from rlcourse.algorithms.dqn.numpy_q_module import NumpyQModule, TorchQInferenceModule
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import ConfigError
@@ -109,6 +110,36 @@ def test_a_box_action_space_fails_at_build_time():
     with pytest.raises(ConfigError, match=r"env='Pendulum-v1'.*Discrete") as error:
         DQNConfig().environment("Pendulum-v1").build_algo()
     assert error.value.setting == "env"
+
+
+class ZeroHeadDQNModule(DefaultDQNModule):
+    """A custom Q-module: the default one with its advantage head starting at zero."""
+
+    def setup(self) -> None:
+        super().setup()
+        torch.nn.init.zeros_(self.q.advantages.weight)
+
+
+def test_a_custom_dqn_module_acts_epsilon_greedily_on_runners(algo_factory):
+    algo = algo_factory(_small_config(0).rl_module(rl_module_class=ZeroHeadDQNModule))
+    for _ in range(6):
+        result = algo.train()
+    assert result["learners"]["default_policy"]["num_updates"] > 0
+    runner_module = algo.env_runner_group.local_env_runner.module
+    assert isinstance(runner_module, TorchQInferenceModule)
+    assert runner_module.epsilon == pytest.approx(algo.current_epsilon())
+    obs = np.random.default_rng(0).uniform(-0.2, 0.2, (32, 4)).astype(np.float32)
+    np.testing.assert_array_equal(runner_module.forward_inference(obs)["actions"],
+                                  algo.compute_actions(obs))
+
+
+def test_a_module_without_q_values_is_refused():
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+
+    config = DQNConfig().environment("CartPole-v1").rl_module(
+        rl_module_class=DefaultActorCriticModule)
+    with pytest.raises(ConfigError, match="subclass .*DefaultDQNModule"):
+        config.build_algo()
 
 
 def _small_config(num_env_runners: int, buffer: str = "PrioritizedEpisodeReplayBuffer"

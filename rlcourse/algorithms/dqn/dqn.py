@@ -97,6 +97,11 @@ class DQNConfig(AlgorithmConfig):
         if self.training_intensity is not None:
             check_number(self, "training_intensity", 0.0, low_open=True,
                          hint="Or None for one update per training_step.")
+        if self.rl_module_class is not None:
+            from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
+            if not issubclass(self.rl_module_class, DefaultDQNModule):
+                fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
+                     "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
         self._check_epsilon()
         self._check_replay_buffer_config()
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))

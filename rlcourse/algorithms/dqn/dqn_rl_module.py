@@ -75,6 +75,18 @@ class DefaultDQNModule(RLModule):
         for target, online in zip(self.target_q.parameters(), self.q.parameters(), strict=True):
             target.lerp_(online, tau)
 
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """All weights, or only the online network's `q.*` (what runners get)."""
+        if all(k.startswith("q.") for k in state):
+            self.q.load_state_dict({k[2:]: torch.tensor(v) for k, v in state.items()})
+        else:
+            super().set_state(state)
+
+    def get_inference_module(self, seed: int | None = None):
+        """What a runner holds when this is a custom subclass: epsilon-greedy on `q`, in torch."""
+        from rlcourse.algorithms.dqn.numpy_q_module import TorchQInferenceModule
+        return TorchQInferenceModule(self, seed)
+
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         state = super().get_state()
         if inference_only:  # runners act with the online network only

@@ -2,11 +2,14 @@
 named at build time, remote runners with a checkpoint round trip, and learning CartPole."""
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import ray
 import torch
 
 from rlcourse.algorithms.algorithm import Algorithm
@@ -200,6 +203,30 @@ def test_the_buffer_stays_out_of_checkpoints_unless_asked(algo_factory, tmp_path
         assert result["replay_buffer"]["num_env_steps_stored"] == 16
     finally:
         restored.stop()
+
+
+def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_session,
+                                                                            algo_factory):
+    algo = algo_factory(_small_config(2).training(epsilon=[[0, 1.0], [400, 0.1]]))
+    for _ in range(3):
+        algo.train()
+    group = algo.env_runner_group
+    os.kill(ray.get(group.remote_env_runners[0].ping.remote()), signal.SIGKILL)
+    for _ in range(20):
+        result = algo.train()
+        if result["env_runners"]["num_env_runner_restarts"] and group.num_healthy_env_runners == 2:
+            break
+    for _ in range(3):
+        result = algo.train()
+    assert result["env_runners"]["num_env_runner_restarts"] == 1
+    assert result["env_runners"]["num_env_steps_sampled"] == 32  # both runners sample again
+    assert result["learners"]["default_policy"]["num_updates"] > 0
+    epsilon = algo.current_epsilon()
+    assert epsilon < 1.0
+    # (A lambda: cloudpickle ships it by value; runner actors cannot import this test module.)
+    held = group.foreach_env_runner(lambda runner: (runner.module.epsilon, runner.weights_seq_no))
+    for runner_epsilon, version in held:
+        assert runner_epsilon == pytest.approx(epsilon) and version == group.weights_seq_no
 
 
 def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_session,

@@ -29,7 +29,7 @@ class SumTree:
         nodes = np.asarray(slots, dtype=np.int64) + self.size
         self.tree[nodes] = priorities
         while nodes[0] > 1:  # all leaves are equally deep: one level per pass, up to the root
-            nodes = np.unique(nodes // 2)
+            nodes //= 2  # a node listed twice is just computed twice, with the same result
             self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
 
     def find(self, prefix_sums: np.ndarray) -> np.ndarray:

@@ -190,7 +190,9 @@ def test_checkpoint_round_trip_continues_exactly(num_env_runners, buffer, ray_se
 
 
 def test_the_buffer_stays_out_of_checkpoints_unless_asked(algo_factory, tmp_path: Path):
-    algo = algo_factory(_small_config(0).training(store_buffer_in_checkpoints=False))
+    # The module class named explicitly: a checkpoint may name the package's own DQN module.
+    algo = algo_factory(_small_config(0).training(store_buffer_in_checkpoints=False)
+                        .rl_module(rl_module_class=DefaultDQNModule))
     for _ in range(5):
         algo.train()
     state = json.loads(next(Path(algo.save_to_path(tmp_path / "ckpt")).glob("v-*/state.json"))

@@ -156,6 +156,15 @@ def test_a_custom_dqn_module_acts_epsilon_greedily_on_runners(algo_factory):
                                   algo.compute_actions(obs))
 
 
+def test_compute_actions_explores_epsilon_greedily(algo_factory):
+    algo = algo_factory(_small_config(0))  # nothing sampled yet: epsilon is 1.0
+    obs = np.zeros((2000, 4), np.float32)
+    greedy = algo.compute_actions(obs)
+    assert len(set(greedy.tolist())) == 1
+    explored = np.bincount(algo.compute_actions(obs, explore=True), minlength=2)
+    assert explored.min() > 900  # uniformly random at epsilon 1.0
+
+
 def test_a_module_without_q_values_is_refused():
     from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 

@@ -155,6 +155,7 @@ class DQN(Algorithm):
         else:
             self.replay_buffer = EpisodeReplayBuffer(rb["capacity"], seed=config.seed)
         self._update_credit = 0.0  # updates owed to the replay ratio, fractions carried over
+        self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
         self.env_runner_group.sync_weights(self._runner_weights())  # the schedule's first epsilon
 
     def current_epsilon(self) -> float:
@@ -165,6 +166,17 @@ class DQN(Algorithm):
     def _runner_weights(self) -> dict[str, np.ndarray]:
         """The Q-network's weights, and the epsilon to explore with (numpy_q_module.py)."""
         return {**super()._runner_weights(), "epsilon": np.float32(self.current_epsilon())}
+
+    def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
+        """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
+        runners act (not samples from a softmax of the Q-values)."""
+        actions = super().compute_actions(observations, explore=False)
+        if explore:
+            explore_rows = self._rng.random(len(actions)) < self.current_epsilon()
+            random_actions = self.action_space.start + self._rng.integers(
+                self.action_space.n, size=len(actions))
+            actions = np.where(explore_rows, random_actions, actions)
+        return actions
 
     def _num_updates_due(self, num_env_steps_sampled: int) -> int:
         """Updates owed for this step's samples, so that env steps trained / env steps sampled =

@@ -58,6 +58,7 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --algo ppo
 	$(BIN)/python benchmarks/impala_vs_ppo.py
 	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
+	$(BIN)/python benchmarks/dqn_cartpole.py
 
 # The tuned examples (tuned_examples/: algorithm, env, settings, pass mark) as a regression suite: a
 # pass/fail table, and a failing exit code if any example misses its mark.

@@ -16,6 +16,8 @@ _EXPORTS = {
     "PPO": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "IMPALA": "rlcourse.algorithms.impala.impala",
+    "DQNConfig": "rlcourse.algorithms.dqn.dqn",
+    "DQN": "rlcourse.algorithms.dqn.dqn",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "EnvRunnerGroup": "rlcourse.env.env_runner_group",

@@ -36,6 +36,9 @@ class AlgorithmConfig:
 
     algo_class: str = ""  # "module:Class" of the Algorithm this config builds
     learner_class: str = ""  # "module:Class" of its Learner (imported only where learners run)
+    # The module built when rl_module_class is None: torch on learners, its NumPy form on runners.
+    default_rl_module_class = "rlcourse.core.rl_module.rl_module:DefaultActorCriticModule"
+    default_inference_module_class = "rlcourse.core.rl_module.numpy_mlp:NumpyMLPModule"
 
     def __init__(self) -> None:
         # environment()
@@ -287,6 +290,11 @@ class AlgorithmConfig:
         if self.minibatch_size is None:
             return 1
         return math.ceil(self.train_batch_size_per_learner / self.minibatch_size)
+
+    def get_model_config(self) -> dict:
+        """`model_config` plus the algorithm settings its module reads (RLlib's
+        `_model_config_auto_includes`; DQN's module reads `dueling`)."""
+        return dict(self.model_config)
 
     def get_env_creator(self):
         from rlcourse.env.registry import get_env_creator

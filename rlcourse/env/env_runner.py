@@ -20,7 +20,6 @@ import ray
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
 from rlcourse.env.finite_check import check_finite_sample
@@ -28,6 +27,7 @@ from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_timeout import check_deadline, sample_deadline
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.env.sub_env_restarts import RestartOnFailure, add_restart_hint
+from rlcourse.utils.imports import import_attr
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
 
@@ -60,10 +60,12 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
 
 
 def build_inference_module(config, observation_space, action_space, seed: int | None):
-    """NumPy for the default MLP (no torch in this process); torch for a custom module class."""
+    """NumPy for the default module (no torch in this process); torch for a custom module class."""
     if config.rl_module_class is None:
-        return NumpyMLPModule(space_info(observation_space, action_space), config.model_config, seed)
-    module = config.rl_module_class(observation_space, action_space, config.model_config)
+        numpy_class = import_attr(config.default_inference_module_class)
+        return numpy_class(space_info(observation_space, action_space), config.get_model_config(),
+                           seed)
+    module = config.rl_module_class(observation_space, action_space, config.get_model_config())
     return module.get_inference_module(seed)
 
 

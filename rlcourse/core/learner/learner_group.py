@@ -72,6 +72,20 @@ class LearnerGroup:
         merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
         return merged
 
+    def update_from_batch(self, batch: dict[str, np.ndarray], **kwargs) -> dict:
+        """One update on a batch of rows (e.g. from a replay buffer): every learner gets an equal
+        share of the rows. Per-row results (DQN's `td_error`) come back in the batch's order."""
+        if self.is_local:
+            return self.local_learner.update_from_batch(batch, **kwargs)
+        shards = [{k: v[rows] for k, v in batch.items()} for rows in
+                  np.array_split(np.arange(len(batch["actions"])), len(self.remote_learners))]
+        results = self._get([learner.update_from_batch.remote(shard, **kwargs)
+                             for learner, shard in zip(self.remote_learners, shards, strict=True)])
+        merged = {k: (np.concatenate([r[k] for r in results]) if isinstance(v, np.ndarray)
+                      else float(np.mean([r[k] for r in results]))) for k, v in results[0].items()}
+        merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
+        return merged
+
     def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int) -> None:
         """Each learner must get at least one step per minibatch: an empty minibatch's loss is NaN.
 

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.utils.imports import import_attr
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 
@@ -120,9 +121,10 @@ class DefaultActorCriticModule(RLModule):
 
 
 def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
-    """The learner's module: the configured class, or the default actor-critic."""
-    module_class = config.rl_module_class or DefaultActorCriticModule
-    return module_class(observation_space, action_space, config.model_config)
+    """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
+    the actor-critic above)."""
+    module_class = config.rl_module_class or import_attr(config.default_rl_module_class)
+    return module_class(observation_space, action_space, config.get_model_config())
 
 
 class TorchInferenceModule:

@@ -1,0 +1,94 @@
+"""DefaultDQNModule: a Q-network for Discrete actions (optionally dueling) and its target copy.
+
+    Q(s, .) = head(encoder(s))                          plain
+    Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')         dueling (Wang et al. 2016)
+
+The target network `target_q` is a copy of `q` that follows it slowly (`update_target`); it is part
+of the module's state (checkpoints keep it), but runners get only `q` (`get_state(inference_only)`)
+and run it in NumPy (`numpy_q_module.py`), picking epsilon-greedy actions.
+"""
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.rl_module import _TORCH_ACTIVATIONS, RLModule
+
+
+class QNetwork(nn.Module):
+    """An MLP encoder, then one Q-value per action (or a value and advantages, if dueling)."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hiddens: list[int], activation: str,
+                 dueling: bool):
+        super().__init__()
+        layers: list[nn.Module] = []
+        for n_in, n_out in zip([obs_dim, *hiddens[:-1]], hiddens, strict=True):
+            layers += [nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[activation]()]
+        self.encoder = nn.Sequential(*layers)
+        self.advantages = nn.Linear(hiddens[-1], num_actions)
+        self.value = nn.Linear(hiddens[-1], 1) if dueling else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.encoder(x)
+        advantages = self.advantages(features)
+        if self.value is None:
+            return advantages
+        return self.value(features) + advantages - advantages.mean(dim=-1, keepdim=True)
+
+
+class DefaultDQNModule(RLModule):
+    """Online Q-network `q` and target network `target_q`, sized from the spaces and model_config."""
+
+    def setup(self) -> None:
+        self.info = space_info(self.observation_space, self.action_space)
+        if not self.info.discrete_actions:
+            raise ValueError(f"DQN needs a Discrete action space, not {self.action_space}.")
+        self.q = QNetwork(self.info.obs_dim, self.info.action_dim,
+                          list(self.model_config["fcnet_hiddens"]),
+                          self.model_config["fcnet_activation"],
+                          self.model_config.get("dueling", False))
+        self.target_q = copy.deepcopy(self.q).requires_grad_(False)
+
+    def _obs(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.info.obs_one_hot:
+            return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
+        return obs.float().reshape(len(obs), -1)
+
+    def compute_q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q(obs, a) for every action, shape [B, num_actions]."""
+        return self.q(self._obs(obs))
+
+    def compute_target_q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.target_q(self._obs(obs))
+
+    def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        # Greedy actions are the argmax of these "logits" (Algorithm.compute_actions uses that).
+        return {"action_dist_inputs": self.compute_q_values(batch["obs"])}
+
+    @torch.no_grad()
+    def update_target(self, tau: float) -> None:
+        """target <- tau * online + (1 - tau) * target (tau = 1: a hard copy)."""
+        for target, online in zip(self.target_q.parameters(), self.q.parameters(), strict=True):
+            target.lerp_(online, tau)
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """All weights, or only the online network's `q.*` (what runners get)."""
+        if all(k.startswith("q.") for k in state):
+            self.q.load_state_dict({k[2:]: torch.tensor(v) for k, v in state.items()})
+        else:
+            super().set_state(state)
+
+    def get_inference_module(self, seed: int | None = None):
+        """What a runner holds when this is a custom subclass: epsilon-greedy on `q`, in torch."""
+        from rlcourse.algorithms.dqn.numpy_q_module import TorchQInferenceModule
+        return TorchQInferenceModule(self, seed)
+
+    def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
+        state = super().get_state()
+        if inference_only:  # runners act with the online network only
+            state = {k: v for k, v in state.items() if k.startswith("q.")}
+        return state

@@ -1,0 +1,162 @@
+"""EpisodeReplayBuffer: stores episodes (NumPy), evicts the oldest, samples n-step transitions.
+
+As in RLlib's new stack the buffer keeps whole episodes, not loose transitions: a chunk that a
+runner cut between two `sample()` calls is appended to the stored episode with the same `id_`, so an
+n-step return can run across the cut. Capacity counts env steps; when a new chunk does not fit, the
+oldest episodes go, whole. Each stored step has a slot (0..capacity-1) that `sample` returns as its
+row's `indices` (the prioritized buffer keeps one priority per slot).
+
+An n-step row starting at step t of an episode with T steps stored uses n = min(n_step, T - t)
+steps: it sums the n discounted rewards, and `new_obs` is the observation after them. A row that
+reaches a termination has `terminateds=True` (no bootstrap); one that reaches a truncation or the
+newest stored step of an ongoing episode is shorter and bootstraps from that real observation.
+"""
+
+from typing import Any
+
+import numpy as np
+
+from rlcourse.env.env_state import from_plain, to_plain
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
+
+class EpisodeReplayBuffer:
+    """Uniform sampling over all stored env steps."""
+
+    def __init__(self, capacity: int = 50_000, seed: int | None = None):
+        self.capacity = capacity
+        self.rng = np.random.default_rng(seed)
+        self.num_steps_added_lifetime = 0
+        self.num_episodes_evicted_lifetime = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self.episodes: dict[str, SingleAgentEpisode] = {}  # by id_, oldest first
+        self._slots: dict[str, np.ndarray] = {}  # the slot of each stored step, per episode
+        self._slot_episode = np.full(self.capacity, None, dtype=object)  # slot -> episode id_
+        self._slot_t = np.full(self.capacity, -1, dtype=np.int64)  # slot -> its step (-1: free)
+        self._free = list(range(self.capacity - 1, -1, -1))  # a stack: taken from the end
+
+    def __len__(self) -> int:
+        """Env steps stored."""
+        return self.capacity - len(self._free)
+
+    def get_num_episodes(self) -> int:
+        return len(self.episodes)
+
+    # -- adding and evicting ----------------------------------------------------------------
+
+    def add(self, episodes: list[SingleAgentEpisode]) -> None:
+        """Store episode chunks in the order they were sampled, evicting the oldest episodes."""
+        for chunk in episodes:
+            if len(chunk) == 0:
+                continue
+            if len(chunk) > self.capacity:
+                raise ValueError(f"An episode chunk of {len(chunk)} steps does not fit a replay "
+                                 f"buffer of capacity {self.capacity}: raise its capacity.")
+            while len(self._free) < len(chunk):
+                self._evict_oldest()
+            # Model outputs are not needed for replay: drop them (less memory, simpler joins).
+            chunk = SingleAgentEpisode(chunk.observations, chunk.actions, chunk.rewards, None,
+                                       chunk.is_terminated, chunk.is_truncated, chunk.id_,
+                                       chunk.t_started)
+            stored = self.episodes.get(chunk.id_)
+            offset = 0 if stored is None else len(stored)
+            slots = np.array([self._free.pop() for _ in range(len(chunk))], dtype=np.int64)
+            self._slot_episode[slots] = chunk.id_
+            self._slot_t[slots] = offset + np.arange(len(chunk))
+            if stored is None:
+                self.episodes[chunk.id_] = chunk
+                self._slots[chunk.id_] = slots
+            else:
+                self.episodes[chunk.id_] = stored.concat_episode(chunk)
+                self._slots[chunk.id_] = np.concatenate([self._slots[chunk.id_], slots])
+            self._on_slots_added(slots)
+            self.num_steps_added_lifetime += len(chunk)
+
+    def _evict_oldest(self) -> None:
+        id_ = next(iter(self.episodes))
+        del self.episodes[id_]
+        slots = self._slots.pop(id_)
+        self._slot_episode[slots] = None
+        self._slot_t[slots] = -1
+        self._free.extend(slots[::-1].tolist())
+        self._on_slots_freed(slots)
+        self.num_episodes_evicted_lifetime += 1
+
+    def _on_slots_added(self, slots: np.ndarray) -> None:
+        """Hook for the prioritized buffer (new steps get priorities)."""
+
+    def _on_slots_freed(self, slots: np.ndarray) -> None:
+        """Hook for the prioritized buffer (evicted steps lose theirs)."""
+
+    # -- sampling ---------------------------------------------------------------------------
+
+    def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99) -> dict[str, np.ndarray]:
+        """`num_items` n-step transitions drawn uniformly from the stored steps (with replacement).
+
+        Returns NumPy arrays: obs, actions, rewards (the discounted n-step sum), new_obs,
+        terminateds, n_step (the steps actually summed, for gamma ** n_step), weights (all 1 here)
+        and indices (the slots, for `update_priorities`)."""
+        if len(self) == 0:
+            raise ValueError("The replay buffer is empty: add episodes before sampling.")
+        slots = self.rng.choice(np.flatnonzero(self._slot_t >= 0), size=num_items)
+        return {**self._n_step_transitions(slots, n_step, gamma),
+                "weights": np.ones(num_items, dtype=np.float32), "indices": slots}
+
+    def _n_step_transitions(self, slots: np.ndarray, n_step: int, gamma: float
+                            ) -> dict[str, np.ndarray]:
+        discounts = gamma ** np.arange(n_step)
+        obs, actions, rewards, new_obs, terminateds, steps = [], [], [], [], [], []
+        for slot in slots:
+            episode = self.episodes[self._slot_episode[slot]]
+            t = int(self._slot_t[slot])
+            n = min(n_step, len(episode) - t)  # shorter at the episode's (stored) end
+            obs.append(episode.observations[t])
+            actions.append(episode.actions[t])
+            rewards.append(episode.rewards[t:t + n] @ discounts[:n])
+            new_obs.append(episode.observations[t + n])
+            terminateds.append(episode.is_terminated and t + n == len(episode))
+            steps.append(n)
+        return {"obs": np.stack(obs), "actions": np.stack(actions),
+                "rewards": np.array(rewards, dtype=np.float32), "new_obs": np.stack(new_obs),
+                "terminateds": np.array(terminateds), "n_step": np.array(steps, dtype=np.int64)}
+
+    def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
+        """Uniform replay has no priorities; the prioritized buffer overrides this."""
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        """Plain data (see env_state.to_plain): episodes, slots and RNG, to continue exactly."""
+        return {"capacity": self.capacity,
+                "episodes": [{"id_": e.id_, "t_started": e.t_started,
+                              "observations": to_plain(e.observations),
+                              "actions": to_plain(e.actions), "rewards": to_plain(e.rewards),
+                              "is_terminated": e.is_terminated, "is_truncated": e.is_truncated,
+                              "slots": to_plain(self._slots[e.id_])}
+                             for e in self.episodes.values()],
+                "free": self._free, "rng": to_plain(self.rng),
+                "num_steps_added_lifetime": self.num_steps_added_lifetime,
+                "num_episodes_evicted_lifetime": self.num_episodes_evicted_lifetime}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue from `get_state()` of a buffer with the same capacity."""
+        if state["capacity"] != self.capacity:
+            raise ValueError(f"The saved replay buffer has capacity {state['capacity']}, this one "
+                             f"{self.capacity}.")
+        self._clear()
+        for saved in state["episodes"]:
+            episode = SingleAgentEpisode(
+                from_plain(saved["observations"]), from_plain(saved["actions"]),
+                from_plain(saved["rewards"]), None, saved["is_terminated"], saved["is_truncated"],
+                saved["id_"], saved["t_started"])
+            slots = from_plain(saved["slots"])
+            self.episodes[episode.id_] = episode
+            self._slots[episode.id_] = slots
+            self._slot_episode[slots] = episode.id_
+            self._slot_t[slots] = np.arange(len(episode))
+        self._free = list(state["free"])
+        self.rng = from_plain(state["rng"])
+        self.num_steps_added_lifetime = state["num_steps_added_lifetime"]
+        self.num_episodes_evicted_lifetime = state["num_episodes_evicted_lifetime"]

@@ -12,6 +12,8 @@ towards the online one by `tau` once `target_network_update_freq` env steps were
 last update (RLlib counts sampled env steps, not updates).
 """
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,14 +24,24 @@ from rlcourse.core.learner.learner import Learner
 BATCH_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step", "weights")
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread, then give the process its thread count back. Replay batches are
+    small: a second thread only adds synchronization (8x slower updates measured on a busy 2-core
+    machine), but a PPO run later in the same kernel keeps its threads. Costs ~10 us per update."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 class DQNLearner(Learner):
     """Learns from replay batches (`update_from_batch`), not from fresh episodes."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        # Replay batches are small: a second torch thread only adds synchronization (8x slower
-        # updates measured on a busy 2-core machine). Learner actors set their own count later.
-        torch.set_num_threads(1)
         self.last_target_update_ts = 0  # env steps sampled at the last target update
 
     def compute_loss(self, batch: dict[str, torch.Tensor]
@@ -59,11 +71,12 @@ class DQNLearner(Learner):
         """One step on `batch`; then the target update, if due. Returns loss statistics and the
         per-row `td_error` (NumPy) for the buffer's priorities."""
         tensors = {key: torch.tensor(batch[key]) for key in BATCH_KEYS}  # copies: Ray's are read-only
-        loss, metrics = self.compute_loss(tensors)
-        td_error = metrics.pop("td_error")
-        self.optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        metrics["gradients_global_norm"] = self.apply_gradients(len(td_error))
+        with one_torch_thread():
+            loss, metrics = self.compute_loss(tensors)
+            td_error = metrics.pop("td_error")
+            self.optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            metrics["gradients_global_norm"] = self.apply_gradients(len(td_error))
         self.num_updates += 1
         if (num_env_steps_sampled_lifetime - self.last_target_update_ts
                 >= self.config.target_network_update_freq):

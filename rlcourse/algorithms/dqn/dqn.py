@@ -146,6 +146,10 @@ class DQN(Algorithm):
     """Sample, store, replay: each training_step samples `rollout_fragment_length` steps per sub-env,
     adds them to the buffer, then trains on replayed batches as `training_intensity` says."""
 
+    @classmethod
+    def get_default_config(cls) -> DQNConfig:
+        return DQNConfig()
+
     def setup(self, config) -> None:
         super().setup(config)
         rb = config.replay_buffer_config

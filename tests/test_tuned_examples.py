@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.course import train_job, tuned_examples_suite
@@ -64,12 +65,16 @@ def test_yaml_example_becomes_the_config_it_says(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig], ids=["PPO", "IMPALA"])
+@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig, DQNConfig],
+                         ids=["PPO", "IMPALA", "DQN"])
 def test_static_result_keys_are_what_train_reports(config_class):
     config = (config_class().environment("CartPole-v1")
-              .training(train_batch_size_per_learner=200,
-                        minibatch_size=100 if config_class is PPOConfig else None)
               .evaluation(evaluation_interval=1, evaluation_duration=1))
+    if config_class is DQNConfig:  # learning (and the learner's keys) from the first iteration on
+        config.training(num_steps_sampled_before_learning_starts=0)
+    else:
+        config.training(train_batch_size_per_learner=200,
+                        minibatch_size=100 if config_class is PPOConfig else None)
     with config.build_algo() as algo:  # no runner actors: no Ray
         result = algo.train()
     assert flatten(result) == result_keys(config) - TUNE_RESULT_KEYS

@@ -31,7 +31,8 @@ from rlcourse.utils.imports import import_attr
 from rlcourse.utils.validation import ConfigError
 
 ALGOS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
-         "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig"}
+         "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig",
+         "dqn": "rlcourse.algorithms.dqn.dqn:DQNConfig"}
 
 _EPISODE_STATS = ("episode_return_mean", "episode_return_min", "episode_return_max",
                   "episode_len_mean", "num_episodes", "num_episodes_lifetime",
@@ -47,18 +48,26 @@ RESULT_KEYS = frozenset(
        "num_env_steps_sampled_throughput", "num_env_steps_trained_throughput",
        "timers/training_iteration"]
     + [f"learners/default_policy/{key}" for key in ("num_env_steps_trained", "curr_lr",
-                                                    "entropy", "gradients_global_norm",
-                                                    "policy_loss", "vf_loss", "total_loss")])
-# What each algorithm adds, by the Algorithm class its config builds.
+                                                    "gradients_global_norm")])
+_POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
+                           for key in ("entropy", "policy_loss", "vf_loss", "total_loss")]
+# What each algorithm adds, by the Algorithm class its config builds. (DQN's learner keys appear
+# once learning starts, after num_steps_sampled_before_learning_starts.)
 ALGORITHM_RESULT_KEYS = {
-    "PPO": frozenset(["learners/default_policy/curr_kl_coeff", "learners/default_policy/mean_kl_loss",
-                      "timers/env_runner_sampling_timer", "timers/learner_update_timer",
-                      "timers/synch_weights"]),
-    "IMPALA": frozenset(["learner_queue/num_drops_lifetime", "learner_queue/size",
-                         "timers/sample_and_learn"]
-                        + [f"learners/default_policy/{key}" for key in (
-                            "mean_importance_ratio", "num_updates", "num_updates_lifetime",
-                            "policy_lag", "update_time_s")]),
+    "PPO": frozenset(_POLICY_GRADIENT_LOSSES + [
+        "learners/default_policy/curr_kl_coeff", "learners/default_policy/mean_kl_loss",
+        "timers/env_runner_sampling_timer", "timers/learner_update_timer", "timers/synch_weights"]),
+    "IMPALA": frozenset(_POLICY_GRADIENT_LOSSES + [
+        "learner_queue/num_drops_lifetime", "learner_queue/size", "timers/sample_and_learn"]
+        + [f"learners/default_policy/{key}" for key in (
+            "mean_importance_ratio", "num_updates", "num_updates_lifetime", "policy_lag",
+            "update_time_s")]),
+    "DQN": frozenset([
+        "env_runners/epsilon", "replay_buffer/num_env_steps_stored",
+        "replay_buffer/num_episodes_stored", "timers/env_runner_sampling_timer",
+        "timers/learner_update_timer", "timers/replay_buffer_add_data_timer", "timers/synch_weights"]
+        + [f"learners/default_policy/{key}" for key in (
+            "last_target_update_ts", "num_updates", "qf_loss", "qf_mean", "td_error_mean")]),
 }
 # Present when config.evaluation(evaluation_interval=...) evaluates during training.
 EVALUATION_KEYS = frozenset([f"evaluation/env_runners/{key}" for key in _EPISODE_STATS]

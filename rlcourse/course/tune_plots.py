@@ -1,0 +1,146 @@
+"""Lesson 07's pictures and small readings of a Ray Tune ResultGrid (no Tune import here).
+
+Every plot takes a ResultGrid (any iterable of results with `.metrics_dataframe` and `.config`) or
+dataframes, draws one idea, and shows it (`show=True`, for notebooks) or returns the figure
+(`show=False`, for tests). Curves come from each trial's `metrics_dataframe`: one row per reported
+iteration, with the trial's settings as `config/...` columns.
+"""
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rlcourse.course.diagrams import _finish
+
+RETURN = "env_runners/episode_return_mean"
+
+
+def all_iterations(results: Iterable[Any]) -> pd.DataFrame:
+    """Every reported iteration of every trial, one dataframe (trial_id, config/..., metrics)."""
+    frames = [r.metrics_dataframe for r in results if r.metrics_dataframe is not None]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def max_concurrent(results: Iterable[Any]) -> int:
+    """How many trials ran at the same time at most, from when each reported its iterations."""
+    spans = []
+    for r in results:
+        df = r.metrics_dataframe
+        if df is None or df.empty:
+            continue
+        spans.append((df["timestamp"].iloc[0] - df["time_this_iter_s"].iloc[0], df["timestamp"].iloc[-1]))
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = peak = 0
+    for _, step in events:  # at equal times an end (-1) sorts before a start (+1)
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def _label(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def trial_curves(results: Iterable[Any], color_by: str = "config/lr", metric: str = RETURN,
+                 title: str = "", highlight_seed: Any = None, show: bool = True) -> Figure | None:
+    """Each trial's `metric` over its iterations, one colour per value of `color_by`; with
+    `highlight_seed`, that seed's curves are drawn thick (what one run alone would have shown)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    frames = [r.metrics_dataframe for r in results if r.metrics_dataframe is not None]
+    values = sorted({f[color_by].iloc[0] for f in frames if not f.empty})
+    colors = dict(zip(values, plt.cm.viridis(np.linspace(0, 0.85, max(len(values), 1))), strict=False))
+    seen = set()
+    for f in frames:
+        if f.empty:
+            continue
+        value = f[color_by].iloc[0]
+        thick = highlight_seed is not None and f["config/seed"].iloc[0] == highlight_seed
+        label = f"{color_by.removeprefix('config/')}={_label(value)}" if value not in seen else None
+        seen.add(value)
+        ax.plot(f["training_iteration"], f[metric], color=colors[value], lw=3 if thick else 1.2,
+                alpha=1 if thick or highlight_seed is None else 0.6, label=label)
+    ax.set_xlabel("training iteration")
+    ax.set_ylabel(metric.rpartition("/")[2])
+    ax.set_title(title or f"{len(frames)} trials")
+    ax.legend(fontsize=8)
+    return _finish(fig, show)
+
+
+def final_returns_by_seed(df: pd.DataFrame, group_by: str = "config/lr", metric: str = RETURN,
+                          show: bool = True) -> Figure | None:
+    """The last reported return of each trial (a dot per seed) and the mean per config (a bar)."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    groups = sorted(df[group_by].unique())
+    for i, value in enumerate(groups):
+        scores = df.loc[df[group_by] == value, metric].dropna()
+        ax.bar(i, scores.mean(), color="#e6eefc", edgecolor="#4a6fa5", width=0.6)
+        ax.scatter(np.full(len(scores), i) + np.linspace(-0.15, 0.15, len(scores)), scores,
+                   color="#4a6fa5", zorder=3)
+    ax.set_xticks(range(len(groups)), [_label(v) for v in groups])
+    ax.set_xlabel(group_by.removeprefix("config/"))
+    ax.set_ylabel(f"final {metric.rpartition('/')[2]}")
+    ax.set_title("bars: mean over seeds; dots: one seed each")
+    return _finish(fig, show)
+
+
+def asha_curves(results: Iterable[Any], max_t: int, metric: str = RETURN,
+                show: bool = True) -> Figure | None:
+    """Each trial's curve under ASHA; a cross where ASHA stopped it before `max_t` iterations."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r in results:
+        f = r.metrics_dataframe
+        if f is None or f.empty:
+            continue
+        line, = ax.plot(f["training_iteration"], f[metric], lw=1.4,
+                        label=f"lr={_label(f['config/lr'].iloc[0])}")
+        if f["training_iteration"].iloc[-1] < max_t:
+            ax.scatter(f["training_iteration"].iloc[-1], f[metric].iloc[-1], marker="x", s=80,
+                       color=line.get_color(), zorder=3)
+    ax.axvline(max_t, color="grey", ls=":", lw=1)
+    ax.set_xlabel("training iteration")
+    ax.set_ylabel(metric.rpartition("/")[2])
+    ax.set_title("ASHA: x = stopped early")
+    ax.legend(fontsize=8)
+    return _finish(fig, show)
+
+
+def pbt_exploits(experiment_path: str | Path) -> list[dict[str, Any]]:
+    """PBT's exploits from its log `pbt_global.txt`: which trial copied which, at which iteration,
+    and the lr it went on with."""
+    path = Path(experiment_path) / "pbt_global.txt"
+    exploits = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        target, donor, target_time, donor_time, _old, new = json.loads(line)
+        exploits.append({"trial": target, "copied": donor, "at": target_time,
+                         "donor_at": donor_time, "new_lr": new["lr"]})
+    return exploits
+
+
+def pbt_schedule(results: Iterable[Any], metric: str = RETURN, show: bool = True) -> Figure | None:
+    """PBT's schedule: each trial's lr over its iterations (top) and its return (bottom); a star
+    where a trial's lr changed: it exploited (copied a better trial's checkpoint) and explored
+    (perturbed that trial's lr)."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+    for r in results:
+        f = r.metrics_dataframe
+        if f is None or f.empty:
+            continue
+        line, = top.step(f["training_iteration"], f["config/lr"], where="pre", lw=1.6,
+                         label=f"trial {f['trial_id'].iloc[0].rpartition('_')[2]}")
+        bottom.plot(f["training_iteration"], f[metric], color=line.get_color(), lw=1.4)
+        changed = f["config/lr"].ne(f["config/lr"].shift()) & (f.index > f.index[0])
+        top.scatter(f.loc[changed, "training_iteration"], f.loc[changed, "config/lr"], marker="*",
+                    s=160, color=line.get_color(), edgecolor="black", zorder=3)
+    top.set_yscale("log")
+    top.set_ylabel("lr")
+    top.set_title("PBT: lr of each trial (star = exploit, then explore)")
+    top.legend(fontsize=8, ncol=4)
+    bottom.set_xlabel("training iteration")
+    bottom.set_ylabel(metric.rpartition("/")[2])
+    return _finish(fig, show)

@@ -27,22 +27,6 @@ def all_iterations(results: Iterable[Any]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def max_concurrent(results: Iterable[Any]) -> int:
-    """How many trials ran at the same time at most, from when each reported its iterations."""
-    spans = []
-    for r in results:
-        df = r.metrics_dataframe
-        if df is None or df.empty:
-            continue
-        spans.append((df["timestamp"].iloc[0] - df["time_this_iter_s"].iloc[0], df["timestamp"].iloc[-1]))
-    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
-    running = peak = 0
-    for _, step in events:  # at equal times an end (-1) sorts before a start (+1)
-        running += step
-        peak = max(peak, running)
-    return peak
-
-
 def _label(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -122,24 +106,39 @@ def pbt_exploits(experiment_path: str | Path) -> list[dict[str, Any]]:
     return exploits
 
 
+def _segments(f: pd.DataFrame) -> list[pd.DataFrame]:
+    """A PBT trial's history cut where it exploited: its lr changed, or its iteration count went
+    back (it went on from the donor's checkpoint, at the donor's iteration)."""
+    cut = (f["config/lr"].ne(f["config/lr"].shift()) | f["training_iteration"].diff().le(0))
+    cut.iloc[0] = False
+    starts = [0, *np.flatnonzero(cut.to_numpy()), len(f)]
+    return [f.iloc[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
+
+
 def pbt_schedule(results: Iterable[Any], metric: str = RETURN, show: bool = True) -> Figure | None:
     """PBT's schedule: each trial's lr over its iterations (top) and its return (bottom); a star
-    where a trial's lr changed: it exploited (copied a better trial's checkpoint) and explored
-    (perturbed that trial's lr)."""
+    where a trial exploited (went on from a better trial's checkpoint) and explored (perturbed that
+    trial's lr). What a trial did before its last exploit is drawn faint and dashed."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
-    for r in results:
+    for i, r in enumerate(results):
         f = r.metrics_dataframe
         if f is None or f.empty:
             continue
-        line, = top.step(f["training_iteration"], f["config/lr"], where="pre", lw=1.6,
-                         label=f"trial {f['trial_id'].iloc[0].rpartition('_')[2]}")
-        bottom.plot(f["training_iteration"], f[metric], color=line.get_color(), lw=1.4)
-        changed = f["config/lr"].ne(f["config/lr"].shift()) & (f.index > f.index[0])
-        top.scatter(f.loc[changed, "training_iteration"], f.loc[changed, "config/lr"], marker="*",
-                    s=160, color=line.get_color(), edgecolor="black", zorder=3)
+        color = plt.cm.tab10(i % 10)
+        segments = _segments(f.reset_index(drop=True))
+        for k, seg in enumerate(segments):
+            last = k == len(segments) - 1
+            style = dict(color=color, lw=1.8 if last else 1.0, ls="-" if last else "--",
+                         alpha=1 if last else 0.45)
+            label = f"trial {f['trial_id'].iloc[0].rpartition('_')[2]}" if last else None
+            top.step(seg["training_iteration"], seg["config/lr"], where="post", label=label, **style)
+            bottom.plot(seg["training_iteration"], seg[metric], **style)
+            if k > 0:
+                top.scatter(seg["training_iteration"].iloc[0], seg["config/lr"].iloc[0], marker="*",
+                            s=160, color=color, edgecolor="black", zorder=3)
     top.set_yscale("log")
     top.set_ylabel("lr")
-    top.set_title("PBT: lr of each trial (star = exploit, then explore)")
+    top.set_title("PBT: lr of each trial (star = exploit, then explore; dashed = abandoned)")
     top.legend(fontsize=8, ncol=4)
     bottom.set_xlabel("training iteration")
     bottom.set_ylabel(metric.rpartition("/")[2])

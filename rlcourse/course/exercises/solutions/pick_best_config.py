@@ -7,4 +7,4 @@ def pick_best_config(df, varied):
     means = last.dropna(subset=[metric]).groupby(list(varied))[metric].mean()
     best = means.idxmax()
     best = best if isinstance(best, tuple) else (best,)
-    return dict(zip(varied, best))
+    return dict(zip(varied, best, strict=True))

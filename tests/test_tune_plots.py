@@ -1,6 +1,7 @@
 """Lesson 07's plots and ResultGrid readings work on results shaped like Tune's."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -28,9 +29,18 @@ def test_all_iterations_concatenates_every_trial():
 def test_pbt_segments_cut_at_an_exploit():
     # Iterations 1-4 at lr 1e-5, then the trial continues from a donor's iteration 3 at lr 2e-3.
     f = result(0, [1e-5] * 4 + [2e-3] * 3, [20, 21, 22, 22, 40, 45, 50], [1, 2, 3, 4, 4, 5, 6])
-    segments = tune_plots._segments(f.metrics_dataframe)
+    segments = tune_plots._segments(tune_plots.pbt_history(f))
     assert [len(s) for s in segments] == [4, 3]
     assert segments[1]["training_iteration"].iloc[0] == 4
+
+
+def test_pbt_history_prefers_progress_csv_and_the_learners_lr(tmp_path):
+    r = result(0, 1e-3, [20, 30], path=str(tmp_path))
+    Path(r.path).mkdir()
+    pd.DataFrame({"training_iteration": [1, 2, 3], RETURN: [20, 30, 35],
+                  tune_plots.LR: [1e-3, 1e-3, 2e-3]}).to_csv(Path(r.path) / "progress.csv")
+    history = tune_plots.pbt_history(r)
+    assert len(history) == 3 and history["lr"].tolist() == [1e-3, 1e-3, 2e-3]
 
 
 def test_pbt_exploits_reads_tunes_log(tmp_path):

@@ -106,10 +106,22 @@ def pbt_exploits(experiment_path: str | Path) -> list[dict[str, Any]]:
     return exploits
 
 
+LR = "learners/default_policy/curr_lr"  # the lr the learner's optimizer used in that iteration
+
+
+def pbt_history(result: Any) -> pd.DataFrame:
+    """A PBT trial's every reported iteration, with its lr in column "lr". Read from the trial's
+    `progress.csv`, which keeps every row; with paused and restored trials, `metrics_dataframe`
+    (read from result.json) was seen to miss rows in this course's runs."""
+    path = Path(result.path) / "progress.csv"
+    f = pd.read_csv(path) if path.is_file() else result.metrics_dataframe
+    return f.assign(lr=f[LR] if LR in f else f["config/lr"])
+
+
 def _segments(f: pd.DataFrame) -> list[pd.DataFrame]:
     """A PBT trial's history cut where it exploited: its lr changed, or its iteration count went
     back (it went on from the donor's checkpoint, at the donor's iteration)."""
-    cut = (f["config/lr"].ne(f["config/lr"].shift()) | f["training_iteration"].diff().le(0))
+    cut = (f["lr"].ne(f["lr"].shift()) | f["training_iteration"].diff().le(0))
     cut.iloc[0] = False
     starts = [0, *np.flatnonzero(cut.to_numpy()), len(f)]
     return [f.iloc[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
@@ -121,8 +133,8 @@ def pbt_schedule(results: Iterable[Any], metric: str = RETURN, show: bool = True
     trial's lr). What a trial did before its last exploit is drawn faint and dashed."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
     for i, r in enumerate(results):
-        f = r.metrics_dataframe
-        if f is None or f.empty:
+        f = pbt_history(r)
+        if f.empty:
             continue
         color = plt.cm.tab10(i % 10)
         segments = _segments(f.reset_index(drop=True))
@@ -131,10 +143,10 @@ def pbt_schedule(results: Iterable[Any], metric: str = RETURN, show: bool = True
             style = dict(color=color, lw=1.8 if last else 1.0, ls="-" if last else "--",
                          alpha=1 if last else 0.45)
             label = f"trial {f['trial_id'].iloc[0].rpartition('_')[2]}" if last else None
-            top.step(seg["training_iteration"], seg["config/lr"], where="post", label=label, **style)
+            top.step(seg["training_iteration"], seg["lr"], where="post", label=label, **style)
             bottom.plot(seg["training_iteration"], seg[metric], **style)
             if k > 0:
-                top.scatter(seg["training_iteration"].iloc[0], seg["config/lr"].iloc[0], marker="*",
+                top.scatter(seg["training_iteration"].iloc[0], seg["lr"].iloc[0], marker="*",
                             s=160, color=color, edgecolor="black", zorder=3)
     top.set_yscale("log")
     top.set_ylabel("lr")

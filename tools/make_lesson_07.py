@@ -19,7 +19,7 @@ CELLS = [
 The lesson teaches Tune, not CartPole: every trial trains PPO for a few seconds (1000 env steps
 per iteration), far from solving the task, which is enough to see what a sweep shows and hides.
 
-**Time:** about 40 minutes of study (one exercise); the cells run in about a minute and a half.
+**Time:** about 40 minutes of study (one exercise); the cells run in one to two minutes on 2 cores.
 Terms: see the [glossary](../docs/glossary.md).
 """),
     md("""
@@ -244,7 +244,8 @@ The top plot is the lr each trial's optimizer used (`learners/default_policy/cur
 trial's `progress.csv`). Read it from left to right: the trial that started with a tiny `lr` trails, so at a
 perturbation point it jumps (star) to a copy of a leader with that leader's `lr` perturbed, and
 its return jumps with it: it now has the leader's weights, and goes on from the leader's iteration
-(its own history since is drawn dashed: it was abandoned). PBT's log is `pbt_global.txt` in the
+(its own history since is drawn dashed: it was abandoned). Exploring can also land on a poor `lr`
+(a fresh sample from `hyperparam_mutations`); the next perturbation point can correct it. PBT's log is `pbt_global.txt` in the
 experiment's folder. With more trials than CPUs, PBT pauses the trials that are ahead so that the
 others catch up: pausing is a checkpoint, resuming a restore.
 
@@ -309,10 +310,12 @@ print(f"the loaded checkpoint, 20 episodes: {evaluations[True]:.1f} sampling its
       f"{evaluations[False]:.1f} acting greedily")
 """),
     md("""
-Sampling its actions, the loaded policy gets about what its trial reported (a bit more: the
-reported mean also counts episodes of earlier iterations, played by a weaker policy). Acting
-greedily (`explore=False`, the default of `evaluate()`) it gets more: the most likely action is
-usually the better one. The same checkpoint evaluates from the
+Sampling its actions as in training, the loaded policy gets at least what its trial reported,
+usually more: the reported mean is over the trial's last 100 episodes, most of them played in
+earlier iterations by weaker policies (with episodes this short, 100 span several iterations).
+Acting greedily (`explore=False`, the default of `evaluate()`) it gets more again: the most likely
+action is usually the better one. So a checkpoint's evaluation is not its trial's reported
+return; compare like with like. The same checkpoint evaluates from the
 command line too: `rlcourse evaluate <checkpoint> --episodes 20`.
 
 ## Summary
@@ -347,8 +350,7 @@ assert len(grid) == 9 and 1 <= grid_concurrent <= concurrent, grid_concurrent
 assert means[best["config/lr"]] == means.max() > means.min(), means
 assert stopped_early >= 1 and used < full, (used, full)
 assert len(exploits) >= 1, exploits
-assert 0.5 * reported <= evaluations[True] <= 3 * reported, (evaluations, reported)
-assert evaluations[False] >= 0.5 * reported, (evaluations, reported)
+assert evaluations[True] >= 0.7 * reported and evaluations[False] >= 0.7 * reported, (evaluations, reported)
 ray.shutdown()
 shutil.rmtree(STORAGE, ignore_errors=True)
 print("Lesson 07 complete.")

@@ -40,7 +40,8 @@ imports PPO import Tune: +1.1 s and +133 MB measured; `rlcourse/tune/trainable.p
 Each trial reserves one **placement group** for everything it starts. Here every trial runs its
 runner inside its own process (`num_env_runners=0`), and reserves `num_cpus_for_main_process`
 CPUs, sized so that at most two trials run at once: each trial's process imports torch and Tune
-(about 400 MB), and two fit Binder's 2 GiB beside this kernel. On a 1-CPU machine trials run one
+(about 340 MB each, measured while this lesson ran), and two fit Binder's 2 GiB beside this kernel
+and Ray's own processes (the whole lesson peaked at about 1.5 GiB). On a 1-CPU machine trials run one
 after another.
 """),
     code("""

@@ -38,6 +38,7 @@ CONTEXT = {
     "vtrace": ("05_impala.ipynb", {"np": np}),
     "worker_start_command": ("06_ray_clusters.ipynb", {"cluster": CLUSTER}),
     "survivable_placement": ("06_ray_clusters.ipynb", {"cluster": CLUSTER}),
+    "pick_best_config": ("07_ray_tune.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__
             if hasattr(getattr(exercises, name), "exercise_name")}

@@ -1,0 +1,176 @@
+"""Exercise of lesson 07 (Ray Tune): pick the best config of a sweep robustly.
+
+The learner writes `pick_best_config(df, varied)`: from every reported iteration of every trial (the
+concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
+whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
+one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
+ends best, an errored trial (NaN), rows out of order, and two varied settings. Random values in
+each case, so an answer typed from a printout fails.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+
+__all__ = ["check_pick_best_config", "reference_pick_best_config"]
+
+RETURN = "env_runners/episode_return_mean"
+
+
+def final_returns(df: pd.DataFrame, varied: Sequence[str]) -> pd.DataFrame:
+    """Each trial's last reported return (by training_iteration), with its varied settings."""
+    last = df.sort_values("training_iteration").groupby("trial_id").tail(1)
+    return last[["trial_id", *varied, RETURN]]
+
+
+def reference_pick_best_config(df: pd.DataFrame, varied: Sequence[str]) -> dict[str, Any]:
+    """rlcourse's answer: per trial the last reported return; errored trials (NaN) left out; per
+    config the mean over its seeds; the config with the best mean."""
+    finals = final_returns(df, list(varied)).dropna(subset=[RETURN])
+    means = finals.groupby(list(varied))[RETURN].mean()
+    best = means.idxmax()
+    best = best if isinstance(best, tuple) else (best,)
+    return {name: value.item() if hasattr(value, "item") else value
+            for name, value in zip(varied, best, strict=True)}
+
+
+# --- the checker's sweeps -------------------------------------------------------------------------
+
+def _trial(rows: list, trial_id: str, settings: dict[str, Any], seed: int, curve) -> None:
+    for iteration, value in enumerate(curve, start=1):
+        rows.append({"trial_id": trial_id, "training_iteration": iteration, RETURN: value,
+                     **{f"config/{k}": v for k, v in settings.items()}, "config/seed": seed})
+
+
+def _sweep(rng: np.random.Generator, configs: dict[str, tuple[dict, list]], iterations: int = 8):
+    """configs: name -> (settings, [curve kind per seed]). A curve kind is (start, end) for a
+    steady rise, ("peak", peak, end) for an early peak and a fall, ("nan", end) for a trial that
+    errored at its last iteration, ("slow", end) for a late rise, or ("short", n, start, end) for a
+    trial stopped after n iterations."""
+    rows: list = []
+    for name, (settings, kinds) in configs.items():
+        for seed, kind in enumerate(kinds):
+            noise = rng.normal(0, 1.0, iterations)
+            if kind[0] == "peak":
+                curve = np.r_[np.linspace(20, kind[1], 3), np.linspace(kind[1], kind[2], iterations - 3)]
+            elif kind[0] == "nan":
+                curve = np.r_[np.linspace(20, kind[1], iterations - 1), np.nan]
+            elif kind[0] == "short":
+                curve = np.linspace(kind[2], kind[3], kind[1])
+            elif kind[0] == "slow":
+                curve = 20 + (kind[1] - 20) * np.linspace(0, 1, iterations) ** 3
+            else:
+                curve = np.linspace(kind[0], kind[1], iterations)
+            curve = curve + noise[:len(curve)] * 0.5
+            _trial(rows, f"{name}_{seed:05d}", settings, seed, curve)
+    return pd.DataFrame(rows)
+
+
+def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
+    """(what the case tests, dataframe, varied columns): each with one trap, values drawn anew."""
+    rng = np.random.default_rng(seed)
+    lrs = np.round(np.sort(rng.choice(np.geomspace(1e-5, 1e-1, 40), 4, replace=False)), 8).tolist()
+    a, b, c, d = (float(x) for x in rng.permutation(lrs))
+    scale = float(rng.uniform(0.8, 1.2))
+
+    def s(x):
+        return x * scale
+
+    cases = [
+        ("one lucky seed", _sweep(rng, {
+            "lucky": ({"lr": a}, [(20, s(25)), (20, s(30)), (20, s(250))]),
+            "steady": ({"lr": b}, [(20, s(110)), (20, s(120)), (20, s(115))]),
+            "weak": ({"lr": c}, [(20, s(40)), (20, s(45)), (20, s(50))])}), ["config/lr"]),
+        ("an early peak that fell", _sweep(rng, {
+            "peaked": ({"lr": a}, [("peak", s(400), s(40)), ("peak", s(380), s(35)),
+                                   ("peak", s(390), s(45))]),
+            "steady": ({"lr": b}, [(20, s(100)), (20, s(95)), (20, s(105))])}), ["config/lr"]),
+        ("a slow start that ends best", _sweep(rng, {
+            "quick": ({"lr": c}, [(s(100), s(110)), (s(105), s(112)), (s(98), s(108))]),
+            "slow": ({"lr": d}, [("slow", s(160)), ("slow", s(170)), ("slow", s(150))])}),
+         ["config/lr"]),
+        ("an errored trial (NaN)", _sweep(rng, {
+            "errored": ({"lr": a}, [(20, s(60)), ("nan", s(70)), (20, s(62))]),
+            "fine": ({"lr": b}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
+        ("trials stopped early, rows out of order", _sweep(rng, {
+            "stopped": ({"lr": c}, [("short", 3, s(50), s(60)), ("short", 3, s(50), s(58)),
+                                    (s(50), s(95))]),
+            "full": ({"lr": d}, [(20, s(120)), (20, s(125)), (20, s(118))])}).iloc[::-1],
+         ["config/lr"]),
+        ("two varied settings", _sweep(rng, {
+            "a4": ({"lr": a, "num_epochs": 4}, [(20, s(90)), (20, s(95))]),
+            "a8": ({"lr": a, "num_epochs": 8}, [(20, s(130)), (20, s(125))]),
+            "b4": ({"lr": b, "num_epochs": 4}, [(20, s(110)), (20, s(112))]),
+            "b8": ({"lr": b, "num_epochs": 8}, [(20, s(40)), (20, s(200))])}),
+         ["config/lr", "config/num_epochs"]),
+    ]
+    return cases
+
+
+# --- what the usual mistakes pick, to name them -----------------------------------------------
+
+def _as_config(row: pd.Series, varied: list[str]) -> dict[str, Any]:
+    return {name: row[name] for name in varied}
+
+
+def _mistakes(df: pd.DataFrame, varied: list[str]) -> list[tuple[dict, str]]:
+    finals = final_returns(df, varied)
+    per_trial_max = df.groupby("trial_id")[RETURN].max()
+    best_ever = df.loc[df["trial_id"] == per_trial_max.idxmax()].iloc[0]
+    lucky = finals.loc[finals[RETURN].idxmax()]
+    whole = df.groupby(varied)[RETURN].mean().idxmax()
+    unsorted_last = df.groupby("trial_id").tail(1).groupby(varied)[RETURN].mean().idxmax()
+    key = lambda v: dict(zip(varied, v if isinstance(v, tuple) else (v,), strict=True))  # noqa: E731
+    return [
+        (_as_config(best_ever, varied), "the best return any iteration reached (the max of the "
+         "curve) rewards a trial that peaked early and fell; use each trial's last reported return"),
+        (_as_config(lucky, varied), "the single best trial is one lucky seed; average each "
+         "config's seeds (groupby the varied columns, then mean)"),
+        (key(whole), "the mean over every iteration weighs the whole curve, early iterations "
+         "included; take each trial's last reported iteration only"),
+        (key(unsorted_last), "rows may come in any order: a trial's last row is not its last "
+         "iteration; sort by training_iteration first (or take the row of the largest one)"),
+    ]
+
+
+def _same(answer: Any, expected: dict[str, Any]) -> bool:
+    if not isinstance(answer, dict) or set(answer) != set(expected):
+        return False
+    return all(np.isclose(float(answer[k]), float(v)) for k, v in expected.items())
+
+
+@exercise("pick_best_config", stub="pick_best_config",
+          fallback="rlcourse's reference_pick_best_config",
+          reference=lambda fn, seed=0: reference_pick_best_config)
+def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callable:
+    """`pick_best_config(df, varied)` must return {column: value} of the config whose seeds have
+    the best mean last reported return, on each of the checker's sweeps. Returns the function."""
+    for what, df, varied in checker_cases(seed):
+        answer = call(pick_best_config, df.copy(), list(varied), where=f"on the sweep with {what}")
+        expected = reference_pick_best_config(df, varied)
+        if not isinstance(answer, dict):
+            raise ExerciseError(f"Return the config as a dict {{column: value}}, e.g. "
+                                f"{ {k: '...' for k in varied} }, not {type(answer).__name__}.")
+        if set(answer) != set(varied):
+            raise ExerciseError(f"On the sweep with {what} the varied columns are {varied}: return "
+                                f"one value for each (you returned the keys {sorted(answer)}).")
+        if _same(answer, expected):
+            continue
+        if what.startswith("an errored"):
+            raise ExerciseError("On the sweep with an errored trial (its last return is NaN) you "
+                                "picked the config with the NaN trial: a NaN mean or a NaN in max() "
+                                "wins by accident. Leave errored trials out (dropna) before averaging.")
+        shown = {k: v.item() if hasattr(v, "item") else v for k, v in answer.items()}
+        hints = [hint for config, hint in _mistakes(df, list(varied)) if _same(answer, config)]
+        if hints:
+            raise ExerciseError(f"On the sweep with {what} you picked {shown}. Perhaps: "
+                                + "; or: ".join(hints) + ".")
+        raise ExerciseError(f"On the sweep with {what} you picked {shown}, which is not the config "
+                            "with the best mean over its seeds of their last reported returns.")
+    passed("on every sweep (a lucky seed, an early peak, a slow start, an errored trial, rows out "
+           "of order, two varied settings) you picked the config whose seeds end best on average.")
+    return pick_best_config

@@ -1,0 +1,98 @@
+"""The sweep-picking checker accepts right answers and names the typical mistakes."""
+
+import numpy as np
+import pytest
+
+from rlcourse.course.exercises import ExerciseError, check_pick_best_config, reference_pick_best_config
+from rlcourse.course.exercises.tune import RETURN, checker_cases
+
+
+def last_rows(df):
+    return df.sort_values("training_iteration").groupby("trial_id").tail(1)
+
+
+def as_dict(varied, value):
+    return dict(zip(varied, value if isinstance(value, tuple) else (value,), strict=True))
+
+
+def max_of_max(df, varied):
+    return as_dict(varied, df.groupby(varied)[RETURN].max().idxmax())
+
+
+def one_lucky_seed(df, varied):
+    last = last_rows(df)
+    row = last.loc[last[RETURN].idxmax()]
+    return {name: row[name] for name in varied}
+
+
+def mean_of_whole_curve(df, varied):
+    return as_dict(varied, df.groupby(varied)[RETURN].mean().idxmax())
+
+
+def last_row_unsorted(df, varied):
+    return as_dict(varied, df.groupby("trial_id").tail(1).groupby(varied)[RETURN].mean().idxmax())
+
+
+def numpy_mean_with_nan(df, varied):
+    last = last_rows(df)
+    means = {key: np.mean(group[RETURN].to_numpy()) for key, group in last.groupby(varied)}
+    best = max(means, key=lambda k: means[k] if not np.isnan(means[k]) else np.inf)
+    return as_dict(varied, best)
+
+
+def lr_only(df, varied):
+    return reference_pick_best_config(df, ["config/lr"])
+
+
+def median_over_seeds(df, varied):  # not what the exercise asks, but right on every case here?
+    last = last_rows(df).dropna(subset=[RETURN])
+    return as_dict(varied, last.groupby(varied)[RETURN].median().idxmax())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_reference_passes(seed, capsys):
+    assert check_pick_best_config(reference_pick_best_config, seed=seed) is reference_pick_best_config
+    assert "Correct" in capsys.readouterr().out
+
+
+def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
+    def pick(df, varied):
+        last = df.loc[df.groupby("trial_id")["training_iteration"].idxmax()]
+        means = last[last[RETURN].notna()].groupby(varied)[RETURN].mean()
+        return as_dict(varied, means.idxmax())
+
+    check_pick_best_config(pick)
+    assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (max_of_max, "max of the curve"),
+    (one_lucky_seed, "one lucky seed"),
+    (mean_of_whole_curve, "mean over every iteration"),
+    (last_row_unsorted, "sort by training_iteration"),
+    (numpy_mean_with_nan, "NaN"),
+    (lr_only, "return one value for each"),
+    (lambda df, varied: tuple(reference_pick_best_config(df, varied).values()), "as a dict"),
+    (lambda df, varied: {"config/lr": 1e-3}, "(not the config|return one value)"),
+    (lambda df, varied: df["no such column"], "raised KeyError"),
+], ids=["max-of-max", "lucky-seed", "whole-curve-mean", "unsorted-last-row", "nan-mean",
+        "one-column", "a-tuple", "typed-lr", "raises"])
+def test_each_mistake_is_named(answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_pick_best_config(answer)
+
+
+def test_every_case_has_a_single_clear_best_config():
+    for seed in range(4):
+        for what, df, varied in checker_cases(seed):
+            last = last_rows(df).dropna(subset=[RETURN])
+            means = last.groupby(varied)[RETURN].mean().sort_values()
+            assert means.iloc[-1] - means.iloc[-2] > 5, (seed, what, means)
+
+
+def test_the_stub_is_not_attempted(capsys):
+    def pick_best_config(df, varied):
+        raise NotImplementedError("TODO")
+
+    assert check_pick_best_config(pick_best_config) is reference_pick_best_config
+    assert "Not attempted yet" in capsys.readouterr().out

@@ -40,8 +40,8 @@ imports PPO import Tune: +1.1 s and +133 MB measured; `rlcourse/tune/trainable.p
 Each trial reserves one **placement group** for everything it starts. Here every trial runs its
 runner inside its own process (`num_env_runners=0`), and reserves `num_cpus_for_main_process`
 CPUs, sized so that at most two trials run at once: each trial's process imports torch and Tune
-(about 340 MB each, measured while this lesson ran), and two fit Binder's 2 GiB beside this kernel
-and Ray's own processes (the whole lesson peaked at about 1.5 GiB). On a 1-CPU machine trials run one
+(about 340 MB each when this lesson was written), and two fit Binder's 2 GiB beside this kernel
+and Ray's own processes (the whole lesson peaked at about 1.5 GiB then; CI measures it on every run). On a 1-CPU machine trials run one
 after another.
 """),
     code("""
@@ -105,8 +105,9 @@ Now the sweep: 3 learning rates x 3 seeds = 9 trials of 8 iterations. `TuneConfi
 metric to compare trials by; `reuse_actors=True` lets a finished trial's process run the next trial
 (no new torch import); `RunConfig` says when to stop, where results go, and which checkpoints to keep.
 The line below updates as results arrive (`TuneProgress`, a small Tune callback; `verbose=1`
-would print Tune's own tables instead). The trial processes' own log lines (a checkpoint saved,
-a trial's setup time) still come through, prefixed with `(PPO pid=...)`.
+would print Tune's own tables instead). The trial processes keep their own info lines to
+themselves (`rlcourse/tune/trainable.py`); warnings and errors still come through, prefixed with
+`(PPO pid=...)`.
 """),
     code("""
 start, grid_progress = time.perf_counter(), TuneProgress("grid")

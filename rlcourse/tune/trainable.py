@@ -14,6 +14,7 @@ when an experiment asks for it; inside each trial it is the same Algorithm:
 """
 
 import functools
+import logging
 from typing import Any
 
 from ray import tune
@@ -59,6 +60,10 @@ def trainable_for(algo_class: type) -> type[tune.Trainable]:
                                               strategy=algo_config.placement_strategy or "PACK")
 
         def setup(self, config: dict[str, Any]) -> None:
+            # The trial process's own info lines ("Checkpoint successfully created at ...", each
+            # setup's time) would fill a notebook; the driver's progress reports say the same.
+            for name in ("ray.tune", "ray.train"):
+                logging.getLogger(name).setLevel(logging.WARNING)
             self.algorithm = trial_config(self.algorithm_class, config).build_algo()
 
         def step(self) -> dict[str, Any]:

@@ -4,7 +4,11 @@ checkpoint that fails at deploy time, the production loop (a client-side env act
 proxy bound to 127.0.0.1 only, and deploy/serve_config.yaml checked with Serve's own schema."""
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,7 +30,8 @@ from rlcourse.serve.observations import MAX_BYTES, MAX_ROWS
 from rlcourse.utils.imports import import_attr
 
 pytestmark = pytest.mark.timeout(300)
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
 
 
 def free_port() -> int:
@@ -161,7 +166,28 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
     builder = import_attr(application.import_path)
     assert builder is serve_app.build_app
     app = builder({**application.args, "checkpoint": checkpoint})
-    assert {d["name"] for d in application.dict()["deployments"]} == {PolicyDeployment.name}
+    assert [d["name"] for d in document["applications"][0]["deployments"]] == [PolicyDeployment.name]
     assert app is not None
     with pytest.raises(ValueError, match="checkpoint"):
         builder({"checkpiont": checkpoint})
+
+
+def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, tmp_path):
+    """The command in its own process and its own Ray: serving, then SIGINT shuts everything down."""
+    port = free_port()
+    command = [sys.executable, "-m", "rlcourse", "serve", checkpoint, "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("serving"), line
+        assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[0].tolist()})[0] == 200
+        started = psutil.Process(process.pid).children(recursive=True)
+        assert started  # Ray's and Serve's processes
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 0
+        _, alive = psutil.wait_procs(started, timeout=60)
+        assert not alive, [p.name() for p in alive]
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -10,7 +10,11 @@ max_batch_size=1, each request runs the module alone. The baseline is
 `greedy_env_actions(module, obs)` called in this process, one observation at a time.
 Goal: >= 2,000 actions/s at 32 clients with batching, p99 <= 50 ms, 0 failed requests.
 
-    python benchmarks/serve_load.py [--requests 3000] [--port 8123]
+    python benchmarks/serve_load.py [--requests 3000] [--port 8123] [--obs-per-request 1]
+
+`--obs-per-request K` makes each request carry K observations (a client stepping K envs at once):
+Serve's cost is per request (proxy and replica, several ms of CPU each on a loaded 2-core machine;
+the table prints it), the module's per observation, so actions/s grows almost K-fold.
 """
 
 import argparse
@@ -78,11 +82,14 @@ def cpu_seconds() -> dict[str, float]:
     return used
 
 
-def load(port: int, num_clients: int, requests: int, obs: np.ndarray) -> dict[str, float]:
+def load(port: int, num_clients: int, requests: int, obs: np.ndarray, rows: int = 1
+         ) -> dict[str, float]:
     """`requests` requests from `num_clients` threads at once: latencies, throughput, failures,
-    and the CPU milliseconds per request of the clients, proxy and replica."""
+    and the CPU milliseconds per request of the clients, proxy and replica. Each request holds
+    `rows` observations (1: one env per client; more: a client with a vector of envs)."""
     per_client = max(1, requests // num_clients)
-    bodies = [json.dumps({"obs": row.tolist()}).encode() for row in obs[:per_client]]
+    bodies = [json.dumps({"obs": obs[i:i + rows].tolist() if rows > 1 else obs[i].tolist()}).encode()
+              for i in range(per_client)]
     start = threading.Barrier(num_clients + 1)
     latencies: list[float] = []
     failures: list[int] = []
@@ -98,13 +105,14 @@ def load(port: int, num_clients: int, requests: int, obs: np.ndarray) -> dict[st
     wall = time.perf_counter() - began
     cpu = {kind: (used - cpu_before.get(kind, 0.0)) * 1000 / len(latencies)
            for kind, used in cpu_seconds().items()}
-    return {**summary(latencies, wall, sum(failures)), **{f"cpu_{k}": v for k, v in cpu.items()}}
+    return {**summary(latencies, wall, sum(failures), rows),
+            **{f"cpu_{k}": v for k, v in cpu.items()}}
 
 
-def summary(latencies: list[float], wall: float, failed: int) -> dict[str, float]:
+def summary(latencies: list[float], wall: float, failed: int, rows: int = 1) -> dict[str, float]:
     ms = np.asarray(latencies) * 1000
     return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
-            "actions_per_s": (len(latencies) - failed) / wall, "failed": failed}
+            "actions_per_s": (len(latencies) - failed) * rows / wall, "failed": failed}
 
 
 def in_process(module, obs: np.ndarray) -> dict[str, float]:
@@ -124,6 +132,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests per row of the table")
     parser.add_argument("--port", type=int, default=8123)
+    parser.add_argument("--obs-per-request", type=int, default=1,
+                        help="observations in each request (a client stepping a vector of envs)")
     args = parser.parse_args()
     import torch
 
@@ -131,11 +141,13 @@ def main() -> None:
     from rlcourse.serve.app import deploy, policy_app, shutdown, start
 
     torch.set_num_threads(1)
-    obs = np.random.default_rng(0).uniform(-0.3, 0.3, (args.requests, 4)).astype(np.float32)
+    rows_per_request = args.obs_per_request
+    obs = np.random.default_rng(0).uniform(-0.3, 0.3, (args.requests + rows_per_request, 4)
+                                           ).astype(np.float32)
     rows, results = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = make_checkpoint(tmp)
-        base = in_process(RLModule.from_checkpoint(checkpoint), obs)
+        base = in_process(RLModule.from_checkpoint(checkpoint), obs[:args.requests])
         rows.append(["in-process module", 1, f"{base['p50']:.3f}", f"{base['p99']:.3f}",
                      f"{base['actions_per_s']:,.0f}", 0,
                      f"{1000 / base['actions_per_s']:.2f}", "", ""])
@@ -145,7 +157,8 @@ def main() -> None:
                 deploy(policy_app(checkpoint, max_batch_size=max_batch_size))
                 load(args.port, 8, 200, obs)  # warm up: connections, the replica's first calls
                 for n in CLIENTS:
-                    r = results[batching, n] = load(args.port, n, args.requests, obs)
+                    r = results[batching, n] = load(args.port, n, args.requests, obs,
+                                                    rows_per_request)
                     rows.append([f"Serve, batching {batching}", n, f"{r['p50']:.1f}",
                                  f"{r['p99']:.1f}", f"{r['actions_per_s']:,.0f}", r["failed"],
                                  *(f"{r.get('cpu_' + k, 0):.2f}" for k in CPU_KINDS)])
@@ -153,7 +166,8 @@ def main() -> None:
                           flush=True)
         finally:
             shutdown()
-    print_table("Serving a CartPole policy on loopback (1 replica, 1 observation per request)",
+    print_table(f"Serving a CartPole policy on loopback (1 replica, {rows_per_request} "
+                "observation(s) per request)",
                 ["path", "clients", "p50 ms", "p99 ms", "actions/s", "failed",
                  *(f"CPU ms/req {k}" for k in CPU_KINDS)], rows)
     print(f"machine load average over the run: {psutil.getloadavg()[1]:.1f} "

@@ -110,6 +110,7 @@ def load(port: int, num_clients: int, requests: int, obs: np.ndarray, rows: int 
 
 
 def summary(latencies: list[float], wall: float, failed: int, rows: int = 1) -> dict[str, float]:
+    """p50 and p99 latency (ms), actions per second of wall time, and the failed requests."""
     ms = np.asarray(latencies) * 1000
     return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
             "actions_per_s": (len(latencies) - failed) * rows / wall, "failed": failed}

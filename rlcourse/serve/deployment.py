@@ -57,6 +57,8 @@ class PolicyDeployment:
         return np.split(actions, np.cumsum([len(b) for b in batches])[:-1])
 
     async def __call__(self, request: Request) -> JSONResponse:
+        """Route one HTTP request: health check, or observations in and actions out (any POST
+        path: `/` or `/act`). A bad request gets a 4xx answer; nothing it holds reaches the module."""
         if request.url.path.rstrip("/").endswith("/healthz") and request.method == "GET":
             return JSONResponse({"status": "ok"})
         if request.method != "POST":

@@ -6,8 +6,9 @@ checkpoint's policy with one replica; the HTTP proxy listens on 127.0.0.1. Each 
 keeps one persistent HTTP connection and sends one observation per request, REQUESTS in all,
 as fast as answers come. Latency is per request (send to answer read); actions/s is answers per
 second of wall time. Batching on: `@serve.batch` (max_batch_size 32, 2 ms wait); off:
-max_batch_size=1, each request runs the module alone. The baseline is
-`greedy_env_actions(module, obs)` called in this process, one observation at a time.
+max_batch_size=1, each request runs the module alone. Two baselines: `greedy_env_actions(module,
+obs)` called in this process, one observation at a time; and Serve's own floor, a no-op deployment
+that reads the request body and answers a constant (what any policy served this way costs at least).
 Goal: >= 2,000 actions/s at 32 clients with batching, p99 <= 50 ms, 0 failed requests.
 
     python benchmarks/serve_load.py [--requests 3000] [--port 8123] [--obs-per-request 1]
@@ -31,6 +32,19 @@ from common import goal, print_table
 CLIENTS = (1, 8, 32)
 CPU_KINDS = ("clients", "proxy", "replica")
 GOAL_ACTIONS_PER_S, GOAL_P99_MS = 2000, 50
+
+
+def noop_app():
+    """A deployment that reads the body and answers a constant: Serve's own cost per request."""
+    from ray import serve
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=256)
+    class NoopDeployment:
+        async def __call__(self, request) -> dict:
+            await request.body()
+            return {"actions": [0]}
+
+    return NoopDeployment.bind()
 
 
 def make_checkpoint(path: str) -> str:
@@ -152,19 +166,19 @@ def main() -> None:
         rows.append(["in-process module", 1, f"{base['p50']:.3f}", f"{base['p99']:.3f}",
                      f"{base['actions_per_s']:,.0f}", 0,
                      f"{1000 / base['actions_per_s']:.2f}", "", ""])
+        apps = {"batching on": policy_app(checkpoint, max_batch_size=32),
+                "batching off": policy_app(checkpoint, max_batch_size=1),
+                "no-op (Serve's floor)": noop_app()}
         try:
-            start(policy_app(checkpoint, max_batch_size=32), args.port)
-            for batching, max_batch_size in (("on", 32), ("off", 1)):
-                deploy(policy_app(checkpoint, max_batch_size=max_batch_size))
+            for i, (label, app) in enumerate(apps.items()):
+                start(app, args.port) if i == 0 else deploy(app)  # deploy replaces the app
                 load(args.port, 8, 200, obs)  # warm up: connections, the replica's first calls
                 for n in CLIENTS:
-                    r = results[batching, n] = load(args.port, n, args.requests, obs,
-                                                    rows_per_request)
-                    rows.append([f"Serve, batching {batching}", n, f"{r['p50']:.1f}",
+                    r = results[label, n] = load(args.port, n, args.requests, obs, rows_per_request)
+                    rows.append([f"Serve, {label}", n, f"{r['p50']:.1f}",
                                  f"{r['p99']:.1f}", f"{r['actions_per_s']:,.0f}", r["failed"],
                                  *(f"{r.get('cpu_' + k, 0):.2f}" for k in CPU_KINDS)])
-                    print(f"  batching {batching}, {n} clients: {r['actions_per_s']:,.0f} actions/s",
-                          flush=True)
+                    print(f"  {label}, {n} clients: {r['actions_per_s']:,.0f} actions/s", flush=True)
         finally:
             shutdown()
     print_table(f"Serving a CartPole policy on loopback (1 replica, {rows_per_request} "
@@ -173,7 +187,7 @@ def main() -> None:
                  *(f"CPU ms/req {k}" for k in CPU_KINDS)], rows)
     print(f"machine load average over the run: {psutil.getloadavg()[1]:.1f} "
           f"on {psutil.cpu_count()} CPUs (others' processes included)")
-    on, off = results["on", 32], results["off", 32]
+    on, off = results["batching on", 32], results["batching off", 32]
     print(f"\nbatching's gain at 32 clients: {on['actions_per_s'] / off['actions_per_s']:.2f}x "
           "actions/s")
     failed = sum(r["failed"] for r in results.values())

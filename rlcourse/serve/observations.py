@@ -83,7 +83,8 @@ def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:
 
 
 def _box(batch: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
-    obs = batch.astype(space.dtype if np.issubdtype(space.dtype, np.floating) else np.float32)
+    with np.errstate(over="ignore"):  # too large for the dtype: inf, refused just below
+        obs = batch.astype(space.dtype if np.issubdtype(space.dtype, np.floating) else np.float32)
     if not np.all(np.isfinite(obs)):
         raise BadRequest(400, f"field 'obs' holds values beyond {obs.dtype}'s range.")
     outside = ((obs < space.low) | (obs > space.high)).reshape(len(obs), -1)

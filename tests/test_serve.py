@@ -191,3 +191,12 @@ def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, t
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_rlcourse_serve_with_a_bad_checkpoint_exits_naming_it(tmp_path):
+    missing = tmp_path / "not_a_checkpoint"
+    done = subprocess.run([sys.executable, "-m", "rlcourse", "serve", str(missing), "--port",
+                           str(free_port())], capture_output=True, text=True, timeout=240,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1
+    assert "No checkpoint at" in done.stderr and "not_a_checkpoint" in done.stderr.splitlines()[-1]

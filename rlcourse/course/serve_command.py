@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(1)
     except KeyboardInterrupt:
         print("shutting down", flush=True)
+    except RuntimeError as e:  # the deployment failed: a checkpoint that cannot load, named
+        raise SystemExit(str(e)) from None
     finally:
         shutdown()
     return 0

@@ -5,6 +5,7 @@
     rlcourse evaluate CHECKPOINT ...  play a checkpoint's greedy policy (and film it)
     rlcourse tuned-examples ...  run the tuned examples as a regression suite
     rlcourse tune FILE  run a sweep file (a tuned example with search spaces) on Ray Tune
+    rlcourse serve CHECKPOINT  serve a checkpoint's greedy policy over HTTP with Ray Serve
 """
 
 import argparse
@@ -18,6 +19,7 @@ COMMANDS = {
     "tuned-examples": ("rlcourse.course.tuned_examples_suite",
                        "run tuned examples and print a pass/fail table"),
     "tune": ("rlcourse.course.tune_job", "run a sweep file (search spaces) on Ray Tune"),
+    "serve": ("rlcourse.course.serve_command", "serve a checkpoint's policy over HTTP (Ray Serve)"),
 }
 
 

@@ -6,6 +6,10 @@ The default module is an MLP actor-critic sized from the spaces; runners run its
 (`numpy_mlp.py`). A custom subclass runs on the runners in torch, via `TorchInferenceModule`.
 """
 
+import os
+from collections.abc import Iterable
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -73,6 +77,20 @@ class RLModule(nn.Module):
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         self.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, strict=True)
 
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "RLModule":
+        """The trained module of an Algorithm checkpoint, without Ray, runners or a Learner (RLlib's
+        name). A custom module class must be allowed, as in `Algorithm.from_checkpoint`; calling
+        this on it (`MyModule.from_checkpoint(path)`) allows it. See `module_loading.py`."""
+        from rlcourse.core.rl_module.module_loading import module_from_checkpoint
+
+        allowed = [*allowed, *([cls] if cls is not RLModule else [])]
+        module = module_from_checkpoint(path, allowed)
+        if not isinstance(module, cls):
+            raise TypeError(f"The checkpoint {path} holds a {type(module).__name__}, not a "
+                            f"{cls.__name__}: load it with RLModule.from_checkpoint(path).")
+        return module
+
     def get_inference_module(self, seed: int | None = None):
         """The form an EnvRunner holds: here the torch module itself behind a NumPy interface."""
         return TorchInferenceModule(self, seed)
@@ -105,7 +123,7 @@ class DefaultActorCriticModule(RLModule):
         obs = batch["obs"]
         if self.info.obs_one_hot:
             return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
-        return obs.float().reshape(len(obs), -1)
+        return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {"action_dist_inputs": self.pi(self._obs(batch))}

@@ -1,0 +1,47 @@
+"""`rlcourse serve CHECKPOINT`: serve a checkpoint's greedy policy over HTTP until Ctrl-C.
+
+    python -m rlcourse serve /tmp/ckpt --port 8000 --num-replicas 2
+    curl -s -X POST 127.0.0.1:8000/ -d '{"obs": [0.01, 0.0, 0.02, 0.0]}'   # {"actions":[0]}
+
+Ray Serve on the course's Ray; the HTTP proxy listens on 127.0.0.1 only. Ctrl-C shuts Serve and
+Ray down, leaving no process.
+"""
+
+import argparse
+import time
+
+from rlcourse.serve.app import DEFAULT_PORT, policy_app, shutdown, start
+from rlcourse.serve.deployment import DEFAULT_BATCH_WAIT_TIMEOUT_S, DEFAULT_MAX_BATCH_SIZE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlcourse serve", description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", help="a directory written by algo.save_to_path()")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1")
+    parser.add_argument("--num-replicas", type=int, default=1)
+    parser.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
+                        help="requests per module call; 1 turns batching off")
+    parser.add_argument("--batch-wait-timeout-s", type=float, default=DEFAULT_BATCH_WAIT_TIMEOUT_S)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rlcourse.course.evaluate import COURSE_ENVS
+
+    args = build_parser().parse_args(argv)
+    if args.num_replicas < 1 or args.max_batch_size < 1:
+        raise SystemExit("--num-replicas and --max-batch-size: give at least 1.")
+    try:
+        url = start(policy_app(args.checkpoint, COURSE_ENVS, args.num_replicas, args.max_batch_size,
+                               args.batch_wait_timeout_s), args.port)
+        print(f"serving {args.checkpoint} at {url} ({args.num_replicas} replicas); Ctrl-C stops",
+              flush=True)
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        print("shutting down", flush=True)
+    except RuntimeError as e:  # the deployment failed: a checkpoint that cannot load, named
+        raise SystemExit(str(e)) from None
+    finally:
+        shutdown()
+    return 0

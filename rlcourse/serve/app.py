@@ -1,0 +1,85 @@
+"""Building the Serve application, and running it on the course's Ray with the proxy on loopback.
+
+`build_app` is the `import_path` of deploy/serve_config.yaml (Serve calls it with the file's
+`args`); `start` is what `rlcourse serve` and the tests call: the course's Ray (127.0.0.1 only,
+token auth), Serve's HTTP proxy bound to 127.0.0.1 on the caller's port, then the deployment.
+"""
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ray import serve
+from ray.serve import Application
+
+from rlcourse.serve.deployment import (
+    DEFAULT_BATCH_WAIT_TIMEOUT_S,
+    DEFAULT_MAX_BATCH_SIZE,
+    PolicyDeployment,
+)
+from rlcourse.utils.local_ray import LOOPBACK
+from rlcourse.utils.resources import init_ray
+
+APP_NAME = "policy"
+DEFAULT_PORT = 8000
+
+
+def policy_app(checkpoint: str | os.PathLike, allowed: Iterable[Any] = (), num_replicas: int = 1,
+               max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+               batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S) -> Application:
+    """The deployment of `checkpoint`'s policy with `num_replicas` replicas, bound to its args."""
+    return PolicyDeployment.options(num_replicas=num_replicas).bind(
+        str(checkpoint), list(allowed), max_batch_size, batch_wait_timeout_s)
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """Serve's application builder (deploy/serve_config.yaml): `args` holds `checkpoint` and
+    optionally `max_batch_size`, `batch_wait_timeout_s`. Envs of the course are allowed."""
+    from rlcourse.course.evaluate import COURSE_ENVS
+
+    known = {"checkpoint", "max_batch_size", "batch_wait_timeout_s"}
+    if "checkpoint" not in args or set(args) - known:
+        raise ValueError(f"args {sorted(args)}: give 'checkpoint' (a directory that "
+                         f"algo.save_to_path() wrote), and optionally {sorted(known - {'checkpoint'})}.")
+    return PolicyDeployment.bind(
+        str(args["checkpoint"]), list(COURSE_ENVS),
+        int(args.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE)),
+        float(args.get("batch_wait_timeout_s", DEFAULT_BATCH_WAIT_TIMEOUT_S)))
+
+
+def start(app: Application, port: int = DEFAULT_PORT) -> str:
+    """Run `app` on the course's Ray with Serve's HTTP proxy on 127.0.0.1:`port`; return its URL."""
+    init_ray()
+    serve.start(http_options={"host": LOOPBACK, "port": port})
+    deploy(app)
+    return f"http://{LOOPBACK}:{port}/"
+
+
+def deploy(app: Application, name: str = APP_NAME, route_prefix: str = "/") -> None:
+    """Deploy `app` under `name` and wait until its replicas run. If they fail (a checkpoint that
+    cannot load), the application is deleted and RuntimeError says why, naming the file."""
+    try:
+        # No access log: a log line per request would cost more than the module's forward pass.
+        serve.run(app, name=name, route_prefix=route_prefix,
+                  logging_config={"log_level": "WARNING", "enable_access_log": False})
+    except RuntimeError as e:
+        reason = _failure(name) or str(e)
+        serve.delete(name)
+        raise RuntimeError(f"Deploying {name!r} failed: {reason}") from None
+
+
+def _failure(name: str) -> str:
+    """The last line of the error a failed deployment of application `name` reported."""
+    status = serve.status().applications.get(name)
+    messages = [d.message for d in status.deployments.values()] if status else []
+    lines = [line.strip() for message in messages for line in message.strip().splitlines()]
+    return lines[-1] if lines else ""
+
+
+def shutdown() -> None:
+    """Stop Serve (proxy, controller, replicas) and Ray: no process is left."""
+    import ray
+
+    if ray.is_initialized():
+        serve.shutdown()
+        ray.shutdown()

@@ -1,0 +1,84 @@
+"""PolicyDeployment: a Ray Serve replica that loads a checkpoint's module and answers with actions.
+
+    POST /        {"obs": [...]} or {"obs": [[...], ...]}  ->  {"actions": [...]}
+    GET  /healthz                                          ->  {"status": "ok"}
+
+Concurrent requests meet in `@serve.batch`: their observations go through the module as one batch,
+which is what makes a replica fast under load (benchmarks/serve_load.py). `max_batch_size=1` turns
+batching off: each request then runs the module alone. The checkpoint loads in the constructor, so
+one that cannot load fails the deployment when it is deployed, with the file's name.
+"""
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from ray import serve
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from rlcourse.serve.observations import MAX_BYTES, BadRequest, parse_body
+
+DEFAULT_MAX_BATCH_SIZE = 32  # requests per module call
+DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002  # how long the first request of a batch waits for others
+
+
+@serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=256)
+class PolicyDeployment:
+    """One replica: the module of `checkpoint` behind HTTP. `allowed`: your classes and env
+    creators the checkpoint names (as in `RLModule.from_checkpoint`)."""
+
+    def __init__(self, checkpoint: str | os.PathLike, allowed: Iterable[Any] = (),
+                 max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                 batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S):
+        import torch
+
+        from rlcourse.core.rl_module.module_loading import greedy_env_actions
+        from rlcourse.core.rl_module.rl_module import RLModule
+
+        torch.set_num_threads(1)  # small batches: threads cost more than they give, on shared cores
+        self.module = RLModule.from_checkpoint(checkpoint, allowed=allowed)
+        self.space = self.module.observation_space
+        self._greedy = greedy_env_actions
+        self.batching = max_batch_size > 1
+        self.act_batched.set_max_batch_size(max_batch_size)
+        self.act_batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """The env's greedy actions for a batch of checked observations."""
+        return self._greedy(self.module, obs)
+
+    @serve.batch(max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                 batch_wait_timeout_s=DEFAULT_BATCH_WAIT_TIMEOUT_S)
+    async def act_batched(self, batches: list[np.ndarray]) -> list[np.ndarray]:
+        """The requests that arrived together, through the module as one batch, split again."""
+        actions = self.act(np.concatenate(batches))
+        return np.split(actions, np.cumsum([len(b) for b in batches])[:-1])
+
+    async def __call__(self, request: Request) -> JSONResponse:
+        """Route one HTTP request: health check, or observations in and actions out (any POST
+        path: `/` or `/act`). A bad request gets a 4xx answer; nothing it holds reaches the module."""
+        if request.url.path.rstrip("/").endswith("/healthz") and request.method == "GET":
+            return JSONResponse({"status": "ok"})
+        if request.method != "POST":
+            return _error(405, f"{request.method} {request.url.path}: POST observations as JSON "
+                               "to /, or GET /healthz.")
+        try:
+            declared = int(request.headers.get("content-length") or 0)
+            if declared > MAX_BYTES:
+                raise BadRequest(413, f"the body is {declared} bytes, at most {MAX_BYTES} are "
+                                      "accepted: send fewer observations per request.")
+            obs = parse_body(await request.body(), self.space)
+        except BadRequest as e:
+            return _error(e.status, e.message)
+        actions = await self.act_batched(obs) if self.batching else self.act(obs)
+        return JSONResponse({"actions": actions.tolist()})
+
+    def check_health(self) -> None:
+        """Serve calls this every few seconds; a replica whose module fails is replaced."""
+        self.act(self.space.sample()[None] if self.space.shape else np.asarray([self.space.sample()]))
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)

@@ -1,0 +1,96 @@
+"""Checking a request's observations before they reach the module: each mistake gets its own answer.
+
+A served policy meets clients it does not know. Malformed JSON, a wrong shape or dtype, NaN, values
+outside the observation space, an empty or huge batch: each is refused with a 4xx status and a
+message that names the field and the fix, and the server goes on answering the next request.
+"""
+
+import json
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+MAX_ROWS = 1024  # observations in one request
+MAX_BYTES = 1 << 20  # size of one request's body
+EXAMPLE = 'send {"obs": [...]} (one observation) or {"obs": [[...], ...]} (a batch)'
+
+
+@dataclass
+class BadRequest(Exception):
+    """A request the server refuses: its HTTP status (4xx) and what is wrong."""
+
+    status: int
+    message: str
+
+
+def parse_body(body: bytes, space: gym.Space) -> np.ndarray:
+    """The batch of observations in a request body (one observation is a batch of one)."""
+    if len(body) > MAX_BYTES:
+        raise BadRequest(413, f"the body is {len(body)} bytes, at most {MAX_BYTES} are accepted: "
+                              f"send at most {MAX_ROWS} observations per request.")
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadRequest(400, f"the body is not valid JSON ({e}): {EXAMPLE}.") from None
+    if not isinstance(document, dict) or "obs" not in document:
+        raise BadRequest(400, f"the JSON has no field 'obs': {EXAMPLE}.")
+    return observations(document["obs"], space)
+
+
+def observations(value: object, space: gym.Space) -> np.ndarray:
+    """`value` (the 'obs' field) as a batch the module takes, checked against `space`."""
+    discrete = isinstance(space, gym.spaces.Discrete)
+    shape = () if discrete else tuple(space.shape)
+    try:
+        raw = np.asarray(value)
+    except ValueError:
+        raise BadRequest(400, "field 'obs' is ragged (rows of different lengths): every "
+                              f"observation must have shape {shape}.") from None
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
+        raise BadRequest(400, f"field 'obs' holds {_kind(raw)}, not numbers: {EXAMPLE}.")
+    if raw.ndim and raw.shape[0] == 0:
+        raise BadRequest(400, "field 'obs' is an empty batch: send at least one observation.")
+    single = raw.shape == shape
+    if not single and raw.shape[1:] != shape:
+        raise BadRequest(400, f"field 'obs' has shape {raw.shape}; expected {shape} for one "
+                              f"observation or (B, {', '.join(map(str, shape))}) for a batch of B.")
+    batch = raw[None] if single else raw
+    if len(batch) > MAX_ROWS:
+        raise BadRequest(413, f"field 'obs' holds {len(batch)} observations, at most {MAX_ROWS} "
+                              "per request: split it into several requests.")
+    if not np.all(np.isfinite(batch)):
+        row = int(np.argmin(np.isfinite(batch).reshape(len(batch), -1).all(axis=1)))
+        raise BadRequest(400, f"field 'obs' row {row} holds NaN or infinity: observations must "
+                              "be finite numbers.")
+    return _discrete(batch, space) if discrete else _box(batch, space)
+
+
+def _kind(raw: np.ndarray) -> str:
+    return "true/false" if raw.dtype == bool else "strings" if raw.dtype.kind == "U" else "objects"
+
+
+def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:
+    if not np.all(batch == np.round(batch)):
+        raise BadRequest(400, f"field 'obs' holds fractions; observations of {space} are integers.")
+    ints = batch.astype(np.int64)
+    low, high = int(space.start), int(space.start + space.n - 1)
+    outside = (ints < low) | (ints > high)
+    if outside.any():
+        raise BadRequest(400, f"field 'obs' row {int(np.argmax(outside))} is "
+                              f"{ints[outside][0]}, outside {space}: send {low}..{high}.")
+    return ints
+
+
+def _box(batch: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
+    with np.errstate(over="ignore"):  # too large for the dtype: inf, refused just below
+        obs = batch.astype(space.dtype if np.issubdtype(space.dtype, np.floating) else np.float32)
+    if not np.all(np.isfinite(obs)):
+        raise BadRequest(400, f"field 'obs' holds values beyond {obs.dtype}'s range.")
+    outside = ((obs < space.low) | (obs > space.high)).reshape(len(obs), -1)
+    if outside.any():
+        row, column = np.argwhere(outside)[0]
+        raise BadRequest(400, f"field 'obs' row {row} element {column} is "
+                              f"{obs.reshape(len(obs), -1)[row, column]:g}, outside the observation "
+                              f"space [{space.low.flat[column]:g}, {space.high.flat[column]:g}].")
+    return obs

@@ -1,0 +1,202 @@
+"""Serving a policy with Ray Serve on loopback: single and batch requests, actions equal to the
+in-process module's, bad input answered with 4xx while the server stays up, the health check, a
+checkpoint that fails at deploy time, the production loop (a client-side env acting over HTTP), the
+proxy bound to 127.0.0.1 only, and deploy/serve_config.yaml checked with Serve's own schema."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import psutil
+import pytest
+import yaml
+from ray import serve
+from ray.serve.schema import ServeDeploySchema
+
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.module_loading import greedy_env_actions
+from rlcourse.core.rl_module.rl_module import RLModule
+from rlcourse.serve import app as serve_app
+from rlcourse.serve.deployment import PolicyDeployment
+from rlcourse.serve.observations import MAX_BYTES, MAX_ROWS
+from rlcourse.utils.imports import import_attr
+
+pytestmark = pytest.mark.timeout(300)
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> str:
+    config = (PPOConfig().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
+    with config.build_algo() as algo:
+        algo.train()
+        return algo.save_to_path(tmp_path_factory.mktemp("ckpt"))
+
+
+@pytest.fixture(scope="module")
+def server(ray_session, checkpoint):
+    """One Serve application for the module (2 replicas, batching on); shut down at the end."""
+    port = free_port()
+    url = serve_app.start(serve_app.policy_app(checkpoint, num_replicas=2), port)
+    yield url, port
+    serve.shutdown()
+
+
+@pytest.fixture(scope="module")
+def module(checkpoint) -> RLModule:
+    return RLModule.from_checkpoint(checkpoint)
+
+
+def post(url: str, body: bytes | object) -> tuple[int, dict]:
+    """POST `body` (bytes as they are, anything else as JSON) and return (status, JSON answer)."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+OBS = np.random.default_rng(0).uniform(-0.3, 0.3, (16, 4)).astype(np.float32)
+
+
+def test_one_observation_and_a_batch_get_the_in_process_actions(server, module):
+    url, _ = server
+    expected = greedy_env_actions(module, OBS).tolist()
+    assert post(url, {"obs": OBS[0].tolist()}) == (200, {"actions": expected[:1]})
+    assert post(url, {"obs": OBS.tolist()}) == (200, {"actions": expected})
+    assert post(url + "act", {"obs": OBS[:3].tolist()}) == (200, {"actions": expected[:3]})
+
+
+BAD = {
+    "malformed JSON": (b'{"obs": [0.1, 0.2', 400, "not valid JSON"),
+    "no obs field": ({"observations": [0.0] * 4}, 400, "no field 'obs'"),
+    "wrong shape": ({"obs": [0.0] * 3}, 400, "shape (3,)"),
+    "ragged batch": ({"obs": [[0.0] * 4, [0.0] * 3]}, 400, "ragged"),
+    "strings": ({"obs": ["a", "b", "c", "d"]}, 400, "strings"),
+    "booleans": ({"obs": [True, False, True, False]}, 400, "true/false"),
+    "NaN": (b'{"obs": [0.0, NaN, 0.0, 0.0]}', 400, "NaN"),
+    "infinity": (b'{"obs": [[0.0, 0.0, 0.0, 0.0], [0.0, Infinity, 0.0, 0.0]]}', 400, "row 1"),
+    "out of space": ({"obs": [9.0, 0.0, 0.0, 0.0]}, 400, "outside the observation space"),
+    "empty batch": ({"obs": []}, 400, "empty batch"),
+    "too many rows": ({"obs": [[0.0] * 4] * (MAX_ROWS + 1)}, 413, f"at most {MAX_ROWS}"),
+    "too many bytes": (b" " * (MAX_BYTES + 1), 413, "bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_gets_a_4xx_answer_and_the_server_stays_up(server, module, case):
+    url, _ = server
+    body, status, message = BAD[case]
+    code, answer = post(url, body)
+    assert code == status and message in answer["error"], answer
+    assert post(url, {"obs": OBS[:2].tolist()}) == (200, {"actions": greedy_env_actions(
+        module, OBS[:2]).tolist()})
+
+
+def test_health_check(server):
+    url, _ = server
+    with urllib.request.urlopen(url + "healthz", timeout=30) as response:
+        assert json.loads(response.read()) == {"status": "ok"}
+    assert serve.status().applications[serve_app.APP_NAME].status == "RUNNING"
+
+
+def test_the_client_side_env_loop_returns_what_the_in_process_policy_returns(server, module):
+    """The production loop: the env runs on the client and acts through HTTP, one step a request."""
+    url, _ = server
+    env = gym.make("CartPole-v1")
+    for seed in range(3):
+        returns = []
+        for act in (lambda o: post(url, {"obs": o.tolist()})[1]["actions"][0],
+                    lambda o: int(greedy_env_actions(module, o[None])[0])):
+            obs, _ = env.reset(seed=seed)
+            total, done = 0.0, False
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(act(obs))
+                total, done = total + reward, terminated or truncated
+            returns.append(total)
+        assert returns[0] == returns[1]
+    env.close()
+
+
+def test_the_proxy_listens_on_loopback_only(server):
+    _, port = server
+    listening = [c.laddr.ip for c in psutil.net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN and c.laddr.port == port]
+    assert listening and set(listening) == {"127.0.0.1"}
+    others = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+              if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    for address in others:
+        with pytest.raises(OSError), socket.create_connection((address, port), timeout=5):
+            pass
+
+
+def test_a_checkpoint_that_cannot_load_fails_at_deploy_time_with_its_name(server, tmp_path):
+    missing = tmp_path / "no_checkpoint_here"
+    app = PolicyDeployment.options(name="broken").bind(str(missing))
+    with pytest.raises(RuntimeError, match=r"CheckpointError: No checkpoint at .*no_checkpoint_here"):
+        serve_app.deploy(app, name="broken", route_prefix="/broken")
+    assert "broken" not in serve.status().applications
+    assert post(server[0], {"obs": OBS[:1].tolist()})[0] == 200  # the other app still serves
+
+
+def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(checkpoint):
+    document = yaml.safe_load((DEPLOY / "serve_config.yaml").read_text())
+    schema = ServeDeploySchema.parse_obj(document)
+    assert schema.http_options.host == "127.0.0.1"
+    (application,) = schema.applications
+    builder = import_attr(application.import_path)
+    assert builder is serve_app.build_app
+    app = builder({**application.args, "checkpoint": checkpoint})
+    assert [d["name"] for d in document["applications"][0]["deployments"]] == [PolicyDeployment.name]
+    assert app is not None
+    with pytest.raises(ValueError, match="checkpoint"):
+        builder({"checkpiont": checkpoint})
+
+
+def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, tmp_path):
+    """The command in its own process and its own Ray: serving, then SIGINT shuts everything down."""
+    port = free_port()
+    command = [sys.executable, "-m", "rlcourse", "serve", checkpoint, "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("serving"), line
+        assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[0].tolist()})[0] == 200
+        started = psutil.Process(process.pid).children(recursive=True)
+        assert started  # Ray's and Serve's processes
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 0
+        _, alive = psutil.wait_procs(started, timeout=60)
+        assert not alive, [p.name() for p in alive]
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_rlcourse_serve_with_a_bad_checkpoint_exits_naming_it(tmp_path):
+    missing = tmp_path / "not_a_checkpoint"
+    done = subprocess.run([sys.executable, "-m", "rlcourse", "serve", str(missing), "--port",
+                           str(free_port())], capture_output=True, text=True, timeout=240,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1
+    assert "No checkpoint at" in done.stderr and "not_a_checkpoint" in done.stderr.splitlines()[-1]

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -176,21 +177,29 @@ def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, t
     """The command in its own process and its own Ray: serving, then SIGINT shuts everything down."""
     port = free_port()
     command = [sys.executable, "-m", "rlcourse", "serve", checkpoint, "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # Output to a file, not a pipe nobody drains: a full pipe would block the command mid-shutdown.
+    # A session of its own: if the test fails, the command and all it started end together.
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                   cwd=tmp_path, start_new_session=True,
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        line = process.stdout.readline()
-        assert line.startswith("serving"), line
+        deadline = time.monotonic() + 180
+        while "serving" not in log.read_text() and process.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert "serving" in log.read_text(), log.read_text()[-2000:]
         assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[0].tolist()})[0] == 200
         started = psutil.Process(process.pid).children(recursive=True)
         assert started  # Ray's and Serve's processes
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=120) == 0
+        assert process.wait(timeout=120) == 0, log.read_text()[-2000:]
         _, alive = psutil.wait_procs(started, timeout=60)
         assert not alive, [p.name() for p in alive]
     finally:
         if process.poll() is None:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_rlcourse_serve_with_a_bad_checkpoint_exits_naming_it(tmp_path):

@@ -3,11 +3,12 @@
     python -m rlcourse serve /tmp/ckpt --port 8000 --num-replicas 2
     curl -s -X POST 127.0.0.1:8000/ -d '{"obs": [0.01, 0.0, 0.02, 0.0]}'   # {"actions":[0]}
 
-Ray Serve on the course's Ray; the HTTP proxy listens on 127.0.0.1 only. Ctrl-C shuts Serve and
-Ray down, leaving no process.
+Ray Serve on the course's Ray; the HTTP proxy listens on 127.0.0.1 only. Ctrl-C (or SIGTERM)
+shuts Serve and Ray down, leaving no process.
 """
 
 import argparse
+import signal
 import time
 
 from rlcourse.serve.app import DEFAULT_PORT, policy_app, shutdown, start
@@ -29,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     from rlcourse.course.evaluate import COURSE_ENVS
 
     args = build_parser().parse_args(argv)
+    # Ctrl-C (and `kill`) end the loop below and shut down cleanly, also where this process was
+    # started with SIGINT ignored, as a shell script's background jobs are (Python keeps it so).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.num_replicas < 1 or args.max_batch_size < 1:
         raise SystemExit("--num-replicas and --max-batch-size: give at least 1.")
     try:

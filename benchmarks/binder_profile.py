@@ -73,7 +73,7 @@ def install_kernel(jupyter_path: Path, prefix: list[str]) -> None:
 
 RAY_SYSTEM = ("raylet/raylet", "gcs/gcs_server", "ray/dashboard/", "ray-dashboard-", "ray.dashboard",
               "log_monitor.py", "runtime_env/agent/main.py", "autoscaler/_private/monitor.py",
-              "bin/ray start")
+              "bin/ray start", "rlcourse.course.ray_cli start")
 
 
 def part_of(process: psutil.Process) -> str:

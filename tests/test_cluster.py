@@ -77,6 +77,16 @@ def test_every_node_listens_on_loopback_only(cluster):
     assert cluster.dashboard_url.startswith("http://127.0.0.1:")
 
 
+def test_each_node_runs_rays_start_command_without_ray_serve(cluster):
+    """ray_cli.py: a node's `ray start --block` lives as long as the node, so it must not load Ray
+    Serve and pandas (+75 MB each) just because `ray serve` is installed."""
+    for node in cluster.nodes.values():
+        assert node.command[:3] == ["ray", "start", "--block"]
+        libraries = Path(f"/proc/{node.process.pid}/maps").read_text()
+        assert "/site-packages/ray/" in libraries  # it is Ray's CLI ...
+        assert "/site-packages/pandas/" not in libraries  # ... without Serve's (pandas' C code)
+
+
 def test_spread_runners_land_on_both_nodes(algo):
     assert sorted(algo.env_runner_group.get_node_names()) == ["head", "worker-1"]
     result = algo.train()
@@ -152,7 +162,7 @@ def test_a_node_that_fails_to_start_raises_with_its_log_and_leaves_nothing(tmp_p
     fake_ray = tmp_path / "ray"
     fake_ray.write_text("#!/bin/sh\necho 'cannot start: no room'\nexit 1\n")
     fake_ray.chmod(0o755)
-    monkeypatch.setattr(rlcourse.course.cluster, "RAY", fake_ray)
+    monkeypatch.setattr(rlcourse.course.cluster, "RAY_CLI", [str(fake_ray)])
     before = set(Path("/tmp").glob("rlc-*"))
     with pytest.raises(RuntimeError, match="'head' did not start(.|\n)*cannot start: no room"):
         LocalCluster(num_workers=1, verbose=False)

@@ -2,7 +2,8 @@
 
 A real cluster runs `ray start --head` on one machine and `ray start --address=<head>` on every other
 one. `LocalCluster` runs the same commands here: each node is one `ray start --block` process (the
-node's raylet and Ray's other processes are its children) with its own CPUs, a custom resource named
+node's raylet and Ray's other processes are its children; Ray's CLI is run through ray_cli.py, which
+keeps Ray Serve out of it) with its own CPUs, a custom resource named
 after the node, its own temp dir and ports. Everything listens on 127.0.0.1 only, the dashboard too,
 and Ray's token authentication is on: a job or driver without the token is refused (see
 rlcourse/utils/local_ray.py).
@@ -45,7 +46,8 @@ from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth
 from rlcourse.utils.resources import init_ray
 
 START_TIMEOUT_S = 180.0
-RAY = Path(sys.executable).with_name("ray")  # the `ray` of this interpreter's environment
+# Runs `ray ...` of this interpreter's environment, without loading Ray Serve (see ray_cli.py).
+RAY_CLI = [sys.executable, "-m", "rlcourse.course.ray_cli"]
 
 
 class LocalCluster:
@@ -98,7 +100,7 @@ class LocalCluster:
             raise ValueError(f"This cluster already has a node named {name!r}.")
         head = name == "head"
         temp_dir = self.temp_root / name
-        args = [str(RAY), "start", "--block", f"--node-ip-address={LOOPBACK}",
+        args = ["start", "--block", f"--node-ip-address={LOOPBACK}",
                 f"--node-name={name}", f"--num-cpus={num_cpus}",
                 f"--resources={json.dumps({name: 1})}",
                 f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
@@ -113,10 +115,10 @@ class LocalCluster:
         temp_dir.mkdir(parents=True)
         mark, log_path = f"{self.temp_root.name}/{name}", temp_dir.with_suffix(".log")
         with open(log_path, "w") as log:  # the child writes to its own copy of the file
-            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
+            process = subprocess.Popen([*RAY_CLI, *args], stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=subprocess.STDOUT, env=self._node_env(mark, head),
                                        start_new_session=True, preexec_fn=die_with_parent)
-        self.nodes[name] = Node(name, num_cpus, mark, log_path, process)
+        self.nodes[name] = Node(name, num_cpus, mark, log_path, process, command=["ray", *args])
         return self.nodes[name]
 
     def _wait_for_start(self, node: Node) -> None:
@@ -138,7 +140,7 @@ class LocalCluster:
         env.update({
             NODE_MARK: mark,
             # Ray Jobs run `python ...`: make that the python of this environment.
-            "PATH": f"{RAY.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "RAY_START_HOOK": "rlcourse.utils.local_ray.loopback_start_hook",
             "RAY_USAGE_STATS_ENABLED": "0",
             # On SIGTERM, stop at once (Ray's default first waits up to 30 s for the node to drain).

@@ -35,6 +35,7 @@ class Node:
     mark: str  # NODE_MARK of its processes: "<the cluster's temp dir, a random name>/<name>"
     log_path: Path  # what `ray start` prints
     process: subprocess.Popen
+    command: list[str]  # as one would type it: ["ray", "start", "--block", ...]
     launched_at: float = field(default_factory=time.monotonic)
     stopped_at: float | None = None  # time.time() when stop_node() finished
 

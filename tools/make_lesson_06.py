@@ -202,7 +202,7 @@ head runs it, with `RAY_ADDRESS` set so that `ray.init()` joins the cluster, and
 
 The entrypoint is the course's command-line trainer (`rlcourse/course/train_job.py`): the same PPO, one
 printed line per iteration. Since worker-1 left, the cluster is its head alone: its 1 CPU holds the
-job's two runners at 0.5 CPU each (the driver itself reserves none). On a real cluster the
+job's runner (8 CartPoles), and the driver itself reserves none. On a real cluster the
 autoscaler would add a machine, and `cluster.add_worker()` does it here (`tests/test_cluster.py`
 runs this job on a new node); this lesson does not, because a third node's Ray processes (about
 280 MB) next to the job's driver and this notebook would take the lesson past Binder's 2 GiB.
@@ -211,8 +211,8 @@ runs this job on a new node); this lesson does not, because a third node's Ray p
 from ray.job_submission import JobSubmissionClient
 
 client = JobSubmissionClient(cluster.dashboard_url)
-entrypoint = ("python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 2 "
-              "--num-envs-per-env-runner 4 --num-cpus-per-env-runner 0.5 "
+entrypoint = ("python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 1 "
+              "--num-envs-per-env-runner 8 --num-cpus-per-env-runner 1 "
               "--stop-return 200 --max-iterations 60 --seed 0")
 job_id = client.submit_job(entrypoint=entrypoint)
 print("submitted", job_id, "| status:", client.get_job_status(job_id))

@@ -22,7 +22,7 @@ import ray
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerGroup
-from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
+from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
 from rlcourse.utils.checkpoint_contents import (
@@ -257,7 +257,7 @@ class Algorithm:
             inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
             actions = (module.get_action_dist(inputs).sample() if explore
                        else module.greedy_actions(inputs))
-        return actions.numpy() + env_action_offset(self.action_space)  # Discrete(n, start=k)
+        return to_env_actions(actions.numpy(), self.action_space)
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.core.rl_module.default_model_config import env_action_offset
+from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.course.envs import GridWorld, LatencyBoundCartPole
 from rlcourse.env.env_context import EnvContext
 
@@ -30,15 +30,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"write an animated GIF of the episodes (at most {MAX_FRAMES} frames)")
     parser.add_argument("--seed", type=int, help="seed of the first episode's reset")
     return parser
-
-
-def greedy_action(module, obs: np.ndarray, offset: int) -> np.ndarray:
-    """The module's most likely action for one observation (plus a Discrete(n, start) offset)."""
-    import torch
-
-    with torch.no_grad():
-        inputs = module.forward_inference({"obs": torch.as_tensor(obs[None])})["action_dist_inputs"]
-        return module.greedy_actions(inputs)[0].numpy() + offset
 
 
 def make_env(algo: Algorithm, render: bool):
@@ -64,7 +55,7 @@ def play(algo: Algorithm, episodes: int, seed: int | None, render: bool
     """(return, length) of each episode, the frames of the first MAX_FRAMES steps if `render`, and
     the env's frames per second."""
     env = make_env(algo, render)
-    module, offset = algo.get_module(), env_action_offset(algo.action_space)
+    module = algo.get_module()
     rows, frames = [], []
     try:
         for episode in range(episodes):
@@ -74,7 +65,7 @@ def play(algo: Algorithm, episodes: int, seed: int | None, render: bool
                 if render and len(frames) < MAX_FRAMES:
                     frames.append(env.render())
                 obs, reward, terminated, truncated, _ = env.step(
-                    greedy_action(module, np.asarray(obs), offset))
+                    greedy_env_actions(module, np.asarray(obs)[None])[0])
                 total, length, done = total + float(reward), length + 1, terminated or truncated
             rows.append((total, length))
     finally:

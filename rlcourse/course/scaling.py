@@ -39,6 +39,8 @@ ENV_KINDS = {
     "cpu_bound": EnvKind("CPU-bound CartPole-v1", "CartPole-v1", {}),
     "latency_bound": EnvKind(f"latency-bound CartPole ({DEFAULT_STEP_LATENCY_S * 1000:g} ms/step)",
                              LatencyBoundCartPole, {"step_latency_s": DEFAULT_STEP_LATENCY_S}),
+    # Continuous actions: the runners sample a Gaussian and clip it into the Box (SAC, PPO).
+    "continuous": EnvKind("continuous-action Pendulum-v1", "Pendulum-v1", {}),
 }
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import ray
 from gymnasium.vector import SyncVectorEnv
 
-from rlcourse.core.rl_module.default_model_config import env_action_offset, space_info
+from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
 from rlcourse.env.episode_hooks import EPISODE_HOOKS, EpisodeHooks, overrides
 from rlcourse.env.finite_check import check_finite_sample
@@ -169,8 +169,6 @@ class EnvRunner:
         final_obs: dict[tuple[int, int], np.ndarray] = {}
         failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
         obs[0] = self._obs
-        box = isinstance(self.action_space, gym.spaces.Box)
-        offset = env_action_offset(self.action_space)  # Discrete(n, start=k): the env takes k..
         self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for t in range(steps):
             check_deadline(deadline, self.config, self.name)
@@ -179,11 +177,9 @@ class EnvRunner:
                 outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
             for k, v in out.items():
                 outputs[k][t] = v
-            actions = out["actions"]
-            if box:  # the env gets actions inside its bounds; the episode keeps the sampled ones
-                actions = np.clip(actions, self.action_space.low, self.action_space.high)
-            elif offset:  # the episode keeps the module's index 0..n-1, as it keeps unclipped ones
-                actions = actions + offset
+            # The env gets actions inside its space; the episode keeps the module's (unclipped,
+            # indices 0..n-1), whose log-probabilities the learner computes.
+            actions = to_env_actions(out["actions"], self.action_space)
             try:
                 obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:

@@ -23,6 +23,15 @@ def env_action_offset(action_space: gym.Space) -> int:
     return int(action_space.start) if isinstance(action_space, gym.spaces.Discrete) else 0
 
 
+def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
+    """The actions an env takes, from a module's: a Box's clipped into its bounds (a Gaussian's
+    samples, and its mean, can lie outside), a Discrete(n, start=k) space's indices 0..n-1 moved to
+    k..k+n-1. Runners, `compute_actions`, loaded modules and served policies all act through it."""
+    if isinstance(action_space, gym.spaces.Box):
+        return np.clip(actions, action_space.low, action_space.high)
+    return actions + env_action_offset(action_space)
+
+
 @dataclass(frozen=True)
 class SpaceInfo:
     """What the default module needs to know about the spaces: input size and action head."""

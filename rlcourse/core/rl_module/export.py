@@ -12,6 +12,7 @@ job but is deprecated in favour of torch.export.
 import os
 from pathlib import Path
 
+import gymnasium as gym
 import torch
 from torch import nn
 
@@ -26,10 +27,16 @@ class GreedyPolicy(nn.Module):
         super().__init__()
         self.module = module
         self.offset = env_action_offset(module.action_space)  # Discrete(n, start=k): add k
+        space = module.action_space  # a Box's actions are clipped into its bounds, as runners do
+        self.bounds = ((torch.as_tensor(space.low), torch.as_tensor(space.high))
+                       if isinstance(space, gym.spaces.Box) else None)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         inputs = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
-        return self.module.greedy_actions(inputs) + self.offset
+        actions = self.module.greedy_actions(inputs)
+        if self.bounds is not None:
+            return torch.clamp(actions, *self.bounds)
+        return actions + self.offset
 
 
 def example_batch(module: RLModule, size: int = 2) -> torch.Tensor:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlcourse.core.rl_module.default_model_config import env_action_offset
+from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.checkpoint_contents import config_from_json
@@ -45,9 +45,8 @@ def module_from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ())
 
 def greedy_env_actions(module: RLModule, observations: np.ndarray) -> np.ndarray:
     """The env's actions for a batch of observations: the most likely action of the module's
-    `forward_inference` output (the mean for Box actions), plus a Discrete(n, start) space's start
-    (modules act with indices 0..n-1)."""
+    `forward_inference` output (the mean for Box actions), as the env takes it (`to_env_actions`)."""
     with torch.no_grad():
         out = module.forward_inference({"obs": torch.as_tensor(np.asarray(observations))})
         actions = module.greedy_actions(out["action_dist_inputs"]).numpy()
-    return actions + env_action_offset(module.action_space)
+    return to_env_actions(actions, module.action_space)

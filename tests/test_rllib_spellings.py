@@ -75,3 +75,57 @@ def test_build_is_build_algo():
         train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
     with config.build() as algo:
         assert type(algo).__name__ == "PPO" and algo.train()["training_iteration"] == 1
+
+
+def test_single_agent_env_runner_is_built_from_a_config_alone_and_samples():
+    from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=2)
+    runner = SingleAgentEnvRunner(config=config)  # RLlib's call: its own env and a fresh module
+    episodes = runner.sample(num_timesteps=40)
+    assert sum(len(e) for e in episodes) >= 40
+    assert all(e.actions.dtype.kind == "i" and set(e.actions) <= {0, 1} for e in episodes)
+    assert runner.weights_seq_no == 0  # one set of weights, made by the runner itself
+
+
+def test_a_groups_runner_without_weights_still_refuses_to_sample():
+    from rlcourse.env.env_runner import EnvRunner
+
+    config = PPOConfig().environment("CartPole-v1")
+    with pytest.raises(RuntimeError, match="no policy weights yet"):
+        EnvRunner(config, config.get_env_creator()).sample(num_timesteps=10)
+
+
+def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():
+    from rlcourse.core.rl_module.default_model_config import DefaultModelConfig
+
+    config = PPOConfig().environment("CartPole-v1").rl_module(
+        model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="relu"))
+    assert config.model_config == {"fcnet_hiddens": [32], "fcnet_activation": "relu"}
+    assert type(config.model_config) is dict  # saved in checkpoints as a plain dict
+    config.validate()
+    unsupported = PPOConfig().environment("CartPole-v1").rl_module(
+        model_config=DefaultModelConfig(vf_share_layers=True))
+    with pytest.raises(ConfigError, match=r"no settings \['vf_share_layers'\]"):
+        unsupported.validate()
+
+
+def test_rl_module_spec_sets_the_module_class_and_model_config():
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, RLModuleSpec
+
+    spec = RLModuleSpec(module_class=DefaultActorCriticModule, model_config={"fcnet_hiddens": [8]})
+    config = PPOConfig().environment("CartPole-v1").rl_module(rl_module_spec=spec)
+    assert config.rl_module_class is DefaultActorCriticModule
+    assert config.model_config["fcnet_hiddens"] == [8]
+    env = gym.make("CartPole-v1")
+    module = RLModuleSpec(observation_space=env.observation_space, action_space=env.action_space,
+                          model_config={"fcnet_hiddens": [8]}).build()
+    assert isinstance(module, DefaultActorCriticModule) and module.pi[0].out_features == 8
+    with pytest.raises(ConfigError, match="spaces from its env"):
+        PPOConfig().rl_module(rl_module_spec=RLModuleSpec(observation_space=env.observation_space))
+    with pytest.raises(ConfigError, match="not both"):
+        PPOConfig().rl_module(rl_module_spec=spec, model_config={"fcnet_hiddens": [8]})
+    with pytest.raises(ConfigError, match="RLModuleSpec"):
+        PPOConfig().rl_module(rl_module_spec={"module_class": DefaultActorCriticModule})
+    with pytest.raises(ValueError, match="needs observation_space"):
+        RLModuleSpec().build()

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.rl_module_spec import settings_from_spec
 from rlcourse.tune.search_space import check_search_spaces, contains_search_space
 from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings, refuse
 from rlcourse.utils.imports import class_path, import_attr
@@ -179,8 +180,15 @@ class AlgorithmConfig:
 
     @checked_settings
     def rl_module(self, *, model_config: dict = NotProvided,
-                  rl_module_class: type | None = NotProvided) -> "AlgorithmConfig":
-        """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class."""
+                  rl_module_class: type | None = NotProvided,
+                  rl_module_spec: Any = NotProvided) -> "AlgorithmConfig":
+        """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class; or
+        RLlib's spelling of both: `rl_module_spec=RLModuleSpec(module_class=..., model_config=...)`."""
+        if rl_module_spec is not NotProvided:
+            if model_config is not NotProvided or rl_module_class is not NotProvided:
+                raise ConfigError("rl_module_spec", rl_module_spec, "pass either an RLModuleSpec or "
+                                  "model_config / rl_module_class, not both.", "rl_module")
+            return self.rl_module(**settings_from_spec(rl_module_spec))
         if model_config is not NotProvided:
             model_config = copy.deepcopy({**DEFAULT_MODEL_CONFIG, **model_config})
         return self._set(model_config=model_config, rl_module_class=rl_module_class)

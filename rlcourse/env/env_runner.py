@@ -1,6 +1,7 @@
 """EnvRunner: steps a gymnasium vector env with an inference-only module and returns episodes.
 
-RLlib calls this class SingleAgentEnvRunner. One EnvRunner lives in the driver (num_env_runners=0)
+RLlib calls this class SingleAgentEnvRunner (`rlcourse/env/single_agent_env_runner.py` gives it
+that name and import path). One EnvRunner lives in the driver (num_env_runners=0)
 or in each Ray actor of an EnvRunnerGroup. `sample()` writes each step into preallocated [T, N]
 NumPy buffers (no Python object per step), then slices the buffers into SingleAgentEpisodes.
 
@@ -58,8 +59,12 @@ def build_inference_module(config, observation_space, action_space, seed: int | 
 class EnvRunner:
     """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
 
-    def __init__(self, config, env_creator: EnvCreator, worker_index: int = 0):
+    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config
+        # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`), a runner makes its own env
+        # creator and, when first asked to sample, its own freshly initialized weights.
+        self.standalone = env_creator is None
+        env_creator = config.get_env_creator() if self.standalone else env_creator
         self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
         self.name = f"env {env_name(config.env)!r} on " + (
             f"EnvRunner {worker_index}" if worker_index else "the EnvRunner in this process")
@@ -96,6 +101,14 @@ class EnvRunner:
             self.module.set_state(weights)
             self.weights_seq_no = weights_seq_no
 
+    def _initialize_weights(self) -> None:
+        """A runner built alone acts with a newly initialized module, as RLlib's does; a group's
+        runners never do this: they wait for the learner's weights."""
+        from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only
+
+        module = build_module(self.config, self.observation_space, self.action_space)
+        self.set_weights(module.get_state(inference_only=True))
+
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
         return os.getpid()
@@ -114,6 +127,8 @@ class EnvRunner:
         """
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
+        if self.weights_seq_no < 0 and self.standalone:
+            self._initialize_weights()
         if self.weights_seq_no < 0:
             raise RuntimeError("This EnvRunner has no policy weights yet: call set_weights() with a "
                                "Learner's get_weights(inference_only=True) first (an Algorithm "

@@ -17,6 +17,16 @@ DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
 
 
+class DefaultModelConfig(dict):
+    """RLlib's spelling of the default model's settings, as keywords:
+    `rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="relu"))` is that
+    dict, checked at build time like any model_config. Settings it leaves out keep the defaults;
+    RLlib's model has settings this one does not (vf_share_layers, ...), and those are refused."""
+
+    def __init__(self, **settings: object) -> None:
+        super().__init__(settings)
+
+
 def env_action_offset(action_space: gym.Space) -> int:
     """What to add to a module's action index to get the env's action: `start` of a Discrete space
     (gymnasium's Discrete(n, start=k) holds k..k+n-1), else 0."""

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec  # RLlib's path
 from rlcourse.utils.imports import import_attr
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}

@@ -1,0 +1,54 @@
+"""RLModuleSpec: RLlib's description of an RLModule to build (its class, model_config and spaces).
+
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=MyModule, model_config={...}))
+    module = RLModuleSpec(observation_space=obs_space, action_space=act_space).build()
+
+In an algorithm's config the spec says the same as `rl_module(rl_module_class=..., model_config=...)`;
+the algorithm takes the spaces from its env. Torch-free: configs import it, runners must not pay for
+torch. RLlib keeps it in `rllib/core/rl_module/rl_module.py`; `rl_module.py` re-exports it here too.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.utils.validation import ConfigError
+
+
+@dataclass
+class RLModuleSpec:
+    """Which RLModule class (None: the algorithm's default) with which `model_config`."""
+
+    module_class: type | None = None
+    observation_space: gym.Space | None = None
+    action_space: gym.Space | None = None
+    model_config: dict | None = None
+
+    def build(self) -> Any:
+        """The module itself, for these spaces (RLlib's `RLModuleSpec.build()`); the default class
+        is the actor-critic MLP of PPO and IMPALA."""
+        if self.observation_space is None or self.action_space is None:
+            raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
+                             "pass them to RLModuleSpec(...), e.g. env.observation_space.")
+        from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule  # torch
+
+        module_class = self.module_class or DefaultActorCriticModule
+        return module_class(self.observation_space, self.action_space,
+                            {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})})
+
+
+def settings_from_spec(spec: Any) -> dict[str, Any]:
+    """The `rl_module()` settings a spec stands for: rl_module_class, and model_config if given."""
+    if not isinstance(spec, RLModuleSpec):
+        raise ConfigError("rl_module_spec", spec, "pass an RLModuleSpec(module_class=..., "
+                          "model_config=...) from rlcourse.core.rl_module.rl_module_spec.", "rl_module")
+    if spec.observation_space is not None or spec.action_space is not None:
+        raise ConfigError("rl_module_spec", spec, "an algorithm takes the spaces from its env: leave "
+                          "observation_space and action_space out (they are for "
+                          "RLModuleSpec.build()).", "rl_module")
+    settings: dict[str, Any] = {"rl_module_class": spec.module_class}
+    if spec.model_config is not None:
+        settings["model_config"] = spec.model_config
+    return settings

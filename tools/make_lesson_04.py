@@ -89,12 +89,14 @@ makes (start-up is not timed). From the rates it computes
 - **speed-up** = throughput with N runners / throughput with 1 runner, and
 - **scaling efficiency** = speed-up / N (1.0: every runner added a full runner's worth).
 
-Two kinds of env:
+The lab's env menu has three kinds:
 - **CPU-bound CartPole**: a step is some tens of microseconds of Python and NumPy; the runner's core is
   busy all the time.
 - **Latency-bound CartPole** (`rlcourse.course.envs.LatencyBoundCartPole`): the same CartPole, but each
   step first *waits* 5 ms, like an env that talks to a slow simulator, a game engine or a robot.
   Waiting needs no core.
+- **Continuous-action Pendulum-v1**: actions are real numbers (a `Box`), so the runners sample a
+  Gaussian and clip it into the torque limits. CPU-bound too; lesson 09 trains SAC on it.
 
 Pick settings and press **Run** (each run is added to the chart, so you can compare). Try 1, 2, 4
 and 8 runners with each env kind, then more sub-envs per runner."""),

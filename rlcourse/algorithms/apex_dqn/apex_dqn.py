@@ -45,6 +45,9 @@ class ApexDQNConfig(DQNConfig):
     def __init__(self) -> None:
         super().__init__()
         self.num_env_runners = 2
+        # RLlib's APEX default. "auto" would give 16 steps per request (a train batch over the
+        # sub-envs): on CartPole, 50 sampled ~1.6x the env steps/s of 16, at the same updates/s.
+        self.rollout_fragment_length = 50
         self.max_requests_in_flight_per_env_runner = 2
         self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
         self.max_requests_in_flight_per_replay_worker = 2

@@ -18,7 +18,7 @@ from ray.exceptions import RayActorError
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn import ApexDQNConfig
-from rlcourse.algorithms.apex_dqn.apex_dqn import per_worker_epsilons
+from rlcourse.algorithms.apex_dqn.apex_dqn_config import per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
 from rlcourse.env.env_runner import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode

@@ -18,6 +18,8 @@ _EXPORTS = {
     "IMPALA": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "DQN": "rlcourse.algorithms.dqn.dqn",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn_config",
+    "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "EnvRunnerGroup": "rlcourse.env.env_runner_group",

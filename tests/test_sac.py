@@ -17,9 +17,9 @@ from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.sac import SACConfig
-from rlcourse.algorithms.sac.numpy_sac_module import NumpySACModule
+from rlcourse.algorithms.sac.numpy_sac_module import NumpySACModule, TorchSACInferenceModule
 from rlcourse.algorithms.sac.sac_learner import SACLearner
-from rlcourse.algorithms.sac.sac_rl_module import squashed_gaussian_logp
+from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule, squashed_gaussian_logp
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
@@ -271,6 +271,37 @@ def test_remote_runners_and_a_checkpoint_round_trip_continue_exactly(ray_session
     assert saved.shape == (16, 1) and np.abs(saved).max() <= 2.0
     explored = algo.compute_actions(np.repeat(obs[:1], 500, axis=0), explore=True)
     assert np.abs(explored).max() <= 2.0 and explored.std() > 0.05
+
+
+class ZeroMeanSACModule(DefaultSACModule):
+    """A custom SAC module: the default one with its policy's last layer starting at zero."""
+
+    def setup(self) -> None:
+        super().setup()
+        torch.nn.init.zeros_(self.pi[-1].weight)
+
+
+def test_a_custom_sac_module_acts_with_its_torch_policy_on_runners(algo_factory):
+    algo = algo_factory(_small_config(0).rl_module(rl_module_class=ZeroMeanSACModule))
+    for _ in range(3):
+        result = algo.train()
+    assert result["learners"]["default_policy"]["num_updates"] > 0
+    runner_module = algo.env_runner_group.local_env_runner.module
+    assert isinstance(runner_module, TorchSACInferenceModule)
+    obs = np.random.default_rng(0).uniform(-1, 1, (32, 3)).astype(np.float32)
+    np.testing.assert_allclose(runner_module.forward_inference(obs)["actions"],
+                               algo.compute_actions(obs), rtol=1e-5, atol=1e-6)
+    explored = runner_module.forward_exploration(np.repeat(obs[:1], 500, axis=0))["actions"]
+    assert np.abs(explored).max() <= 2.0 and explored.std() > 0.05
+
+
+def test_a_module_without_a_squashed_gaussian_is_refused():
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+
+    config = SACConfig().environment("Pendulum-v1").rl_module(
+        rl_module_class=DefaultActorCriticModule)
+    with pytest.raises(ConfigError, match="subclass .*DefaultSACModule"):
+        config.build_algo()
 
 
 def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_session,

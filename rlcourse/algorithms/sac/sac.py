@@ -104,7 +104,7 @@ class SACConfig(AlgorithmConfig):
                          store_buffer_in_checkpoints=store_buffer_in_checkpoints)
 
     def get_rollout_fragment_length(self) -> int:
-        """"auto": 100 env steps per training_step, split over all sub-envs."""
+        """Steps per sub-env per `sample()`; "auto" splits 100 env steps over all sub-envs."""
         if self.rollout_fragment_length != "auto":
             return int(self.rollout_fragment_length)
         sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner

@@ -40,7 +40,7 @@ def frozen(networks: list[nn.Module]) -> Iterator[None]:
 
 
 def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
-    """"auto": -dim(A), one nat below zero per action dimension (Haarnoja et al. 2018)."""
+    """The entropy alpha steers to; "auto" means -dim(A) (Haarnoja et al. 2018)."""
     return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 

@@ -273,6 +273,15 @@ def test_remote_runners_and_a_checkpoint_round_trip_continue_exactly(ray_session
     assert np.abs(explored).max() <= 2.0 and explored.std() > 0.05
 
 
+def test_results_hold_the_temperature_before_learning_starts(algo_factory):
+    algo = algo_factory(_small_config(0).training(initial_alpha=0.5))
+    first = algo.train()["learners"]["default_policy"]  # 50 env steps: learning starts at 64
+    assert first["num_updates"] == 0
+    assert first["alpha_value"] == pytest.approx(0.5) and first["target_entropy"] == -1.0
+    second = algo.train()["learners"]["default_policy"]
+    assert second["num_updates"] > 0 and second["alpha_value"] != pytest.approx(0.5)
+
+
 class ZeroMeanSACModule(DefaultSACModule):
     """A custom SAC module: the default one with its policy's last layer starting at zero."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config
 from rlcourse.env.registry import env_name, probe_spaces
@@ -23,6 +23,11 @@ from rlcourse.utils.validation import check_bool, check_int, check_number, fail
 # Env steps a training_step samples with rollout_fragment_length="auto" (RLlib's SAC samples at
 # least min_sample_timesteps_per_iteration=100 per iteration).
 STEPS_PER_TRAINING_STEP = 100
+
+
+def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
+    """The entropy alpha steers to; "auto" means -dim(A) (Haarnoja et al. 2018)."""
+    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 
 class SACConfig(AlgorithmConfig):
@@ -165,6 +170,18 @@ class SAC(DQN):
 
     def _exploration_metrics(self) -> dict[str, float]:
         return {}
+
+    def training_step(self) -> dict[str, Any]:
+        """DQN's step. Before learning starts, the learner's results still hold the temperature
+        that learning will start from (alpha_value, log_alpha_value, target_entropy)."""
+        result = super().training_step()
+        learner = result["learners"][DEFAULT_POLICY]
+        if "alpha_value" not in learner:
+            log_alpha = float(self.learner_group.get_weights()["log_alpha"])
+            learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
+                           target_entropy=resolve_target_entropy(self.config.target_entropy,
+                                                                 self.action_space.shape[0]))
+        return result
 
     # Greedy: tanh(mean), rescaled; explore: a sample of the squashed Gaussian (the module's).
     compute_actions = Algorithm.compute_actions

@@ -170,6 +170,8 @@ def test_an_agent_that_observed_must_act():
     ep.add_env_reset({"a": obs(0), "b": obs(0)})
     with pytest.raises(ValueError, match="agent 'b' observed at env step 0 but got no action"):
         step(ep, {"a": 1}, {"a": 0}, {})
+    ep = MultiAgentEpisode()
+    ep.add_env_reset({"a": obs(0), "b": obs(0)})
     with pytest.raises(ValueError, match="action for agent 'c'.*no new observation"):
         step(ep, {"a": 1}, {"a": 0, "b": 0, "c": 0}, {})
 

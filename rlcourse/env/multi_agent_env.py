@@ -63,8 +63,13 @@ def _lookup(env: MultiAgentEnv, attr: str, agent_id: AgentID) -> gym.Space:
                          f"{attr[:-1]}).")
     if agent_id not in spaces:
         raise KeyError(f"{type(env).__name__}.{attr} has no entry for agent {agent_id!r}; it has "
-                       f"{sorted(map(repr, spaces))}. Every agent in possible_agents needs one.")
+                       f"{names(spaces)}. Every agent in possible_agents needs one.")
     return spaces[agent_id]
+
+
+def names(ids: Any) -> str:
+    """Agent or module ids for an error message: 'a', 'b' (sorted, quoted)."""
+    return ", ".join(sorted(map(repr, ids)))
 
 
 def check_action_dict(env_name: str, action_dict: dict, acting: list[AgentID] | set) -> None:
@@ -72,13 +77,13 @@ def check_action_dict(env_name: str, action_dict: dict, acting: list[AgentID] | 
     missing = [a for a in acting if a not in action_dict]
     if missing:
         raise ValueError(f"{env_name}.step(): no action for agent {missing[0]!r}, which observed "
-                         f"last and must act (agents to act: {sorted(map(repr, acting))}). Pass an "
+                         f"last and must act (agents to act: {names(acting)}). Pass an "
                          "action for every agent in the last observations dict that is not done.")
     extra = [a for a in action_dict if a not in acting]
     if extra:
         raise ValueError(f"{env_name}.step(): action for agent {extra[0]!r}, which is not to act "
                          f"now (it is done, or got no observation); agents to act: "
-                         f"{sorted(map(repr, acting))}. Leave it out of the action dict.")
+                         f"{names(acting)}. Leave it out of the action dict.")
 
 
 def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[MultiAgentEnv]:
@@ -86,8 +91,8 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
 
     Build it with `{"num_agents": N, **env_config}`; the rest of the config goes to every copy.
     An agent whose copy ends its episode is done (it finished early); the episode ends for all
-    (`"__all__"`) when every copy has ended. With a seed, copy i is reset with `seed + i`, so the
-    copies do not play the same episode.
+    (`"__all__"`) when every copy has ended. With a seed, copy i is reset with `seed * N + i`, so no
+    two copies (nor two envs with different seeds) play the same episode.
     """
     creator = get_env_creator(env_name_or_creator)
     name = env_name_or_creator if isinstance(env_name_or_creator, str) else getattr(
@@ -119,8 +124,8 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
             self._acting, self._any_truncated = set(self.agents), False
             obs, infos = {}, {}
             for i, env in enumerate(self.envs):
-                obs[i], infos[i] = env.reset(seed=None if seed is None else seed + i,
-                                             options=options)
+                copy_seed = None if seed is None else seed * len(self.envs) + i  # distinct seeds
+                obs[i], infos[i] = env.reset(seed=copy_seed, options=options)
             return obs, infos
 
         def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.env.multi_agent_env import ALL, AgentID
+from rlcourse.env.multi_agent_env import ALL, AgentID, names
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 ModuleID = str
@@ -87,6 +87,7 @@ class MultiAgentEpisode:
         self.is_terminated = self.is_truncated = False
         self.custom_data: dict = {}
         self._records: dict[AgentID, _AgentRecord] = {}
+        self._num_ready = 0  # agents with an observation to act on (checked against the actions)
         self._done_in_earlier_chunks: set[AgentID] = set()
         self._agent_episodes: dict[AgentID, SingleAgentEpisode] | None = None
 
@@ -110,7 +111,7 @@ class MultiAgentEpisode:
                              "(terminateds or truncateds '__all__' was True); reset the env.")
         if ALL not in terminateds:
             raise ValueError(f"{self.env_name}.step() returned terminateds without the '__all__' "
-                             f"key (it has {sorted(map(repr, terminateds))}). Add "
+                             f"key (it has {names(terminateds)}). Add "
                              "terminateds['__all__'] (True when the episode is over for everyone).")
         self._agent_episodes = None
         records = self._records
@@ -131,6 +132,7 @@ class MultiAgentEpisode:
             else:
                 record.close(obs)
                 record.ready = True
+                self._num_ready += 1
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 
@@ -138,24 +140,29 @@ class MultiAgentEpisode:
         if agent_id not in self.agent_to_module_mapping:
             self.agent_to_module_mapping[agent_id] = self.agent_to_module_mapping_fn(agent_id, self)
         self._records[agent_id] = _AgentRecord(obs)
+        self._num_ready += 1
 
     def _take_actions(self, actions: dict, extra_model_outputs: dict) -> None:
-        for agent_id, record in self._records.items():
-            if record.ready and agent_id not in actions:
-                raise ValueError(f"{self.env_name}: agent {agent_id!r} observed at env step "
-                                 f"{self.env_t} but got no action. Every agent in the last "
-                                 "observations dict that is not done must act in the next step.")
+        records = self._records
         for agent_id, action in actions.items():
-            record = self._records.get(agent_id)
+            record = records.get(agent_id)
             if record is None or not record.ready:
                 raise ValueError(f"{self.env_name}: an action for agent {agent_id!r} at env step "
                                  f"{self.env_t}, which has no new observation to act on. Only "
                                  "agents in the last observations dict act.")
             record.pending, record.ready = action, False
-            record.pending_extra = extra_model_outputs.get(agent_id, {})
+            record.pending_extra = extra_model_outputs.get(agent_id) or {}
+        self._num_ready -= len(actions)
+        if self._num_ready:
+            agent_id = next(a for a, r in records.items() if r.ready)
+            raise ValueError(f"{self.env_name}: agent {agent_id!r} observed at env step "
+                             f"{self.env_t} but got no action. Every agent in the last "
+                             "observations dict that is not done must act in the next step.")
 
     def _apply_done_flags(self, terminateds: dict, truncateds: dict) -> None:
         for flags, is_term in ((terminateds, True), (truncateds, False)):
+            if not any(flags.values()):
+                continue
             for agent_id, flag in flags.items():
                 if agent_id == ALL or not flag:
                     continue
@@ -173,11 +180,12 @@ class MultiAgentEpisode:
                     self._finish(record, all_terminated)
             self.is_terminated, self.is_truncated = all_terminated, not all_terminated
 
-    @staticmethod
-    def _finish(record: _AgentRecord, terminated: bool) -> None:
+    def _finish(self, record: _AgentRecord, terminated: bool) -> None:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
+        if record.ready:
+            self._num_ready -= 1
         record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
@@ -218,6 +226,10 @@ class MultiAgentEpisode:
     def get_agents_to_act(self) -> list[AgentID]:
         """Agents that observed and must act in the next env step."""
         return [a for a, r in self._records.items() if r.ready]
+
+    def get_ready_observations(self) -> list[tuple[AgentID, Any]]:
+        """(agent, latest observation) of each agent that must act next: what a runner batches."""
+        return [(a, r.obs[-1]) for a, r in self._records.items() if r.ready]
 
     def get_observation(self, agent_id: AgentID) -> Any:
         """`agent_id`'s latest observation."""
@@ -262,6 +274,7 @@ class MultiAgentEpisode:
                 continue
             new = _AgentRecord(r.obs[-1], t_started=r.t_started + len(r.actions), id_=r.id_)
             new.ready, new.pending = r.ready, r.pending
+            chunk._num_ready += r.ready
             new.pending_extra, new.pending_reward = r.pending_extra, r.pending_reward
             chunk._records[agent_id] = new
         return chunk
@@ -269,4 +282,4 @@ class MultiAgentEpisode:
     def __repr__(self) -> str:
         state = "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
         return (f"MultiAgentEpisode(id_={self.id_[:8]}, env_t={self.env_t_started}..{self.env_t}, "
-                f"agents={sorted(map(repr, self._records))}, return={self.get_return():.1f}, {state})")
+                f"agents={names(self._records)}, return={self.get_return():.1f}, {state})")

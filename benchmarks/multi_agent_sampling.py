@@ -71,9 +71,9 @@ def multi_agent(env_id: str, n: int, weights: dict, num_modules: int
                 ) -> Callable[[int], tuple[int, int]]:
     register_env(f"MultiAgent-{env_id}", make_multi_agent(env_id))
     config = (PPOConfig().environment(f"MultiAgent-{env_id}", env_config={"num_agents": n})
+              .multi_agent(policies={f"p{k}" for k in range(num_modules)},
+                           policy_mapping_fn=lambda agent_id, episode: f"p{agent_id % num_modules}")
               .debugging(seed=SEED))
-    config.policies = {f"p{k}" for k in range(num_modules)}
-    config.policy_mapping_fn = lambda agent_id, episode: f"p{agent_id % num_modules}"
     runner = MultiAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights({f"p{k}": weights for k in range(num_modules)})
 

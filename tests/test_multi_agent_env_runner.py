@@ -34,9 +34,7 @@ def make_config(env, env_config=None, policies=None, mapping=None, num_envs=1, f
     config = (PPOConfig().environment(env, env_config=env_config or {})
               .env_runners(num_envs_per_env_runner=num_envs, rollout_fragment_length=fragment)
               .rl_module(model_config={"fcnet_hiddens": [8]}).debugging(seed=0))
-    config.policies = policies
-    config.policy_mapping_fn = mapping
-    return config
+    return config.multi_agent(policies=policies, policy_mapping_fn=mapping)
 
 
 def by_player(agent_id, episode):

@@ -58,10 +58,10 @@ class MultiAgentEnvRunner:
                             "MultiAgentEnv: a multi-agent runner needs the dict API (wrap a "
                             "single-agent env with make_multi_agent).")
         self.num_envs = len(self.envs)
-        self.policy_mapping_fn: Callable = (getattr(config, "policy_mapping_fn", None)
+        self.policy_mapping_fn: Callable = (config.policy_mapping_fn
                                             or default_agent_to_module_mapping_fn)
-        self.spec = resolve_multi_rl_module_spec(getattr(config, "policies", None),
-                                                 self.policy_mapping_fn, self.envs[0], self.env_name)
+        self.spec = resolve_multi_rl_module_spec(config.policies, self.policy_mapping_fn,
+                                                 self.envs[0], self.env_name)
         self.module_spaces = self.spec.spaces()
         self.modules = {
             mid: build_inference_module(config, obs_space, act_space,

@@ -8,6 +8,7 @@ here, before any runner starts, with errors that name the agent, the module and 
 Torch-free: configs and runners import it (the torch MultiRLModule is built from it on learners).
 """
 
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -114,3 +115,71 @@ def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | No
             "RLModuleSpec(observation_space=..., action_space=...) in "
             "config.multi_agent(policies=...), or remove it.")
     return MultiRLModuleSpec(specs)
+
+
+def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
+    """`config.get_multi_rl_module_spec(env)`: resolve against `env`, or one built from the config."""
+    from rlcourse.env.env_context import EnvContext
+    from rlcourse.env.multi_agent_env import MultiAgentEnv
+    from rlcourse.env.registry import env_name
+
+    own = env is None
+    env = config.get_env_creator()(EnvContext(config.env_config)) if own else env
+    try:
+        if not isinstance(env, MultiAgentEnv):
+            raise TypeError(f"Env {env_name(config.env)!r} is a {type(env).__name__}, not a "
+                            "MultiAgentEnv: config.multi_agent() needs the dict API (wrap a "
+                            "single-agent env with make_multi_agent).")
+        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env,
+                                            env_name(config.env))
+    finally:
+        if own:
+            env.close()
+
+
+def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
+    """`validate()`'s checks of config.multi_agent(): `fail(config, setting, fix)` raises."""
+    policies, mapping_fn = config.policies, config.policy_mapping_fn
+    to_train = config.policies_to_train
+    if policies is None:
+        if mapping_fn is not None or to_train is not None:
+            fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
+                 "policy_mapping_fn and policies_to_train name its module ids.")
+        return
+    if not isinstance(policies, dict | set | frozenset | list | tuple) or not policies:
+        fail(config, "policies", "give a non-empty set of module ids, e.g. {'main', 'opponent'}, "
+             "or {module_id: None or RLModuleSpec(observation_space=..., action_space=...)}.")
+    bad = [m for m in policies if not isinstance(m, str)]
+    if bad:
+        fail(config, "policies", f"module ids are strings (RLlib's ModuleID); got {bad[0]!r}.")
+    try:
+        specs_from_policies(policies)
+    except ValueError as e:
+        fail(config, "policies", str(e))
+    if mapping_fn is None:
+        if list(policies) != [DEFAULT_MODULE_ID]:
+            fail(config, "policy_mapping_fn", f"with policies {names(policies)}, say which agent "
+                 "acts with which: policy_mapping_fn=lambda agent_id, episode, **kwargs: ...")
+    elif not callable(mapping_fn) or not _accepts(mapping_fn, 2):
+        fail(config, "policy_mapping_fn", "give a function (agent_id, episode, **kwargs) that "
+             "returns a module id.")
+    if to_train is None or callable(to_train) and _accepts(to_train, 2):
+        return
+    if not isinstance(to_train, set | frozenset | list | tuple):
+        fail(config, "policies_to_train", "give module ids (a set), a function (module_id, "
+             "batch) -> bool, or None to train every policy.")
+    unknown = [m for m in to_train if m not in policies]
+    if unknown:
+        fail(config, "policies_to_train", f"{unknown[0]!r} is not one of the policies "
+             f"{names(policies)}: add it to policies, or train only those.")
+
+
+def _accepts(fn: Callable, n: int) -> bool:
+    """Whether `fn` can be called with `n` positional arguments (True if Python cannot tell)."""
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        return False
+    except ValueError:  # no signature (some builtins)
+        return True
+    return True

@@ -9,6 +9,7 @@ import textwrap
 import gymnasium as gym
 import numpy as np
 import pytest
+import ray
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -18,6 +19,9 @@ from rlcourse.env.multi_agent_env import MultiAgentEnv
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 
 pytestmark = pytest.mark.timeout(120)
+
+# Runner actors get this module's envs and mapping functions by value (they cannot import tests/).
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def numpy_weights(obs_dim: int, out_dim: int, seed: int = 0, hidden: int = 8) -> dict:
@@ -233,3 +237,23 @@ def test_the_runner_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_a_runner_actor_samples_and_sends_episodes_back(ray_session):
+    config = make_config("ConnectFour", {"rows": 4, "cols": 4, "connect": 3},
+                         policies={"a", "b"}, mapping=by_player, num_envs=2)
+    runner = ray.remote(num_cpus=0.1)(MultiAgentEnvRunner).remote(
+        config, config.get_env_creator(), worker_index=1)
+    try:
+        weights = {"a": numpy_weights(16, 4), "b": numpy_weights(16, 4, seed=1)}
+        result = ray.get(runner.sample_and_get_metrics.remote(weights, 0, num_timesteps=40),
+                         timeout=60)
+        assert result.weights_seq_no == 0
+        assert sum(len(e) for e in result.episodes) == 40
+        for episode in result.episodes:
+            assert episode.agent_to_module_mapping_fn is None  # the runner stayed behind
+            assert set(episode.agent_to_module_mapping.values()) <= {"a", "b"}
+            assert sum(len(a) for a in episode.agent_episodes.values()) == episode.agent_steps()
+        assert result.metrics["num_env_steps_sampled"] == 40
+    finally:
+        ray.kill(runner)

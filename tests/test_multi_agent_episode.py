@@ -181,3 +181,22 @@ def test_terminateds_without_all_is_refused():
     ep.add_env_reset({"a": obs(0)})
     with pytest.raises(ValueError, match="__all__"):
         ep.add_env_step({"a": obs(1)}, {"a": 0}, {}, {"a": F}, {"a": F})
+
+
+def test_to_numpy_freezes_the_chunk_and_pickles_without_the_mapping_fn():
+    import pickle
+
+    runner_state = object()  # stands for the runner that a bound-method mapping fn would drag along
+    ep = MultiAgentEpisode(agent_to_module_mapping_fn=lambda aid, e: str(id(runner_state)))
+    ep.add_env_reset({"a": obs(0)})
+    step(ep, {"a": 1}, {"a": 1}, {"a": 2.0}, extra={"a": {"action_logp": -0.5}})
+    chunk = ep.cut()
+    ep.to_numpy()
+    assert isinstance(ep.agent_episodes["a"].observations, np.ndarray)
+    with pytest.raises(ValueError, match="read-only"):
+        step(ep, {"a": 2}, {"a": 0}, {})
+    step(chunk, {"a": 2}, {"a": 0}, {"a": 1.0})  # the next chunk goes on
+    copy = pickle.loads(pickle.dumps(ep))
+    assert copy.agent_to_module_mapping_fn is None
+    assert copy.module_for("a") == ep.module_for("a") and copy.get_return() == 2.0
+    assert copy.agent_episodes["a"].extra_model_outputs["action_logp"].tolist() == [-0.5]

@@ -5,7 +5,8 @@ The same public face as EnvRunner (`set_weights`, `sample`, `get_metrics`, `ping
 which agents must act, groups their observations by module (`policy_mapping_fn(agent_id, episode)`,
 fixed per agent and episode) and runs ONE forward pass per module over all sub-envs, then hands each
 sub-env its action dict. Sub-envs reset in the step that ends their episode (like SAME_STEP).
-`sample()` returns MultiAgentEpisodes; an unfinished one is `cut()` and continues in the next call.
+`sample()` returns MultiAgentEpisodes (as NumPy, `to_numpy()`); an unfinished one is `cut()` and
+continues in the next call.
 Weights arrive as {module_id: weights}; the default modules run in NumPy (no torch here).
 """
 
@@ -133,7 +134,7 @@ class MultiAgentEnvRunner:
             if len(episode):
                 episodes.append(episode)
             self._episodes[i] = episode.cut()
-        return episodes
+        return [episode.to_numpy() for episode in episodes]
 
     def sample_and_get_metrics(self, weights: dict | None = None, weights_seq_no: int = -1,
                                **kwargs) -> SampleResult:
@@ -246,7 +247,7 @@ class MultiAgentEnvRunner:
         while len(finished) < num_episodes:
             finished += self._run(EPISODES_MODE_STEPS, explore, deadline)
         self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
-        return finished[:num_episodes]
+        return [episode.to_numpy() for episode in finished[:num_episodes]]
 
     # -- metrics and state ------------------------------------------------------------------
 

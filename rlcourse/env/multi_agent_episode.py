@@ -62,6 +62,13 @@ class _AgentRecord:
             self.extra.setdefault(key, []).append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
 
+    def to_numpy(self) -> None:
+        """Turn the lists into arrays: the record is read-only from here on."""
+        self.obs = np.asarray(self.obs)
+        self.actions = np.asarray(self.actions) if self.actions else np.zeros(0, dtype=np.int64)
+        self.rewards = np.asarray(self.rewards, dtype=np.float32)
+        self.extra = {k: np.asarray(v) for k, v in self.extra.items()}
+
     def to_episode(self) -> SingleAgentEpisode:
         n = len(self.actions)
         obs = np.asarray(self.obs)
@@ -90,6 +97,7 @@ class MultiAgentEpisode:
         self._num_ready = 0  # agents with an observation to act on (checked against the actions)
         self._done_in_earlier_chunks: set[AgentID] = set()
         self._agent_episodes: dict[AgentID, SingleAgentEpisode] | None = None
+        self._is_numpy = False
 
     # -- recording --------------------------------------------------------------------------
 
@@ -106,6 +114,9 @@ class MultiAgentEpisode:
                      extra_model_outputs: dict[AgentID, dict[str, Any]] | None = None) -> None:
         """One `env.step(actions)`: `actions` are what each acting agent's module chose (with
         `extra_model_outputs[agent]`, e.g. its `action_logp`), the rest is what the env returned."""
+        if self._is_numpy:
+            raise ValueError(f"Episode {self.id_[:8]} was turned to NumPy (to_numpy()) and is "
+                             "read-only; continue the episode in the chunk that cut() made.")
         if self.is_done:
             raise ValueError(f"{self.env_name}: step after the episode {self.id_[:8]} ended "
                              "(terminateds or truncateds '__all__' was True); reset the env.")
@@ -201,6 +212,21 @@ class MultiAgentEpisode:
                    "rewards or done flags, or leave it out of those dicts")
         return (f"{self.env_name} {what} agent {agent_id!r} at env step {self.env_t + 1}, {why}. "
                 f"Fix the env: {fix}.")
+
+    # -- handing over -----------------------------------------------------------------------
+
+    def to_numpy(self) -> "MultiAgentEpisode":
+        """Turn every agent's lists into arrays (RLlib's `to_numpy()`), so the chunk travels
+        between processes as a few arrays per agent; it cannot be stepped any more."""
+        for record in self._records.values():
+            record.to_numpy()
+        self._is_numpy = True
+        return self
+
+    def __getstate__(self) -> dict:
+        # The mapping fn is the runner's (a bound method): it stays behind. The mapping it made
+        # travels in agent_to_module_mapping.
+        return {**self.__dict__, "agent_to_module_mapping_fn": None, "_agent_episodes": None}
 
     # -- reading ----------------------------------------------------------------------------
 

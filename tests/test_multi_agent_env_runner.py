@@ -257,3 +257,16 @@ def test_a_runner_actor_samples_and_sends_episodes_back(ray_session):
         assert result.metrics["num_env_steps_sampled"] == 40
     finally:
         ray.kill(runner)
+
+
+def test_greedy_sampling_takes_each_modules_best_action():
+    config = make_config("MeetingGrid", policies={"a", "b"}, mapping=by_player)
+    runner = MultiAgentEnvRunner(config, config.get_env_creator())
+    weights = {"a": numpy_weights(4, 5), "b": numpy_weights(4, 5, seed=1)}
+    runner.set_weights(weights)
+    for episode in runner.sample(num_timesteps=30, explore=False):
+        for agent_id, agent_episode in episode.agent_episodes.items():
+            assert agent_episode.extra_model_outputs == {}
+            module = runner.modules[episode.module_for(agent_id)]
+            logits = module.action_dist_inputs(agent_episode.observations[:-1])
+            np.testing.assert_array_equal(agent_episode.actions, logits.argmax(axis=1))

@@ -187,9 +187,11 @@ class MultiAgentEnvRunner:
             for i, episode in enumerate(self._episodes):
                 mapping = episode.agent_to_module_mapping
                 for agent_id, obs in episode.get_ready_observations():
-                    obs_list, who = batches.setdefault(mapping[agent_id], ([], []))
-                    obs_list.append(obs)
-                    who.append((i, agent_id))
+                    batch = batches.get(mapping[agent_id])
+                    if batch is None:
+                        batch = batches[mapping[agent_id]] = ([], [])
+                    batch[0].append(obs)
+                    batch[1].append((i, agent_id))
             env_actions = [{} for _ in range(self.num_envs)]
             actions = [{} for _ in range(self.num_envs)]
             extras = [{} for _ in range(self.num_envs)]
@@ -200,11 +202,15 @@ class MultiAgentEnvRunner:
                 # The env gets NumPy scalars (gymnasium checks those faster than Python ints); the
                 # episode keeps Python scalars (cheaper to gather); Box actions stay rows.
                 listed = module_actions.tolist() if discrete[mid] else module_actions
-                extra_items = [(key, out[key].tolist()) for key in out if key != "actions"]
+                logp = out["action_logp"].tolist() if [*out] == ["actions", "action_logp"] else None
+                extra_items = [] if logp is not None else [
+                    (key, out[key].tolist()) for key in out if key != "actions"]
                 for k, (i, agent_id) in enumerate(who):
                     env_actions[i][agent_id] = to_env[k]
                     actions[i][agent_id] = listed[k]
-                    extras[i][agent_id] = {key: values[k] for key, values in extra_items}
+                    # (the common case, PPO's outputs, without a comprehension per agent)
+                    extras[i][agent_id] = ({"action_logp": logp[k]} if logp is not None else
+                                           {key: values[k] for key, values in extra_items})
             for i, env in enumerate(self.envs):
                 obs, rewards, terminateds, truncateds, infos = env.step(env_actions[i])
                 episode = self._episodes[i]

@@ -58,8 +58,13 @@ class _AgentRecord:
         self.obs.append(next_obs)
         self.actions.append(self.pending)
         self.rewards.append(self.pending_reward)
+        extra = self.extra
         for key, value in self.pending_extra.items():
-            self.extra.setdefault(key, []).append(value)
+            values = extra.get(key)
+            if values is None:
+                extra[key] = [value]
+            else:
+                values.append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
 
     def to_numpy(self) -> None:

@@ -147,3 +147,23 @@ def test_checker_names_the_agent_of_a_broken_env():
         check_multi_agent_env(RewardsAStranger())
     with pytest.raises(ValueError, match="agent 'b' that is not in its observation space"):
         check_multi_agent_env(BadObservation())
+
+
+def test_the_heuristic_opponent_beats_random_play():
+    """A fixed opponent worth measuring a self-play policy against: it wins most games vs random."""
+    env = ConnectFour({"rows": 4, "cols": 5, "connect": 3})
+    rng = np.random.default_rng(0)
+    wins_by_heuristic = 0
+    for game in range(60):
+        obs, _ = env.reset(seed=game)
+        heuristic = "player_0" if game % 2 else "player_1"
+        while True:
+            (mover, board), = obs.items()
+            legal = np.flatnonzero(board.reshape(4, 5)[0] == 0)
+            action = (heuristic_action(board, 4, 5, 3, rng) if mover == heuristic
+                      else int(rng.choice(legal)))
+            obs, rewards, terms, _, _ = env.step({mover: action})
+            if terms["__all__"]:
+                wins_by_heuristic += rewards[heuristic] > 0
+                break
+    assert wins_by_heuristic >= 45

@@ -92,6 +92,10 @@ class AlgorithmConfig:
         self.metrics_num_episodes_for_smoothing = 100
         self.seed: int | None = None
         self.callbacks_class: type | None = None
+        # multi_agent(): None keeps the single-agent setup
+        self.policies: Any = None
+        self.policy_mapping_fn: Any = None
+        self.policies_to_train: Any = None
 
     # -- fluent setters ---------------------------------------------------------------------
 
@@ -266,6 +270,32 @@ class AlgorithmConfig:
         return self._set(callbacks_class=callbacks_class)
 
     @checked_settings
+    def multi_agent(self, *, policies: Any = NotProvided, policy_mapping_fn: Any = NotProvided,
+                    policies_to_train: Any = NotProvided) -> "AlgorithmConfig":
+        """Several modules (RLlib calls them policies) for the agents of a MultiAgentEnv.
+
+        `policies`: module ids (a set), or {id: None or RLModuleSpec(observation_space=...,
+        action_space=...)}. `policy_mapping_fn(agent_id, episode, **kwargs)` returns the module id
+        of an agent, once per agent and episode. `policies_to_train`: ids, or
+        `fn(module_id, batch) -> bool`; None trains all. `validate()` checks the settings; the
+        env's agents are checked against them by `get_multi_rl_module_spec()` (env_runner_group
+        builds, Algorithm setup).
+        """
+        return self._set(policies=policies, policy_mapping_fn=policy_mapping_fn,
+                         policies_to_train=policies_to_train)
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether multi_agent(policies=...) was set."""
+        return self.policies is not None
+
+    def get_multi_rl_module_spec(self, env: Any = None) -> Any:
+        """The MultiRLModuleSpec of `policies`, each module's spaces from the agents mapped to it in
+        `env` (default: one env built here from `environment()`); raises naming agent and policy."""
+        from rlcourse.core.rl_module.multi_rl_module_spec import multi_rl_module_spec_for
+        return multi_rl_module_spec_for(self, env)
+
+    @checked_settings
     def framework(self, framework: str = "torch") -> "AlgorithmConfig":
         """RLlib's choice of deep-learning framework; rlcourse's Learners are torch only."""
         if framework != "torch":
@@ -351,6 +381,11 @@ class AlgorithmConfig:
     def build_algo(self):
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""
         self.validate()
+        if self.is_multi_agent:
+            raise NotImplementedError(
+                f"config.multi_agent(policies=...) is set, but {type(self).__name__} does not train "
+                "several modules yet (issue 17: MultiRLModule and the Learner come next). "
+                "Sample with rlcourse.env.multi_agent_env_runner.MultiAgentEnvRunner meanwhile.")
         return import_attr(self.algo_class)(self.copy())
 
     def build(self):

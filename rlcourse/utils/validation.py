@@ -70,7 +70,7 @@ def validate_config(config: Any) -> None:
     into its setter's group."""
     for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
                   _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
-                  _check_reporting_and_debugging, _check_callbacks):
+                  _check_reporting_and_debugging, _check_callbacks, _check_multi_agent):
         check(config)
 
 
@@ -218,3 +218,9 @@ def _check_callbacks(config: Any) -> None:
     if not (isinstance(config.callbacks_class, type)
             and issubclass(config.callbacks_class, Callbacks)):
         fail(config, "callbacks_class", "pass a subclass of rlcourse.Callbacks.")
+
+
+def _check_multi_agent(config: Any) -> None:
+    """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
+    from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
+    check_multi_agent_settings(config, fail)

@@ -1,0 +1,185 @@
+"""MultiRLModuleSpec: one RLModuleSpec per module id (RLlib's shape), and its spaces from the env.
+
+    spec = MultiRLModuleSpec(rl_module_specs={"learner": RLModuleSpec(), "random": RLModuleSpec()})
+
+A module's spaces come from the agents mapped to it (`policy_mapping_fn(agent_id, episode)`), unless
+its spec names them; every agent mapped to a module must have that module's spaces. Both are checked
+here, before any runner starts, with errors that name the agent, the module and the fix.
+Torch-free: configs and runners import it (the torch MultiRLModule is built from it on learners).
+"""
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import gymnasium as gym
+
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
+from rlcourse.env.multi_agent_env import names
+from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, ModuleID, MultiAgentEpisode
+
+NUM_PROBE_EPISODES = 8  # a mapping may depend on the episode (self-play): ask it for several
+
+
+@dataclass
+class MultiRLModuleSpec:
+    """Which RLModuleSpec each module id is built from."""
+
+    rl_module_specs: dict[ModuleID, RLModuleSpec] = field(default_factory=dict)
+
+    @property
+    def module_ids(self) -> list[ModuleID]:
+        return list(self.rl_module_specs)
+
+    def spaces(self) -> dict[ModuleID, tuple[gym.Space, gym.Space]]:
+        """{module_id: (observation_space, action_space)}, once the spaces are filled in."""
+        return {mid: (s.observation_space, s.action_space) for mid, s in self.rl_module_specs.items()}
+
+
+def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSpec | None] | None
+                        ) -> dict[ModuleID, RLModuleSpec]:
+    """`config.multi_agent(policies=...)` as specs: a set of ids, or {id: None or RLModuleSpec}
+    (a spec may set the module's spaces, class or model_config). None: RLlib's "default_policy"."""
+    if policies is None:
+        return {DEFAULT_MODULE_ID: RLModuleSpec()}
+    if isinstance(policies, dict):
+        specs = {}
+        for module_id, spec in policies.items():
+            if spec is not None and not isinstance(spec, RLModuleSpec):
+                raise ValueError(f"policies[{module_id!r}] is a {type(spec).__name__}: give None "
+                                 "(spaces from the env) or an RLModuleSpec(observation_space=..., "
+                                 "action_space=...) in config.multi_agent(policies=...).")
+            specs[module_id] = spec or RLModuleSpec()
+        return specs
+    return {module_id: RLModuleSpec() for module_id in sorted(policies, key=str)}  # set: fix an order
+
+
+def unknown_module_error(agent_id: Any, module_id: Any, module_ids: Iterable[ModuleID]) -> ValueError:
+    """The error for a policy_mapping_fn that maps an agent to a module no one defined."""
+    return ValueError(
+        f"policy_mapping_fn mapped agent {agent_id!r} to policy {module_id!r}, which is not one of "
+        f"the policies {names(module_ids)}. Add {module_id!r} to "
+        "config.multi_agent(policies=...), or make policy_mapping_fn return one of those.")
+
+
+def spaces_match(have: tuple[gym.Space, gym.Space], want: tuple[gym.Space, gym.Space]) -> bool:
+    """Whether an agent's spaces fit a module built for `want`: same kind, shape, dtype and size."""
+    return all(_key(a) == _key(b) for a, b in zip(have, want, strict=True))
+
+
+def _key(space: gym.Space) -> tuple:
+    return (type(space).__name__, space.shape, space.dtype, getattr(space, "n", None),
+            getattr(space, "start", None) if isinstance(space, gym.spaces.Discrete) else None)
+
+
+def space_mismatch_error(agent_id: Any, module_id: ModuleID, have: tuple, want: tuple,
+                         source: str) -> ValueError:
+    return ValueError(
+        f"Agent {agent_id!r} has observation_space {have[0]} and action_space {have[1]}, but it is "
+        f"mapped to policy {module_id!r}, whose spaces are {want[0]} and {want[1]} ({source}). A "
+        "policy acts for agents of one shape only: map this agent to another policy in "
+        "policy_mapping_fn, or give the policy matching spaces in config.multi_agent(policies=...).")
+
+
+def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | None, env: Any,
+                                 env_name: str = "the env") -> MultiRLModuleSpec:
+    """The specs of `policies` with every module's spaces filled in from `env`'s agents, after
+    checking that each agent maps to a known module whose spaces are the agent's."""
+    from rlcourse.env.multi_agent_episode import default_agent_to_module_mapping_fn
+
+    mapping_fn = policy_mapping_fn or default_agent_to_module_mapping_fn
+    specs = specs_from_policies(policies)
+    source = {mid: "set in config.multi_agent(policies=...)" for mid, s in specs.items()
+              if s.observation_space is not None}
+    for _ in range(NUM_PROBE_EPISODES):
+        probe = MultiAgentEpisode(agent_to_module_mapping_fn=mapping_fn, env_name=env_name)
+        for agent_id in env.possible_agents:
+            module_id = mapping_fn(agent_id, probe)
+            if module_id not in specs:
+                raise unknown_module_error(agent_id, module_id, specs)
+            have = (env.get_observation_space(agent_id), env.get_action_space(agent_id))
+            spec = specs[module_id]
+            if spec.observation_space is None or spec.action_space is None:
+                specs[module_id] = spec = replace(spec, observation_space=have[0],
+                                                  action_space=have[1])
+                source[module_id] = f"those of agent {agent_id!r}, the first mapped to it"
+            want = (spec.observation_space, spec.action_space)
+            if not spaces_match(have, want):
+                raise space_mismatch_error(agent_id, module_id, have, want, source[module_id])
+    missing = [mid for mid, s in specs.items() if s.observation_space is None]
+    if missing:
+        raise ValueError(
+            f"No agent of {env_name} was mapped to policy {missing[0]!r} (possible_agents: "
+            f"{list(env.possible_agents)}), so its spaces are unknown. Give it spaces with "
+            "RLModuleSpec(observation_space=..., action_space=...) in "
+            "config.multi_agent(policies=...), or remove it.")
+    return MultiRLModuleSpec(specs)
+
+
+def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
+    """`config.get_multi_rl_module_spec(env)`: resolve against `env`, or one built from the config."""
+    from rlcourse.env.env_context import EnvContext
+    from rlcourse.env.multi_agent_env import MultiAgentEnv
+    from rlcourse.env.registry import env_name
+
+    own = env is None
+    env = config.get_env_creator()(EnvContext(config.env_config)) if own else env
+    try:
+        if not isinstance(env, MultiAgentEnv):
+            raise TypeError(f"Env {env_name(config.env)!r} is a {type(env).__name__}, not a "
+                            "MultiAgentEnv: config.multi_agent() needs the dict API (wrap a "
+                            "single-agent env with make_multi_agent).")
+        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env,
+                                            env_name(config.env))
+    finally:
+        if own:
+            env.close()
+
+
+def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
+    """`validate()`'s checks of config.multi_agent(): `fail(config, setting, fix)` raises."""
+    policies, mapping_fn = config.policies, config.policy_mapping_fn
+    to_train = config.policies_to_train
+    if policies is None:
+        if mapping_fn is not None or to_train is not None:
+            fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
+                 "policy_mapping_fn and policies_to_train name its module ids.")
+        return
+    if not isinstance(policies, dict | set | frozenset | list | tuple) or not policies:
+        fail(config, "policies", "give a non-empty set of module ids, e.g. {'main', 'opponent'}, "
+             "or {module_id: None or RLModuleSpec(observation_space=..., action_space=...)}.")
+    bad = [m for m in policies if not isinstance(m, str)]
+    if bad:
+        fail(config, "policies", f"module ids are strings (RLlib's ModuleID); got {bad[0]!r}.")
+    try:
+        specs_from_policies(policies)
+    except ValueError as e:
+        fail(config, "policies", str(e))
+    if mapping_fn is None:
+        if list(policies) != [DEFAULT_MODULE_ID]:
+            fail(config, "policy_mapping_fn", f"with policies {names(policies)}, say which agent "
+                 "acts with which: policy_mapping_fn=lambda agent_id, episode, **kwargs: ...")
+    elif not callable(mapping_fn) or not _accepts(mapping_fn, 2):
+        fail(config, "policy_mapping_fn", "give a function (agent_id, episode, **kwargs) that "
+             "returns a module id.")
+    if to_train is None or callable(to_train) and _accepts(to_train, 2):
+        return
+    if not isinstance(to_train, set | frozenset | list | tuple):
+        fail(config, "policies_to_train", "give module ids (a set), a function (module_id, "
+             "batch) -> bool, or None to train every policy.")
+    unknown = [m for m in to_train if m not in policies]
+    if unknown:
+        fail(config, "policies_to_train", f"{unknown[0]!r} is not one of the policies "
+             f"{names(policies)}: add it to policies, or train only those.")
+
+
+def _accepts(fn: Callable, n: int) -> bool:
+    """Whether `fn` can be called with `n` positional arguments (True if Python cannot tell)."""
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        return False
+    except ValueError:  # no signature (some builtins)
+        return True
+    return True

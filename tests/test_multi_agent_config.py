@@ -1,0 +1,91 @@
+"""config.multi_agent(policies=..., policy_mapping_fn=..., policies_to_train=...): its checks at
+validate(), the spaces of each policy from the env's agents, and the refusal to train (not wired)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
+from rlcourse.utils.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def self_play(agent_id, episode, **kwargs):
+    return "main" if agent_id == "player_0" else "opponent"
+
+
+def config(**settings):
+    return PPOConfig().environment("ConnectFour").multi_agent(**settings)
+
+
+def test_settings_are_kept_and_travel_through_dicts():
+    c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play,
+               policies_to_train=["main"])
+    c.validate()
+    assert c.is_multi_agent and not PPOConfig().is_multi_agent
+    copy = AlgorithmConfig.from_dict(c.to_dict())
+    assert copy.policies == {"main", "opponent"} and copy.policy_mapping_fn is self_play
+    assert copy.policies_to_train == ["main"]
+    d = PPOConfig().environment("ConnectFour").update_from_dict(
+        {"policies": {"main"}, "policy_mapping_fn": lambda a, e: "main"})
+    d.validate()
+    assert d.policies == {"main"}
+
+
+@pytest.mark.parametrize("settings, setting, words", [
+    ({"policies": set()}, "policies", "non-empty set"),
+    ({"policies": "main"}, "policies", "non-empty set"),
+    ({"policies": {1, 2}, "policy_mapping_fn": self_play}, "policies", "strings"),
+    ({"policies": {"main": "PPO"}, "policy_mapping_fn": self_play}, "policies", "RLModuleSpec"),
+    ({"policies": {"main", "opponent"}}, "policy_mapping_fn", "which agent acts with which"),
+    ({"policies": {"main"}, "policy_mapping_fn": lambda agent_id: "main"}, "policy_mapping_fn",
+     "(agent_id, episode, **kwargs)"),
+    ({"policies": {"main", "opponent"}, "policy_mapping_fn": self_play,
+      "policies_to_train": ["mian"]}, "policies_to_train", "'mian' is not one of the policies"),
+    ({"policies": {"main"}, "policy_mapping_fn": self_play, "policies_to_train": "main"},
+     "policies_to_train", "module ids (a set)"),
+    ({"policy_mapping_fn": self_play}, "policies", "set policies too"),
+])
+def test_bad_settings_fail_at_validate_naming_setting_and_fix(settings, setting, words):
+    with pytest.raises(ConfigError, match=r"config\.multi_agent\(" + setting) as error:
+        config(**settings).validate()
+    assert words in str(error.value)
+
+
+def test_the_default_policy_needs_no_mapping_fn():
+    c = PPOConfig().environment("MeetingGrid").multi_agent(policies={"default_policy"})
+    c.validate()
+    spec = c.get_multi_rl_module_spec()
+    assert spec.module_ids == ["default_policy"]
+    assert spec.spaces()["default_policy"][1] == gym.spaces.Discrete(5)
+
+
+def test_get_multi_rl_module_spec_takes_each_policys_spaces_from_its_agents():
+    c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play)
+    spaces = c.get_multi_rl_module_spec().spaces()
+    assert set(spaces) == {"main", "opponent"}
+    assert spaces["main"][0].shape == (42,) and spaces["opponent"][1] == gym.spaces.Discrete(7)
+
+
+def test_get_multi_rl_module_spec_refuses_unknown_ids_wrong_spaces_and_single_agent_envs():
+    c = config(policies={"main"}, policy_mapping_fn=self_play)
+    with pytest.raises(ValueError, match="agent 'player_1' to policy 'opponent'.*policies 'main'"):
+        c.get_multi_rl_module_spec()
+    small = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (20,), np.float32),
+                         action_space=gym.spaces.Discrete(5))
+    c = config(policies={"main": small, "opponent": None}, policy_mapping_fn=self_play)
+    with pytest.raises(ValueError, match="Agent 'player_0'.*policy 'main'.*multi_agent"):
+        c.get_multi_rl_module_spec()
+    c = PPOConfig().environment("CartPole-v1").multi_agent(policies={"default_policy"})
+    with pytest.raises(TypeError, match="not a MultiAgentEnv"):
+        c.get_multi_rl_module_spec()
+
+
+def test_building_a_multi_agent_algorithm_says_it_is_not_wired_yet():
+    c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play)
+    with pytest.raises(NotImplementedError, match="does not train several modules yet"):
+        c.build_algo()

@@ -87,5 +87,5 @@ def test_get_multi_rl_module_spec_refuses_unknown_ids_wrong_spaces_and_single_ag
 
 def test_building_a_multi_agent_algorithm_says_it_is_not_wired_yet():
     c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play)
-    with pytest.raises(NotImplementedError, match="does not train several modules yet"):
+    with pytest.raises(NotImplementedError, match="cannot train several modules yet"):
         c.build_algo()

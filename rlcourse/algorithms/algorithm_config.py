@@ -383,9 +383,9 @@ class AlgorithmConfig:
         self.validate()
         if self.is_multi_agent:
             raise NotImplementedError(
-                f"config.multi_agent(policies=...) is set, but {type(self).__name__} does not train "
-                "several modules yet (issue 17: MultiRLModule and the Learner come next). "
-                "Sample with rlcourse.env.multi_agent_env_runner.MultiAgentEnvRunner meanwhile.")
+                f"config.multi_agent(policies=...) is set, but {type(self).__name__} trains one "
+                "module only: rlcourse's Learners cannot train several modules yet. A multi-agent "
+                "config samples with rlcourse.env.multi_agent_env_runner.MultiAgentEnvRunner(config).")
         return import_attr(self.algo_class)(self.copy())
 
     def build(self):

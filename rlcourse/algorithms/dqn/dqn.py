@@ -88,15 +88,8 @@ class DQNConfig(AlgorithmConfig):
         super().validate()
         check_bool(self, "double_q", "True (the online net picks the next action) or False")
         check_bool(self, "dueling", "True (value + advantage heads) or False")
-        check_bool(self, "store_buffer_in_checkpoints", "True or False")
-        check_int(self, "n_step", 1)
-        check_number(self, "tau", 0.0, 1.0, low_open=True,
-                     hint="1.0 copies the online network into the target; 0.005 moves it slowly.")
-        check_int(self, "target_network_update_freq", 0)
-        check_int(self, "num_steps_sampled_before_learning_starts", 0)
-        if self.training_intensity is not None:
-            check_number(self, "training_intensity", 0.0, low_open=True,
-                         hint="Or None for one update per training_step.")
+        check_replay_settings(self, tau_hint="1.0 copies the online network into the target; "
+                              "0.005 moves it slowly.")
         if self.rl_module_class is not None:
             from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
             if not issubclass(self.rl_module_class, DefaultDQNModule):
@@ -127,6 +120,19 @@ class DQNConfig(AlgorithmConfig):
     def _check_replay_buffer_config(self) -> None:
         """A hook: ApexDQNConfig overrides it to accept its shard count."""
         check_replay_buffer_config(self)
+
+
+def check_replay_settings(config: AlgorithmConfig, tau_hint: str) -> None:
+    """The settings every replay-based algorithm shares (DQN, SAC): n-step returns, target updates,
+    when learning starts, the replay ratio, and whether checkpoints hold the buffer."""
+    check_bool(config, "store_buffer_in_checkpoints", "True or False")
+    check_int(config, "n_step", 1)
+    check_number(config, "tau", 0.0, 1.0, low_open=True, hint=tau_hint)
+    check_int(config, "target_network_update_freq", 0)
+    check_int(config, "num_steps_sampled_before_learning_starts", 0)
+    if config.training_intensity is not None:
+        check_number(config, "training_intensity", 0.0, low_open=True,
+                     hint="Or None for one update per training_step.")
 
 
 def check_replay_buffer_config(config: AlgorithmConfig) -> None:

@@ -16,9 +16,9 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config
+from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config, check_replay_settings
 from rlcourse.env.registry import env_name, probe_spaces
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import check_bool, check_number, fail
 
 # Env steps a training_step samples with rollout_fragment_length="auto" (RLlib's SAC samples at
 # least min_sample_timesteps_per_iteration=100 per iteration).
@@ -132,15 +132,8 @@ class SACConfig(AlgorithmConfig):
                                               or not isinstance(self.target_entropy, numbers.Real)):
             fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a number, e.g. -1.0.")
         check_bool(self, "twin_q", "True (two critics, the smaller target) or False")
-        check_bool(self, "store_buffer_in_checkpoints", "True or False")
-        check_int(self, "n_step", 1)
-        check_number(self, "tau", 0.0, 1.0, low_open=True,
-                     hint="0.005 moves the target critics slowly; 1.0 copies the critics.")
-        check_int(self, "target_network_update_freq", 0)
-        check_int(self, "num_steps_sampled_before_learning_starts", 0)
-        if self.training_intensity is not None:
-            check_number(self, "training_intensity", 0.0, low_open=True,
-                         hint="Or None for one update per training_step.")
+        check_replay_settings(self, tau_hint="0.005 moves the target critics slowly; 1.0 copies "
+                              "the critics.")
         if self.rl_module_class is not None:
             from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule
             if not issubclass(self.rl_module_class, DefaultSACModule):

@@ -37,3 +37,26 @@ def free_cpus_after_release(expected: float, timeout_s: float = 20) -> float:
     while ray.available_resources().get("CPU", 0) < expected and time.monotonic() < deadline:
         time.sleep(0.1)
     return ray.available_resources().get("CPU", 0)
+
+
+def runner_module_in_a_fresh_process(config_class: str, env: str) -> tuple[str, bool]:
+    """Validate `config_class` on `env` and build a runner in a fresh Python process; return the
+    runner's module class name and whether that process imported torch (runners must not)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    package, name = config_class.rsplit(".", 1)
+    code = textwrap.dedent(f"""
+        import sys
+        from {package} import {name}
+        from rlcourse.env.env_runner import EnvRunner
+        config = {name}().environment({env!r})
+        config.validate()
+        runner = EnvRunner(config, config.get_env_creator())
+        print(type(runner.module).__name__, "torch" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    module_name, torch_imported = out.stdout.split()
+    return module_name, torch_imported == "True"

@@ -4,9 +4,6 @@ named at build time, remote runners with a checkpoint round trip, and learning C
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import gymnasium as gym
@@ -14,6 +11,7 @@ import numpy as np
 import pytest
 import ray
 import torch
+from conftest import runner_module_in_a_fresh_process
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
@@ -89,19 +87,8 @@ def test_runners_numpy_q_network_matches_the_learners(dueling):
 
 def test_dqn_config_and_its_runner_import_no_torch():
     """Runners stay light with DQN too: the config validates and a runner acts without torch."""
-    code = textwrap.dedent("""
-        import sys
-        import numpy as np
-        from rlcourse.algorithms.dqn import DQNConfig
-        from rlcourse.env.env_runner import EnvRunner
-        config = DQNConfig().environment("CartPole-v1")
-        config.validate()
-        runner = EnvRunner(config, config.get_env_creator())
-        print(type(runner.module).__name__, "torch" in sys.modules)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["NumpyQModule", "False"]
+    assert runner_module_in_a_fresh_process("rlcourse.algorithms.dqn.DQNConfig", "CartPole-v1") == (
+        "NumpyQModule", False)
 
 
 def test_epsilon_schedule_is_piecewise_linear():

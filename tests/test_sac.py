@@ -4,15 +4,13 @@ with a checkpoint round trip, two data-parallel learners, and learning Pendulum.
 
 import json
 import math
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from conftest import runner_module_in_a_fresh_process
 from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm
@@ -179,18 +177,8 @@ def test_runners_numpy_policy_matches_the_learners_module():
 
 def test_sac_config_and_its_runner_import_no_torch():
     """Runners stay light with SAC too: the config validates and a runner acts without torch."""
-    code = textwrap.dedent("""
-        import sys
-        from rlcourse.algorithms.sac import SACConfig
-        from rlcourse.env.env_runner import EnvRunner
-        config = SACConfig().environment("Pendulum-v1")
-        config.validate()
-        runner = EnvRunner(config, config.get_env_creator())
-        print(type(runner.module).__name__, "torch" in sys.modules)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["NumpySACModule", "False"]
+    assert runner_module_in_a_fresh_process("rlcourse.algorithms.sac.SACConfig", "Pendulum-v1") == (
+        "NumpySACModule", False)
 
 
 @pytest.mark.parametrize("settings, setting, words", [

@@ -37,9 +37,10 @@ def write(tmp_path, name: str, text: str):
     return path
 
 
-def test_the_course_ships_ppo_impala_yaml_and_a_course_env_example():
+def test_the_course_ships_ppo_impala_sac_yaml_and_a_course_env_example():
     names = {path.relative_to(tuned_examples_suite.TUNED_EXAMPLES).as_posix() for path in SHIPPED}
-    assert {"ppo/cartpole_ppo.py", "impala/cartpole_impala.py", "ppo/gridworld_ppo.yaml"} <= names
+    assert {"ppo/cartpole_ppo.py", "ppo/pendulum_ppo.py", "impala/cartpole_impala.py",
+            "sac/pendulum_sac.py", "ppo/gridworld_ppo.yaml"} <= names
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
@@ -183,7 +184,7 @@ def test_train_config_exits_0_when_the_example_passes(capsys, ray_session):
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(600)  # about 2 minutes on 2 idle cores, 5 on busy ones
+@pytest.mark.timeout(900)  # about 3.5 minutes on 2 idle cores, 7 on busy ones
 def test_every_tuned_example_passes(capsys, ray_session):
     examples = [path for path in SHIPPED if not load_tuned_example(path).is_sweep]
     assert tuned_examples_suite.main([]) == 0

@@ -18,6 +18,8 @@ _EXPORTS = {
     "IMPALA": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "DQN": "rlcourse.algorithms.dqn.dqn",
+    "SACConfig": "rlcourse.algorithms.sac.sac",
+    "SAC": "rlcourse.algorithms.sac.sac",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "EnvRunnerGroup": "rlcourse.env.env_runner_group",

@@ -1,1 +1,2 @@
-"""The Algorithm and AlgorithmConfig base classes, then one folder per algorithm (ppo/, impala/)."""
+"""The Algorithm and AlgorithmConfig base classes, then one folder per algorithm (ppo/, impala/,
+dqn/, sac/)."""

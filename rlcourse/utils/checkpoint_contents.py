@@ -32,10 +32,12 @@ PACKAGE_CLASSES: dict[str, str] = {
     "PPOConfig": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
+    "SACConfig": "rlcourse.algorithms.sac.sac",
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",
     "DefaultDQNModule": "rlcourse.algorithms.dqn.dqn_rl_module",
+    "DefaultSACModule": "rlcourse.algorithms.sac.sac_rl_module",
 }
 # The bit generators numpy's Generator state may name (env_state.from_plain calls the named one).
 BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}

@@ -130,7 +130,8 @@ def _check_learners(config: Any) -> None:
 def _check_training(config: Any) -> None:
     """What config.training() sets (algorithms check their own settings in their validate())."""
     check_number(config, "gamma", 0.0, 1.0)
-    check_number(config, "lr", 0.0, low_open=True)
+    if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
+        check_number(config, "lr", 0.0, low_open=True)
     check_int(config, "train_batch_size_per_learner", 1)
     if config.minibatch_size is not None:  # None: one minibatch, the whole batch
         check_int(config, "minibatch_size", 1)

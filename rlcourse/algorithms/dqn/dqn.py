@@ -103,7 +103,7 @@ class DQNConfig(AlgorithmConfig):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
         self._check_epsilon()
-        self._check_replay_buffer_config()
+        check_replay_buffer_config(self)
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not isinstance(action_space, gym.spaces.Discrete):
             fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
@@ -124,22 +124,24 @@ class DQNConfig(AlgorithmConfig):
                 b <= a for a, b in zip(steps, steps[1:], strict=False)):
             fail(self, "epsilon", f"its timesteps {steps} do not increase: " + fix)
 
-    def _check_replay_buffer_config(self) -> None:
-        rb = self.replay_buffer_config
-        if not isinstance(rb, dict) or set(rb) - REPLAY_BUFFER_KEYS:
-            fail(self, "replay_buffer_config", f"pass a dict with keys {sorted(REPLAY_BUFFER_KEYS)}.")
-        if rb.get("type") not in REPLAY_BUFFERS:
-            fail(self, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
-        capacity = rb.get("capacity")
-        if not isinstance(capacity, int) or capacity < self.total_train_batch_size:
-            fail(self, "replay_buffer_config", f"its capacity {capacity!r} (env steps) is smaller "
-                 f"than a train batch ({self.total_train_batch_size} rows): raise 'capacity' "
-                 "(e.g. 50000) or lower train_batch_size_per_learner.")
-        if rb["type"] == "PrioritizedEpisodeReplayBuffer":
-            if not (isinstance(rb.get("alpha"), int | float) and rb["alpha"] >= 0):
-                fail(self, "replay_buffer_config", "'alpha' must be a number >= 0 (0: uniform).")
-            if not (isinstance(rb.get("beta"), int | float) and 0 <= rb["beta"] <= 1):
-                fail(self, "replay_buffer_config", "'beta' must be a number in [0, 1].")
+
+def check_replay_buffer_config(config: AlgorithmConfig) -> None:
+    """The replay buffer's type, capacity (at least a train batch) and priority settings (DQN, SAC)."""
+    rb = config.replay_buffer_config
+    if not isinstance(rb, dict) or set(rb) - REPLAY_BUFFER_KEYS:
+        fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(REPLAY_BUFFER_KEYS)}.")
+    if rb.get("type") not in REPLAY_BUFFERS:
+        fail(config, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
+    capacity = rb.get("capacity")
+    if not isinstance(capacity, int) or capacity < config.total_train_batch_size:
+        fail(config, "replay_buffer_config", f"its capacity {capacity!r} (env steps) is smaller "
+             f"than a train batch ({config.total_train_batch_size} rows): raise 'capacity' "
+             "(e.g. 50000) or lower train_batch_size_per_learner.")
+    if rb["type"] == "PrioritizedEpisodeReplayBuffer":
+        if not (isinstance(rb.get("alpha"), int | float) and rb["alpha"] >= 0):
+            fail(config, "replay_buffer_config", "'alpha' must be a number >= 0 (0: uniform).")
+        if not (isinstance(rb.get("beta"), int | float) and 0 <= rb["beta"] <= 1):
+            fail(config, "replay_buffer_config", "'beta' must be a number in [0, 1].")
 
 
 class DQN(Algorithm):
@@ -170,6 +172,10 @@ class DQN(Algorithm):
     def _runner_weights(self) -> dict[str, np.ndarray]:
         """The Q-network's weights, and the epsilon to explore with (numpy_q_module.py)."""
         return {**super()._runner_weights(), "epsilon": np.float32(self.current_epsilon())}
+
+    def _exploration_metrics(self) -> dict[str, float]:
+        """What the runners explore with now, for result["env_runners"] (SAC: nothing to add)."""
+        return {"epsilon": self.current_epsilon()}
 
     def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
         """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
@@ -223,7 +229,7 @@ class DQN(Algorithm):
         learner = {k: float(np.mean([r[k] for r in learner_results]))
                    for k in learner_results[0]} if learner_results else {}
         learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
-        env_runner_results["epsilon"] = self.current_epsilon()
+        env_runner_results.update(self._exploration_metrics())
         return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}

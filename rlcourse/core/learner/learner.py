@@ -34,11 +34,15 @@ class Learner:
         if config.seed is not None:
             torch.manual_seed(config.seed)
         self.module = build_module(config, observation_space, action_space)
-        # fused: one kernel for all parameters instead of a Python loop over them (~15% per step).
-        self.optimizer = torch.optim.Adam(self.module.parameters(), lr=config.lr, fused=True)
+        self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1
         self.num_updates = 0
+
+    def configure_optimizer(self) -> torch.optim.Optimizer:
+        """Adam on all the module's weights at `config.lr`; SAC gives each loss a group of its own."""
+        # fused: one kernel for all parameters instead of a Python loop over them (~15% per step).
+        return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
 
     # -- joining other learners -------------------------------------------------------------
 
@@ -145,7 +149,11 @@ class Learner:
                 p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
         max_norm = self.config.grad_clip if self.config.grad_clip is not None else math.inf
-        norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        # Clipped per parameter group: each group is one loss's parameters (one group but for SAC).
+        group_norms = [torch.nn.utils.clip_grad_norm_(
+            [p for p in group["params"] if p.grad is not None], max_norm)
+            for group in self.optimizer.param_groups]
+        norm = math.hypot(*map(float, group_norms))
         if not math.isfinite(norm):
             raise NonFiniteUpdateError(
                 f"The Learner's loss or gradients are not finite (gradient norm {norm}) in update "

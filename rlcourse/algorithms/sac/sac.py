@@ -1,0 +1,141 @@
+"""SAC (Haarnoja et al. 2018): soft actor-critic for continuous (Box) actions.
+
+Off-policy like DQN, and built on it as in RLlib (`class SAC(DQN)`): the same loop samples, stores
+every step in a replay buffer, replays batches as `training_intensity` says, feeds TD errors back as
+priorities and syncs the runners. What differs is the policy and the loss: runners sample from a
+squashed Gaussian (`numpy_sac_module.py`), and the learner trains twin critics, the policy and the
+temperature alpha (`sac_learner.py`) in place of DQN's Q-network.
+"""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config
+from rlcourse.env.registry import env_name, probe_spaces
+from rlcourse.utils.validation import _is_number, check_bool, check_int, check_number, fail
+
+
+class SACConfig(AlgorithmConfig):
+    """SAC's settings, with RLlib's names and, where not said otherwise, RLlib's defaults. These
+    reach RLlib's pass mark on Pendulum-v1 (a return of -250 within 20,000 env steps):
+    see benchmarks/sac_pendulum.py for the env steps and wall time per seed."""
+
+    algo_class = "rlcourse.algorithms.sac.sac:SAC"
+    learner_class = "rlcourse.algorithms.sac.sac_learner:SACLearner"
+    default_rl_module_class = "rlcourse.algorithms.sac.sac_rl_module:DefaultSACModule"
+    default_inference_module_class = "rlcourse.algorithms.sac.numpy_sac_module:NumpySACModule"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lr = None  # SAC has a learning rate per loss (RLlib refuses `lr` too)
+        self.actor_lr = 3e-4
+        self.critic_lr = 3e-4
+        self.alpha_lr = 3e-4
+        self.train_batch_size_per_learner = 256
+        self.minibatch_size = None  # one gradient step per replay batch
+        self.num_epochs = 1
+        self.twin_q = True
+        self.tau = 0.005
+        self.initial_alpha = 1.0
+        self.target_entropy: float | str = "auto"
+        self.n_step = 1
+        self.target_network_update_freq = 0  # env steps between target updates: 0, every update
+        self.num_steps_sampled_before_learning_starts = 1500
+        self.training_intensity: float | None = None
+        self.replay_buffer_config: dict = {"type": "PrioritizedEpisodeReplayBuffer",
+                                           "capacity": 1_000_000, "alpha": 0.6, "beta": 0.4}
+        self.store_buffer_in_checkpoints = False
+        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
+
+    def training(self, *, twin_q: bool = NotProvided, tau: float = NotProvided,
+                 initial_alpha: float = NotProvided, target_entropy: float | str = NotProvided,
+                 n_step: int = NotProvided, actor_lr: float = NotProvided,
+                 critic_lr: float = NotProvided, alpha_lr: float = NotProvided,
+                 target_network_update_freq: int = NotProvided,
+                 num_steps_sampled_before_learning_starts: int = NotProvided,
+                 training_intensity: float | None = NotProvided,
+                 replay_buffer_config: dict = NotProvided,
+                 store_buffer_in_checkpoints: bool = NotProvided, **kwargs: Any) -> "SACConfig":
+        """SAC's own settings plus the shared ones (gamma, train_batch_size_per_learner, ...).
+
+        `actor_lr`, `critic_lr`, `alpha_lr`: the policy's, the critics' and the temperature's
+        learning rates (`lr` must stay None). `initial_alpha`: the entropy weight to start from;
+        `target_entropy`: the entropy alpha steers the policy to ("auto": -dim(A)).
+        `tau`: how far the target critics move towards the critics per target update, done once
+        `target_network_update_freq` env steps were sampled since the last (0: every update).
+        `training_intensity`: env steps trained per env step sampled (the replay ratio); None: one
+        update per training_step. `replay_buffer_config` is merged into the current one.
+        """
+        super().training(**kwargs)
+        if replay_buffer_config is not NotProvided and isinstance(replay_buffer_config, dict):
+            replay_buffer_config = {**self.replay_buffer_config, **replay_buffer_config}
+        return self._set(twin_q=twin_q, tau=tau, initial_alpha=initial_alpha,
+                         target_entropy=target_entropy, n_step=n_step, actor_lr=actor_lr,
+                         critic_lr=critic_lr, alpha_lr=alpha_lr,
+                         target_network_update_freq=target_network_update_freq,
+                         num_steps_sampled_before_learning_starts=(
+                             num_steps_sampled_before_learning_starts),
+                         training_intensity=training_intensity,
+                         replay_buffer_config=replay_buffer_config,
+                         store_buffer_in_checkpoints=store_buffer_in_checkpoints)
+
+    def get_model_config(self) -> dict:
+        return {**self.model_config, "twin_q": self.twin_q, "initial_alpha": self.initial_alpha}
+
+    def validate(self) -> None:
+        super().validate()
+        if self.lr is not None:
+            fail(self, "lr", "SAC learns with three learning rates: set actor_lr, critic_lr and "
+                 "alpha_lr instead, and lr=None.")
+        for setting in ("actor_lr", "critic_lr", "alpha_lr"):
+            check_number(self, setting, 0.0, low_open=True, hint="e.g. 3e-4.")
+        check_number(self, "initial_alpha", 0.0, low_open=True,
+                     hint="alpha is the entropy's weight; 1.0 starts with much exploration.")
+        if self.target_entropy != "auto" and not _is_number(self.target_entropy):
+            fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a number, e.g. -1.0.")
+        check_bool(self, "twin_q", "True (two critics, the smaller target) or False")
+        check_bool(self, "store_buffer_in_checkpoints", "True or False")
+        check_int(self, "n_step", 1)
+        check_number(self, "tau", 0.0, 1.0, low_open=True,
+                     hint="0.005 moves the target critics slowly; 1.0 copies the critics.")
+        check_int(self, "target_network_update_freq", 0)
+        check_int(self, "num_steps_sampled_before_learning_starts", 0)
+        if self.training_intensity is not None:
+            check_number(self, "training_intensity", 0.0, low_open=True,
+                         hint="Or None for one update per training_step.")
+        if self.rl_module_class is not None:
+            from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule
+            if not issubclass(self.rl_module_class, DefaultSACModule):
+                fail(self, "rl_module_class", "SAC's learner and runners need a squashed-Gaussian "
+                     "policy and critics: subclass "
+                     "rlcourse.algorithms.sac.sac_rl_module.DefaultSACModule.")
+        check_replay_buffer_config(self)
+        _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
+        if not (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
+                and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+            fail(self, "env", f"its action space is {action_space}, and SAC acts in a bounded 1-D "
+                 "Box (continuous actions, squashed into [low, high]). For Discrete actions use "
+                 "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO.")
+
+
+class SAC(DQN):
+    """DQN's loop (sample, store, replay with `training_intensity`, priorities, sync), with SAC's
+    learner and a squashed-Gaussian policy on the runners."""
+
+    @classmethod
+    def get_default_config(cls) -> SACConfig:
+        return SACConfig()
+
+    def _runner_weights(self) -> dict[str, np.ndarray]:
+        """The policy's weights and the action bounds (no epsilon: the policy explores itself)."""
+        return self.learner_group.get_weights(inference_only=True)
+
+    def _exploration_metrics(self) -> dict[str, float]:
+        return {}
+
+    # Greedy: tanh(mean), rescaled; explore: a sample of the squashed Gaussian (the module's).
+    compute_actions = Algorithm.compute_actions

@@ -1,0 +1,97 @@
+"""SACLearner: SAC's three losses on a replay batch, and the critics' target updates.
+
+For a batch of n-step transitions (s, a, R, s', done, n) with importance weights w, with
+alpha = exp(log_alpha) and fresh (reparameterized) samples a~ ~ pi(.|s), a' ~ pi(.|s'), as in
+Spinning Up's SAC:
+
+    y            = R + gamma^n * (1 - done) * (min_j Q_target_j(s', a') - alpha * log pi(a'|s'))
+    qf_loss      = sum_j mean(w * huber(Q_j(s, a) - y))                       (the critics)
+    policy_loss  = mean(alpha * log pi(a~|s) - min_j Q_j(s, a~))               (the policy)
+    alpha_loss   = -mean(log_alpha * (log pi(a~|s) + target_entropy))           (the temperature)
+
+alpha_loss falls when log_alpha moves against (entropy - target_entropy): alpha shrinks while the
+policy is more random than the target, and grows when it is less. The three losses train disjoint
+weights (the critics are frozen inside the policy loss; alpha and the log-probs are detached where
+another loss uses them), so one backward pass of their sum gives each weight its own loss's
+gradient. One Adam steps them, with a parameter group (and learning rate) per loss: the same as
+three Adams, as Adam's update is per weight, and every Learner's checkpoint format is kept.
+TD errors (Q1 - y) go back to a prioritized buffer as priorities (update_from_batch is DQN's).
+"""
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
+
+
+@contextlib.contextmanager
+def frozen(networks: list[nn.Module]) -> Iterator[None]:
+    """No gradients into `networks` inside the block (the policy loss must not move the critics)."""
+    for net in networks:
+        net.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for net in networks:
+            net.requires_grad_(True)
+
+
+def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
+    """"auto": -dim(A), one nat below zero per action dimension (Haarnoja et al. 2018)."""
+    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
+
+
+class SACLearner(DQNLearner):
+    """DQN's replay-batch update and target schedule, with SAC's losses and three learning rates."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.target_entropy = resolve_target_entropy(self.config.target_entropy,
+                                                     self.module.info.action_dim)
+
+    def configure_optimizer(self) -> torch.optim.Optimizer:
+        groups = self.module.parameter_groups()
+        return torch.optim.Adam([{"params": groups[name], "lr": lr, "name": name}
+                                 for name, lr in self._learning_rates().items()], fused=True)
+
+    def _learning_rates(self) -> dict[str, float]:
+        cfg = self.config
+        return {"actor": cfg.actor_lr, "critic": cfg.critic_lr, "alpha": cfg.alpha_lr}
+
+    def compute_loss(self, batch: dict[str, torch.Tensor]
+                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The sum of the three losses; `td_error` (one per row) is returned for the priorities."""
+        cfg, module = self.config, self.module
+        alpha = module.log_alpha.exp()
+        # The soft Bellman target, from the target critics and a fresh action at s'.
+        with torch.no_grad():
+            next_actions, next_logp = module.sample_actions(batch["new_obs"])
+            next_q = module.compute_target_q_values(batch["new_obs"], next_actions)
+            not_done = 1.0 - batch["terminateds"].float()
+            target = batch["rewards"] + cfg.gamma ** batch["n_step"].float() * not_done * (
+                next_q - alpha * next_logp)
+        q_values = module.compute_q_values(batch["obs"], module.to_squashed(batch["actions"]))
+        qf_loss = sum((batch["weights"] * nn.functional.huber_loss(
+            q, target, reduction="none", delta=1.0)).mean() for q in q_values)
+        # The policy: a reparameterized action at s, judged by the (frozen) critics.
+        actions, logp = module.sample_actions(batch["obs"])
+        with frozen(module.critics):
+            q_policy = torch.stack(module.compute_q_values(batch["obs"], actions)).min(dim=0).values
+        policy_loss = (alpha.detach() * logp - q_policy).mean()
+        alpha_loss = -(module.log_alpha * (logp.detach() + self.target_entropy)).mean()
+        td_error = q_values[0] - target
+        return qf_loss + policy_loss + alpha_loss, {
+            "qf_loss": qf_loss.detach(), "policy_loss": policy_loss.detach(),
+            "alpha_loss": alpha_loss.detach(), "alpha_value": alpha.detach(),
+            "log_alpha_value": module.log_alpha.detach(),
+            "target_entropy": torch.tensor(self.target_entropy), "logps": logp.detach().mean(),
+            "qf_mean": q_values[0].detach().mean(), "td_error_mean": td_error.detach().abs().mean(),
+            "td_error": td_error.detach()}
+
+    def set_state(self, state: dict) -> None:
+        super().set_state(state)
+        for group in self.optimizer.param_groups:  # this config's rates (see Learner.set_state)
+            group["lr"] = self._learning_rates()[group["name"]]

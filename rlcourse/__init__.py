@@ -20,6 +20,8 @@ _EXPORTS = {
     "DQN": "rlcourse.algorithms.dqn.dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "SAC": "rlcourse.algorithms.sac.sac",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
+    "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "EnvRunnerGroup": "rlcourse.env.env_runner_group",

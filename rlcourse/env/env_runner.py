@@ -70,6 +70,8 @@ class EnvRunner:
         self.action_space = self.env.single_action_space
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed)
+        if hasattr(self.module, "worker_index"):  # per-runner settings (Ape-X's epsilons)
+            self.module.worker_index = worker_index
         self.callbacks = config.callbacks_class() if config.callbacks_class else None
         self.hooks = (EpisodeHooks(self) if self.callbacks and any(
             overrides(self.callbacks, hook) for hook in EPISODE_HOOKS) else None)

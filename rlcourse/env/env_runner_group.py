@@ -186,6 +186,36 @@ class EnvRunnerGroup:
         self._top_up_requests(max_requests_in_flight)
         return results
 
+    @property
+    def in_flight_sample_requests(self) -> list[ray.ObjectRef]:
+        """The async sample requests still running, for a caller that waits on them beside its own
+        requests (one `ray.wait` over all)."""
+        return list(self._in_flight)
+
+    def fetch_ready_async_sample_refs(self, max_requests_in_flight: int, timeout_s: float = 0.0
+                                      ) -> list[tuple[int, ray.ObjectRef]]:
+        """As `fetch_ready_async_samples`, but returns (runner index, ObjectRef of its SampleResult)
+        without fetching the results: Ape-X hands them to a replay shard, which resolves them in its
+        own process. Settle each with `settle_async_sample` once its consumer answers."""
+        self._top_up_requests(max_requests_in_flight)
+        refs = list(self._in_flight)
+        ready = ray.wait(refs, num_returns=len(refs), timeout=timeout_s,
+                         fetch_local=False)[0] if refs else []
+        for ref in ready:
+            self._owing_since[self._in_flight[ref]] = time.monotonic()
+        finished = [(self._in_flight.pop(ref), ref) for ref in ready]
+        self._end_hung_requests()
+        self._top_up_requests(max_requests_in_flight)
+        return finished
+
+    def settle_async_sample(self, i: int, pid_or_error: int | Exception) -> None:
+        """Runner i's forwarded sample was consumed (its process id) or failed (the error, e.g. the
+        RayActorError its consumer met): counted and handled as `fetch_ready_async_samples` does."""
+        if isinstance(pid_or_error, Exception):
+            self._handle_failure(i, pid_or_error)
+        else:
+            self.health.answered(i, pid_or_error)
+
     def _end_hung_requests(self) -> None:
         """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended
         and restarted) like one whose synchronous request timed out."""

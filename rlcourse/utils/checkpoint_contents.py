@@ -33,6 +33,7 @@ PACKAGE_CLASSES: dict[str, str] = {
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",

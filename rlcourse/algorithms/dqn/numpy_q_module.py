@@ -3,8 +3,9 @@
 With probability `epsilon` a runner takes a uniformly random action, else the action of the largest
 Q-value. The algorithm ships `epsilon` with the weights (the key "epsilon" beside the `q.*` arrays),
 so every runner explores as the schedule says now; a runner keeps its epsilon until new weights
-bring another (Ape-X would give each runner its own). A custom DQN module (a DefaultDQNModule
-subclass) acts the same way on runners, with its torch network (`TorchQInferenceModule`).
+bring another. Ape-X ships one epsilon per runner (an array) and each runner takes its own.
+A custom DQN module (a DefaultDQNModule subclass) acts the same way on runners, with its torch
+network (`TorchQInferenceModule`).
 """
 
 from typing import Any
@@ -21,15 +22,19 @@ class EpsilonGreedy:
     def __init__(self, num_actions: int, seed: int | None = None):
         self.num_actions = num_actions
         self.epsilon = 1.0  # until the algorithm's first weights say otherwise
+        self.worker_index = 0  # set by the EnvRunner: picks this runner's entry of per-runner epsilons
         self.rng = np.random.default_rng(seed)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def _take_epsilon(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Keep the shipped epsilon (if any); return the weights without it."""
+        """Keep the shipped epsilon (if any); return the weights without it. An array holds one
+        epsilon per runner (Ape-X): runner i (worker_index i + 1) takes entry i."""
         if "epsilon" in state:
-            self.epsilon = float(state["epsilon"])
+            epsilon = np.asarray(state["epsilon"])
+            self.epsilon = float(epsilon if epsilon.ndim == 0
+                                 else epsilon[max(self.worker_index - 1, 0) % len(epsilon)])
         return {k: v for k, v in state.items() if k != "epsilon"}
 
     def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:

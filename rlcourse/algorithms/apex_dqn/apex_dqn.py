@@ -1,0 +1,323 @@
+"""Ape-X DQN (Horgan et al. 2018): DQN whose runners, replay shards and learner never wait on each other.
+
+Each runner samples all the time with an epsilon of its own, eps_i = 0.4 ** (1 + 7 i / (N - 1)):
+runner 1 explores a lot, runner N acts almost greedily. Their samples go into replay shards (Ray
+actors, replay_actor.py) as ObjectRefs, straight from runner to shard. The learner, in this process,
+updates on whichever replay batch is ready and sends the TD errors back as priorities without
+waiting. Every kind of request stays in flight, and one `ray.wait` says when anything is done.
+The loss is DQN's (dqn_learner.py), unchanged.
+
+Why off-policy learning scales differently from PPO: PPO learns only from samples of its current
+policy, so its runners wait for the learner and the learner for them. DQN learns from replay, so
+sampling and learning run side by side, and more runners fill the replay memory faster without
+slowing the learner down (benchmarks/apex_throughput.py).
+"""
+
+from typing import Any
+
+import numpy as np
+import ray
+from ray.exceptions import GetTimeoutError, RayError
+
+from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm_config import NotProvided
+from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
+from rlcourse.algorithms.dqn.dqn import DQN, DQNConfig
+from rlcourse.utils.checkpoints import CheckpointError
+from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+
+SHARD_STARTUP_TIMEOUT_S = 60
+
+
+def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float = 7.0
+                        ) -> list[float]:
+    """Runner i's (0-based) fixed epsilon: epsilon ** (1 + alpha * i / (N - 1)) (Ape-X, p. 6;
+    RLlib's PerWorkerEpsilonGreedy). One runner explores with `epsilon`."""
+    n = num_env_runners
+    return [epsilon ** (1 + alpha * i / (n - 1)) if n > 1 else epsilon for i in range(n)]
+
+
+class ApexDQNConfig(DQNConfig):
+    """Ape-X's settings: DQN's, plus RLlib's names for the shards and the requests in flight."""
+
+    algo_class = "rlcourse.algorithms.apex_dqn.apex_dqn:ApexDQN"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.num_env_runners = 2
+        self.max_requests_in_flight_per_env_runner = 2
+        self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
+        self.max_requests_in_flight_per_replay_worker = 2
+        self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
+        # RLlib's APEX runs 25,000 env steps per iteration; short iterations suit a notebook's plots.
+        self.min_sample_timesteps_per_iteration = 1000
+        # Shards hold data and answer small requests. No CPU by default, so that N runners of one
+        # CPU each still fit on N cores; a cluster may give them a fraction.
+        self.num_cpus_per_replay_shard = 0.0
+        # The replay ratio is a ceiling here: the learner takes at most `training_intensity` env
+        # steps per env step sampled, and the runners never wait for it (None: as fast as it can).
+        self.training_intensity = 8.0
+        # Not in RLlib: on a machine with fewer cores than runners + 1, free-running runners starve
+        # the learner of CPU. True makes runners pause while the learner is a round of replay
+        # batches behind training_intensity (the replay ratio is then kept, as DQN keeps it).
+        self.throttle_sampling_to_training_intensity = False
+
+    def training(self, *, max_requests_in_flight_per_replay_worker: int = NotProvided,
+                 max_weight_sync_delay: int = NotProvided,
+                 min_sample_timesteps_per_iteration: int = NotProvided,
+                 num_cpus_per_replay_shard: float = NotProvided,
+                 throttle_sampling_to_training_intensity: bool = NotProvided,
+                 **kwargs: Any) -> "ApexDQNConfig":
+        """Ape-X's own settings plus DQN's. `replay_buffer_config` takes
+        `num_replay_buffer_shards`; its `capacity` is per shard."""
+        super().training(**kwargs)
+        return self._set(
+            max_requests_in_flight_per_replay_worker=max_requests_in_flight_per_replay_worker,
+            max_weight_sync_delay=max_weight_sync_delay,
+            min_sample_timesteps_per_iteration=min_sample_timesteps_per_iteration,
+            num_cpus_per_replay_shard=num_cpus_per_replay_shard,
+            throttle_sampling_to_training_intensity=throttle_sampling_to_training_intensity)
+
+    def validate(self) -> None:
+        if not (isinstance(self.num_env_runners, int) and self.num_env_runners >= 1):
+            fail(self, "num_env_runners", "Ape-X samples on runner actors while this process "
+                 "learns: use .env_runners(num_env_runners=2) (at least 1), or DQNConfig for "
+                 "sampling and learning in one process.")
+        super().validate()
+        check_int(self, "max_requests_in_flight_per_env_runner", 1)
+        check_int(self, "max_requests_in_flight_per_replay_worker", 1)
+        check_int(self, "max_weight_sync_delay", 1)
+        check_int(self, "min_sample_timesteps_per_iteration", 1)
+        check_number(self, "num_cpus_per_replay_shard", 0.0, hint="e.g. 0.1, or 0 (the default).")
+        check_bool(self, "throttle_sampling_to_training_intensity", "True or False")
+        if self.throttle_sampling_to_training_intensity and self.training_intensity is None:
+            fail(self, "throttle_sampling_to_training_intensity", "it needs a replay ratio to keep: "
+                 "set training_intensity (e.g. 8.0), or leave this False.")
+
+    def _check_replay_buffer_config(self) -> None:
+        rb = self.replay_buffer_config
+        if not isinstance(rb, dict):
+            fail(self, "replay_buffer_config", "pass a dict, e.g. {'num_replay_buffer_shards': 1}.")
+        shards = rb.get("num_replay_buffer_shards")
+        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+            fail(self, "replay_buffer_config", f"'num_replay_buffer_shards' is {shards!r}: use a "
+                 "whole number >= 1 (the replay memory is split over that many actors).")
+        capacity = rb.get("capacity")
+        if isinstance(capacity, int) and capacity < self.total_train_batch_size:
+            fail(self, "replay_buffer_config", f"its capacity {capacity} (env steps per shard) is "
+                 f"smaller than a train batch ({self.total_train_batch_size} rows), and each "
+                 "replay batch comes from one shard: raise 'capacity' or lower "
+                 "train_batch_size_per_learner.")
+        self.replay_buffer_config = {k: v for k, v in rb.items() if k != "num_replay_buffer_shards"}
+        try:  # DQN's checks of the rest
+            super()._check_replay_buffer_config()
+        finally:
+            self.replay_buffer_config = rb
+
+
+class ApexDQN(DQN):
+    """Sample, store, replay and learn, all at once; one `train()` lasts at least
+    `min_sample_timesteps_per_iteration` env steps and, once learning started, one update."""
+
+    @classmethod
+    def get_default_config(cls) -> ApexDQNConfig:
+        return ApexDQNConfig()
+
+    def setup(self, config) -> None:
+        Algorithm.setup(self, config)  # not DQN.setup: the replay memory lives in the shards
+        self.epsilons = per_worker_epsilons(config.num_env_runners)
+        rb = {k: v for k, v in config.replay_buffer_config.items()
+              if k != "num_replay_buffer_shards"}
+        self.replay_shards = [
+            ray.remote(ReplayActor).options(num_cpus=config.num_cpus_per_replay_shard)
+            .remote(rb, None if config.seed is None else config.seed + 100 * s)
+            for s in range(config.replay_buffer_config["num_replay_buffer_shards"])]
+        try:
+            ray.get([shard.ping.remote() for shard in self.replay_shards],
+                    timeout=SHARD_STARTUP_TIMEOUT_S)
+        except GetTimeoutError:
+            fail(config, "num_cpus_per_replay_shard", f"the replay shards did not start within "
+                 f"{SHARD_STARTUP_TIMEOUT_S} s: the cluster has no room for them. Lower it (0 "
+                 "needs no CPU) or ask for fewer runner CPUs.")
+        self._shard_sizes = [0] * len(self.replay_shards)
+        self._next_shard = -1  # samples go to the shards in turn
+        self._adds: dict[ray.ObjectRef, tuple[int, int]] = {}  # add_sample -> (runner, shard)
+        self._replay_requests: dict[ray.ObjectRef, int] = {}  # replay batch request -> shard
+        self._priority_updates: dict[ray.ObjectRef, int] = {}  # update_priorities -> shard
+        self._update_credit = 0.0  # replay batches owed to training_intensity
+        self._steps_since_sync = 0
+        self._sampled_lifetime = 0
+        self._rng = np.random.default_rng(config.seed)
+        self.env_runner_group.sync_weights(self._runner_weights())
+
+    def current_epsilon(self) -> float:
+        """Runner 1's epsilon, the largest (used by compute_actions(explore=True))."""
+        return self.epsilons[0]
+
+    def _runner_weights(self) -> dict[str, np.ndarray]:
+        """The Q-network's weights and every runner's epsilon; runner i takes entry i - 1."""
+        return {**Algorithm._runner_weights(self),
+                "epsilon": np.asarray(self.epsilons, dtype=np.float32)}
+
+    def training_step(self) -> dict[str, Any]:
+        cfg = self.config
+        group = self.env_runner_group
+        runner_metrics: list[dict] = []
+        learner_results: list[dict] = []
+        sampled = 0
+        peak = {"sample": 0, "replay": 0}
+        with self.timers.time("sample_and_learn"):
+            while sampled < cfg.min_sample_timesteps_per_iteration or (
+                    self._learning_started() and not learner_results):
+                # 1. Finished samples go to a replay shard as ObjectRefs: runner -> shard directly.
+                for i, ref in group.fetch_ready_async_sample_refs(self._sample_requests_wanted()):
+                    s = self._next_shard = (self._next_shard + 1) % len(self.replay_shards)
+                    self._adds[self.replay_shards[s].add_sample.remote(ref)] = (i, s)
+                # 2. Stored samples: the shard answers with the runner's metrics (or its failure).
+                for (i, s), answer in self._collect(self._adds):
+                    group.settle_async_sample(i, answer if isinstance(answer, Exception)
+                                              else answer["pid"])
+                    if not isinstance(answer, Exception):
+                        runner_metrics.append(answer["metrics"])
+                        self._shard_sizes[s] = answer["num_env_steps_stored"]
+                        sampled += self._stored(answer["metrics"]["num_env_steps_sampled"])
+                # 3. Replay batches stay requested on every shard that holds enough steps.
+                self._request_replay_batches()
+                peak["sample"] = max(peak["sample"], len(group.in_flight_sample_requests))
+                peak["replay"] = max(peak["replay"], len(self._replay_requests))
+                # 4. Learn on one ready batch; its TD errors go back as priorities, not waited for.
+                for shard, batch in self._collect(self._replay_requests, limit=1):
+                    learner_results.append(self._learn(shard, batch))
+                for _, answer in self._collect(self._priority_updates):
+                    if isinstance(answer, Exception):  # a shard died: its replay memory is lost
+                        raise answer
+                # 5. Weights and each runner's epsilon, every max_weight_sync_delay env steps.
+                if learner_results and self._steps_since_sync >= cfg.max_weight_sync_delay:
+                    group.sync_weights(self._runner_weights())
+                    self._steps_since_sync = 0
+                # 6. Wait until any request is done.
+                ray.wait(group.in_flight_sample_requests + list(self._adds)
+                         + list(self._replay_requests), num_returns=1, timeout=1.0,
+                         fetch_local=False)
+        return self._results(runner_metrics, learner_results, peak)
+
+    def _collect(self, requests: dict[ray.ObjectRef, Any], limit: int | None = None
+                 ) -> list[tuple[Any, Any]]:
+        """(key, answer) of finished `requests` (taken out of it); a failed request's answer is its
+        error. Only finished requests are fetched, in one ray.get: this never waits."""
+        if not requests:
+            return []
+        ready, _ = ray.wait(list(requests), num_returns=len(requests), timeout=0)
+        ready = ready[:limit]
+        try:
+            answers = ray.get(ready)
+        except RayError:  # some failed: fetch them one by one to tell which (all are done)
+            answers = [_answer_or_error(ref) for ref in ready]
+        return [(requests.pop(ref), answer) for ref, answer in zip(ready, answers, strict=True)]
+
+    def _sample_requests_wanted(self) -> int:
+        """Requests to keep in flight per runner: none while a throttled learner lags behind."""
+        cfg = self.config
+        behind = self._update_credit >= (len(self.replay_shards)
+                                         * cfg.max_requests_in_flight_per_replay_worker)
+        return 0 if cfg.throttle_sampling_to_training_intensity and behind else (
+            cfg.max_requests_in_flight_per_env_runner)
+
+    def _stored(self, steps: int) -> int:
+        """Count a stored sample's env steps; once learning started, they earn replay batches as
+        training_intensity says."""
+        self._sampled_lifetime += steps
+        self._steps_since_sync += steps
+        if self.config.training_intensity is not None and self._learning_started():
+            self._update_credit += (self.config.training_intensity * steps
+                                    / self.config.total_train_batch_size)
+        return steps
+
+    def _learning_started(self) -> bool:
+        cfg = self.config
+        return (self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime
+                >= cfg.num_steps_sampled_before_learning_starts
+                and max(self._shard_sizes) >= cfg.total_train_batch_size)
+
+    def _request_replay_batches(self) -> None:
+        cfg = self.config
+        if not self._learning_started():
+            return
+        counts = [0] * len(self.replay_shards)
+        for s in self._replay_requests.values():
+            counts[s] += 1
+        for s, shard in enumerate(self.replay_shards):
+            if self._shard_sizes[s] < cfg.total_train_batch_size:
+                continue
+            while counts[s] < cfg.max_requests_in_flight_per_replay_worker and (
+                    cfg.training_intensity is None or self._update_credit >= 1):
+                self._replay_requests[shard.sample.remote(
+                    cfg.total_train_batch_size, cfg.n_step, cfg.gamma)] = s
+                counts[s] += 1
+                if cfg.training_intensity is not None:
+                    self._update_credit -= 1
+
+    def _learn(self, shard: int, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+        results = self.learner_group.update_from_batch(
+            batch, num_env_steps_sampled_lifetime=(
+                self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime))
+        request = self.replay_shards[shard].update_priorities.remote(
+            batch["indices"], batch["generations"], results.pop("td_error"))
+        self._priority_updates[request] = shard
+        return results
+
+    def _results(self, runner_metrics: list[dict], learner_results: list[dict],
+                 peak: dict[str, int]) -> dict[str, Any]:
+        self._sampled_lifetime = 0  # now counted by episode_stats
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        env_runner_results.update(epsilons=list(self.epsilons),
+                                  num_sample_requests_in_flight_max=peak["sample"])
+        trained = sum(r["num_env_steps_trained"] for r in learner_results)
+        self.num_env_steps_trained_lifetime += trained
+        learner = {k: float(np.mean([r[k] for r in learner_results]))
+                   for k in learner_results[0]} if learner_results else {}
+        learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+                "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
+                                  "num_replay_requests_in_flight_max": peak["replay"],
+                                  "num_priority_updates_in_flight": len(self._priority_updates)}}
+
+    # -- checkpoints: the shards are saved only with store_buffer_in_checkpoints --------------
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        state, tensors = Algorithm.get_state(self)
+        shards = (ray.get([s.get_state.remote() for s in self.replay_shards])
+                  if self.config.store_buffer_in_checkpoints else None)
+        state["apex_dqn"] = {"update_credit": self._update_credit,
+                             "steps_since_sync": self._steps_since_sync, "replay_shards": shards}
+        return state, tensors
+
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        saved = state["apex_dqn"]["replay_shards"]
+        if saved is not None and len(saved) != len(self.replay_shards):
+            raise CheckpointError(f"The checkpoint holds {len(saved)} replay shards, this algorithm "
+                                  f"{len(self.replay_shards)}: use the checkpoint's "
+                                  "replay_buffer_config, or Algorithm.from_checkpoint(path).")
+        Algorithm.set_state(self, state, tensors)
+        self._update_credit = state["apex_dqn"]["update_credit"]
+        self._steps_since_sync = state["apex_dqn"]["steps_since_sync"]
+        self._replay_requests.clear()  # drawn before the restore: never learned from
+        if saved is not None:
+            ray.get([s.set_state.remote(b) for s, b in zip(self.replay_shards, saved, strict=True)])
+            self._shard_sizes = [b["capacity"] - len(b["free"]) for b in saved]
+        self.env_runner_group.sync_weights(self._runner_weights())  # with every runner's epsilon
+
+    def stop(self) -> None:
+        """Stop runners and learners, then end the replay shards (their memory goes with them)."""
+        shards, self.replay_shards = getattr(self, "replay_shards", []), []
+        if shards and (self._ray_session is None or self._same_ray()):
+            for shard in shards:
+                ray.kill(shard)
+        super().stop()
+
+
+def _answer_or_error(ref: ray.ObjectRef) -> Any:
+    try:
+        return ray.get(ref)
+    except RayError as e:
+        return e

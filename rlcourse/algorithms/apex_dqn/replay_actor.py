@@ -1,0 +1,98 @@
+"""ReplayActor: one shard of Ape-X's replay memory, a replay buffer inside a Ray actor (NumPy only).
+
+Runners' samples reach a shard as ObjectRefs that Ray resolves here, so episodes travel from the
+runner's process to the shard's through the object store and never through the driver; the driver
+gets back only each sample's metrics. The learner's replay batches come from here, and its new
+priorities come back here.
+
+A priority update arrives some time after its batch was drawn: meanwhile the shard may have evicted
+a row's episode and put another step into the same slot. So each slot counts how often it was
+filled (its generation), batches carry the generations they were drawn at, and an update changes
+only the rows whose slot still holds the step that was drawn.
+"""
+
+import os
+from typing import Any
+
+import numpy as np
+
+from rlcourse.env.env_runner import SampleResult
+from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+
+
+class _Generations:
+    """Mixin for a replay buffer: how often each slot was filled, to spot stale priority updates."""
+
+    capacity: int
+
+    def _clear(self) -> None:
+        super()._clear()
+        self.generations = np.zeros(self.capacity, dtype=np.int64)
+
+    def _on_slots_added(self, slots: np.ndarray) -> None:
+        super()._on_slots_added(slots)
+        self.generations[slots] += 1
+
+    def still_holds(self, slots: np.ndarray, generations: np.ndarray) -> np.ndarray:
+        """Which `slots` still hold the step they held at `generations` (not evicted, not refilled)."""
+        return (self.generations[slots] == generations) & (self._slot_t[slots] >= 0)
+
+
+class ShardBuffer(_Generations, EpisodeReplayBuffer):
+    """Uniform replay, with slot generations."""
+
+
+class PrioritizedShardBuffer(_Generations, PrioritizedEpisodeReplayBuffer):
+    """Prioritized replay, with slot generations."""
+
+
+class ReplayActor:
+    """One replay shard. Created by ApexDQN as a Ray actor with a small CPU request."""
+
+    def __init__(self, replay_buffer_config: dict, seed: int | None = None):
+        rb = replay_buffer_config
+        if rb["type"] == "PrioritizedEpisodeReplayBuffer":
+            self.buffer: ShardBuffer | PrioritizedShardBuffer = PrioritizedShardBuffer(
+                rb["capacity"], rb["alpha"], rb["beta"], seed=seed)
+        else:
+            self.buffer = ShardBuffer(rb["capacity"], seed=seed)
+        self.num_priority_updates = 0  # rows whose priority was set
+        self.num_stale_priorities_dropped = 0  # rows whose slot had changed meanwhile
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def add_sample(self, sample: SampleResult) -> dict[str, Any]:
+        """Store a runner's sample (Ray resolved its ObjectRef here); return what the driver needs:
+        the runner's metrics and process id, and this shard's size."""
+        self.buffer.add(sample.episodes)
+        return {"metrics": sample.metrics, "pid": sample.pid,
+                "num_env_steps_stored": len(self.buffer)}
+
+    def sample(self, num_items: int, n_step: int, gamma: float) -> dict[str, np.ndarray]:
+        """A replay batch (EpisodeReplayBuffer.sample) plus the `generations` of its rows."""
+        batch = self.buffer.sample(num_items, n_step=n_step, gamma=gamma)
+        batch["generations"] = self.buffer.generations[batch["indices"]]
+        return batch
+
+    def update_priorities(self, indices: np.ndarray, generations: np.ndarray,
+                          td_errors: np.ndarray) -> None:
+        """New priorities from the learner, for the rows whose slots still hold what was drawn."""
+        keep = self.buffer.still_holds(indices, generations)
+        if keep.any():
+            self.buffer.update_priorities(indices[keep], np.asarray(td_errors)[keep])
+        self.num_priority_updates += int(keep.sum())
+        self.num_stale_priorities_dropped += int((~keep).sum())
+
+    def get_stats(self) -> dict[str, int]:
+        return {"num_env_steps_stored": len(self.buffer),
+                "num_episodes_stored": self.buffer.get_num_episodes(),
+                "num_env_steps_added_lifetime": self.buffer.num_steps_added_lifetime,
+                "num_priority_updates": self.num_priority_updates,
+                "num_stale_priorities_dropped": self.num_stale_priorities_dropped}
+
+    def get_state(self) -> dict[str, Any]:
+        return self.buffer.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.buffer.set_state(state)

@@ -103,7 +103,7 @@ class DQNConfig(AlgorithmConfig):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
         self._check_epsilon()
-        check_replay_buffer_config(self)
+        self._check_replay_buffer_config()
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not isinstance(action_space, gym.spaces.Discrete):
             fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
@@ -123,6 +123,10 @@ class DQNConfig(AlgorithmConfig):
         if not all(isinstance(t, int) and t >= 0 for t in steps) or any(
                 b <= a for a, b in zip(steps, steps[1:], strict=False)):
             fail(self, "epsilon", f"its timesteps {steps} do not increase: " + fix)
+
+    def _check_replay_buffer_config(self) -> None:
+        """A hook: ApexDQNConfig overrides it to accept its shard count."""
+        check_replay_buffer_config(self)
 
 
 def check_replay_buffer_config(config: AlgorithmConfig) -> None:

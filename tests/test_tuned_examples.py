@@ -9,6 +9,7 @@ import pytest
 from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.algorithms.sac.sac import SACConfig
 from rlcourse.course import train_job, tuned_examples_suite
 from rlcourse.course.tuned_example import (
     TUNE_RESULT_KEYS,
@@ -65,13 +66,16 @@ def test_yaml_example_becomes_the_config_it_says(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig, DQNConfig],
-                         ids=["PPO", "IMPALA", "DQN"])
+@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig, DQNConfig, SACConfig],
+                         ids=["PPO", "IMPALA", "DQN", "SAC"])
 def test_static_result_keys_are_what_train_reports(config_class):
-    config = (config_class().environment("CartPole-v1")
+    config = (config_class().environment("Pendulum-v1" if config_class is SACConfig
+                                         else "CartPole-v1")
               .evaluation(evaluation_interval=1, evaluation_duration=1))
     if config_class is DQNConfig:  # learning (and the learner's keys) from the first iteration on
         config.training(num_steps_sampled_before_learning_starts=0)
+    elif config_class is SACConfig:  # the same, with a batch that the first 100 steps fill
+        config.training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=64)
     else:
         config.training(train_batch_size_per_learner=200,
                         minibatch_size=100 if config_class is PPOConfig else None)

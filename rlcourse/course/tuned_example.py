@@ -32,7 +32,8 @@ from rlcourse.utils.validation import ConfigError
 
 ALGOS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
          "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig",
-         "dqn": "rlcourse.algorithms.dqn.dqn:DQNConfig"}
+         "dqn": "rlcourse.algorithms.dqn.dqn:DQNConfig",
+         "sac": "rlcourse.algorithms.sac.sac:SACConfig"}
 
 _EPISODE_STATS = ("episode_return_mean", "episode_return_min", "episode_return_max",
                   "episode_len_mean", "num_episodes", "num_episodes_lifetime",
@@ -51,8 +52,8 @@ RESULT_KEYS = frozenset(
                                                     "gradients_global_norm")])
 _POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
                            for key in ("entropy", "policy_loss", "vf_loss", "total_loss")]
-# What each algorithm adds, by the Algorithm class its config builds. (DQN's learner keys appear
-# once learning starts, after num_steps_sampled_before_learning_starts.)
+# What each algorithm adds, by the Algorithm class its config builds. (DQN's and SAC's learner keys
+# appear once learning starts, after num_steps_sampled_before_learning_starts.)
 ALGORITHM_RESULT_KEYS = {
     "PPO": frozenset(_POLICY_GRADIENT_LOSSES + [
         "learners/default_policy/curr_kl_coeff", "learners/default_policy/mean_kl_loss",
@@ -68,6 +69,14 @@ ALGORITHM_RESULT_KEYS = {
         "timers/learner_update_timer", "timers/replay_buffer_add_data_timer", "timers/synch_weights"]
         + [f"learners/default_policy/{key}" for key in (
             "last_target_update_ts", "num_updates", "qf_loss", "qf_mean", "td_error_mean")]),
+    "SAC": frozenset([
+        "replay_buffer/num_env_steps_stored", "replay_buffer/num_episodes_stored",
+        "timers/env_runner_sampling_timer", "timers/learner_update_timer",
+        "timers/replay_buffer_add_data_timer", "timers/synch_weights"]
+        + [f"learners/default_policy/{key}" for key in (
+            "alpha_loss", "alpha_value", "last_target_update_ts", "log_alpha_value", "logps",
+            "num_updates", "policy_loss", "qf_loss", "qf_mean", "target_entropy",
+            "td_error_mean")]),
 }
 # Present when config.evaluation(evaluation_interval=...) evaluates during training.
 EVALUATION_KEYS = frozenset([f"evaluation/env_runners/{key}" for key in _EPISODE_STATS]

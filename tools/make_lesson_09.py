@@ -45,8 +45,8 @@ print(f"this machine: {os.cpu_count()} CPUs")
 
 
 def race(config, budget_s, target=450.0):
-    \"\"\"Train until the mean return reaches `target`, or for `budget_s` seconds; return the algorithm
-    and one row (seconds, env steps sampled, mean return) per iteration.\"\"\"
+    \"\"\"Train until the mean return reaches `target`, or for `budget_s` seconds; return the algorithm,
+    one row (seconds, env steps sampled, mean return) per iteration, and the last result.\"\"\"
     algo, rows = config.build_algo(), []
     line, start = display("building...", display_id=True), time.perf_counter()
     while time.perf_counter() - start < budget_s:
@@ -57,7 +57,7 @@ def race(config, budget_s, target=450.0):
                     f"return {rows[-1][2]:6.1f}")
         if rows[-1][2] >= target:
             break
-    return algo, np.array(rows)
+    return algo, np.array(rows), result
 """),
     md("""
 ## 1. On-policy and off-policy
@@ -81,10 +81,10 @@ mean return of the last 100 episodes reaches 450:
 ppo_config = (PPOConfig().environment("CartPole-v1").debugging(seed=0)
               .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
               .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6))
-ppo, ppo_curve = race(ppo_config, budget_s=15)
+ppo, ppo_curve, _ = race(ppo_config, budget_s=15)
 ppo.stop()
 dqn_config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0).debugging(seed=0)
-dqn, dqn_curve = race(dqn_config, budget_s=15)  # stopped in section 3: its buffer is used there
+dqn, dqn_curve, dqn_result = race(dqn_config, budget_s=15)  # stopped in section 3, which uses it
 curves = {"PPO": ppo_curve, "DQN": dqn_curve}
 replay_diagrams.learning_curves(curves, target=450)
 rates = {name: rows[-1, 1] / rows[-1, 0] for name, rows in curves.items()}
@@ -309,9 +309,11 @@ print(f"alpha went from {sac_rows[0, 2]:.3f} to {sac_rows[-1, 2]:.3f} in {sac_ro
 """),
     md("""
 Fifteen seconds is the start of learning, not the end: read the curve of $\\alpha$, which falls
-from its start at 1.0 while the policy is still about as random as it began. The full run is
-measured elsewhere: `benchmarks/sac_pendulum.py` trains SAC to Pendulum's pass mark and prints its
-env steps and wall time.
+from its start at 1.0 while the policy's entropy is above the target (each update moves
+$\\log \\alpha$ by about `alpha_lr`, Adam's step). The full run was measured elsewhere, not in this
+lesson: `SACConfig`'s defaults are RLlib's tuned Pendulum example's (with a smaller network and
+3-step returns), and its notes record seed 0 reaching RLlib's pass mark, a return of -250, at 7.4k
+env steps; `benchmarks/sac_pendulum.py` measures env steps and wall time to -250 per seed.
 
 ## 5. Ape-X: many runners, a replay shard, one learner
 
@@ -338,13 +340,15 @@ from rlcourse.utils.resources import init_ray
 init_ray(num_cpus=2)
 apex_config = (ApexDQNConfig().environment("CartPole-v1").debugging(seed=0)
                .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5))
-apex, apex_curve = race(apex_config, budget_s=15)
-apex_result = apex.train()
+apex, apex_curve, apex_result = race(apex_config, budget_s=15)
 apex.stop()
 rates["Ape-X"] = apex_curve[-1, 1] / apex_curve[-1, 0]
-updates = apex_result["learners"]["default_policy"]["num_updates"]
-print(f"runners' epsilons: {np.round(apex_result['env_runners']['epsilons'], 4).tolist()}; "
-      f"updates in the last iteration: {updates}")
+trained = {"DQN": dqn_result["num_env_steps_trained_lifetime"],
+           "Ape-X": apex_result["num_env_steps_trained_lifetime"]}
+print(f"runners' epsilons: {np.round(apex_result['env_runners']['epsilons'], 4).tolist()}")
+for name, rows in (("DQN", dqn_curve), ("Ape-X", apex_curve)):
+    print(f"{name:5s}: {rows[-1, 1]:7,.0f} env steps sampled, {trained[name]:7,d} replayed rows trained "
+          f"on, in {rows[-1, 0]:4.1f} s; return {rows[-1, 2]:5.1f}")
 print(f"Ape-X sampled {rates['Ape-X'] / rates['DQN']:.1f}x the env steps per second of DQN's single runner")
 replay_diagrams.throughput({"DQN, 1 local runner\\n(section 1)": rates["DQN"],
                             "Ape-X, 2 runners\\n+ 1 replay shard": rates["Ape-X"]})
@@ -353,11 +357,16 @@ ray.shutdown()
     md("""
 The bars are what this machine measured, with the same definition for both: env steps sampled
 over the seconds of the run, learning included. Ape-X's runners do not wait for the learner, so its
-throughput grows with runners until the machine's cores are busy; on 2 cores shared with a learner
-and a shard, two runners are about as many as help. More env steps per second is not learning
-faster per env step: the learner can only replay so much, and the runners' far-off epsilons make
-much of the data exploratory. Ape-X pays off when env steps are what limits you and cores are
-many (the paper: 360 actors).
+throughput grows with runners until the machine's cores are busy. Sampling more is not learning
+more: compare the replayed rows each learner trained on (printed above). Ape-X's learner shares
+the cores with runners that never pause, and on a machine with fewer cores than runners + 1 it gets
+little CPU, while DQN's loop stops sampling whenever it learns. Ape-X caps its replay ratio at
+`training_intensity` but does not hold the runners back unless told to
+(`throttle_sampling_to_training_intensity=True`). Ape-X's return is low for the same reason, and
+one more: the runner with the smallest epsilon plays the barely trained network almost greedily,
+and its short episodes weigh in the mean. Its design pays off when env steps are what
+limits you and cores are many (the paper ran 360 actors); `benchmarks/apex_throughput.py` measures
+env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 
 ## Summary
 
@@ -397,8 +406,8 @@ assert row_sets["terminated"] == {(0, 3, False), (1, 3, False), (2, 3, True), (3
 assert row_sets["truncated"] == {(0, 3, False), (1, 3, False), (2, 2, False), (3, 1, False)} and sums_right
 assert single[1] > 0.9 and np.all(np.diff(single) > 0) and np.abs(double).max() < 0.05, (single, double)
 assert torch.allclose(y_yours, y_learner, atol=1e-5)
-assert sac_rows[-1, 2] < 0.9 * sac_rows[0, 2] and np.isfinite(sac_rows).all(), sac_rows[[0, -1]]
-assert rates["Ape-X"] > 1.2 * rates["DQN"] and updates > 0, rates
+assert sac_rows[-1, 2] < sac_rows[0, 2] - 0.05 and np.isfinite(sac_rows).all(), sac_rows[[0, -1]]
+assert rates["Ape-X"] > 1.2 * rates["DQN"] and trained["Ape-X"] > 0, (rates, trained)
 assert not ray.is_initialized()
 print("Lesson 09 complete.")
 """),

@@ -23,7 +23,6 @@ Notation as in the earlier lessons ($s_t, a_t, r_t, \gamma$); $Q(s, a)$ is the r
 after taking $a$ in $s$. Terms: see the [glossary](../docs/glossary.md).
 """),
     code("""
-import os
 import time
 
 import numpy as np
@@ -34,6 +33,7 @@ from IPython.display import display
 from rlcourse import PPOConfig
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.course import replay_diagrams
+from rlcourse.course.doctor import usable_cpus
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 
@@ -41,7 +41,8 @@ ray.shutdown()  # a re-run starts from a clean slate
 # The networks of this lesson are small: one torch thread is faster than two that wait for each
 # other, most of all on a busy machine (binder/start does the same on Binder's 1 CPU).
 torch.set_num_threads(1)
-print(f"this machine: {os.cpu_count()} CPUs")
+cores = usable_cpus()  # the CPUs this kernel may use (Binder: 1)
+print(f"this machine: {cores:g} usable CPUs")
 
 
 def race(config, budget_s, target=450.0):
@@ -331,7 +332,9 @@ replay_diagrams.apex(num_runners=2, num_shards=1)
 """),
     md("""
 Two runners and one shard, for 15 seconds (Ray starts first: the runners and the shard are actors).
-The baseline is section 1's DQN: one runner in this process, taking turns with its learner.
+The baseline is section 1's DQN: one runner in this process, taking turns with its learner. Parallel
+runners need cores to run on: with one core (Binder's), two runners and a learner take turns on it,
+and Ape-X cannot sample faster than DQN's single loop; the bars below say what this machine did.
 """),
     code("""
 from rlcourse.algorithms.apex_dqn import ApexDQNConfig
@@ -349,7 +352,8 @@ print(f"runners' epsilons: {np.round(apex_result['env_runners']['epsilons'], 4).
 for name, rows in (("DQN", dqn_curve), ("Ape-X", apex_curve)):
     print(f"{name:5s}: {rows[-1, 1]:7,.0f} env steps sampled, {trained[name]:7,d} replayed rows trained "
           f"on, in {rows[-1, 0]:4.1f} s; return {rows[-1, 2]:5.1f}")
-print(f"Ape-X sampled {rates['Ape-X'] / rates['DQN']:.1f}x the env steps per second of DQN's single runner")
+print(f"on {cores:g} usable CPUs, Ape-X sampled {rates['Ape-X'] / rates['DQN']:.1f}x the env steps per "
+      "second of DQN's single runner")
 replay_diagrams.throughput({"DQN, 1 local runner\\n(section 1)": rates["DQN"],
                             "Ape-X, 2 runners\\n+ 1 replay shard": rates["Ape-X"]})
 ray.shutdown()
@@ -398,7 +402,7 @@ env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 # Lesson check: DQN kept up with PPO per env step and PPO sampled far more per second; the sum-tree sampled in
 # proportion to priority and the weights undid it; n-step rows stopped only at the termination;
 # double Q removed the max's bias and your target is the learner's; SAC's alpha fell; Ape-X
-# sampled faster than DQN's single runner.
+# trained, and with 2 cores or more sampled faster than DQN's single runner.
 assert dqn_curve[-1, 2] > 0.5 * ppo_at_steps and rates["PPO"] > 3 * rates["DQN"], (dqn_curve[-1], ppo_at_steps, rates)
 assert np.allclose(frequency, probability, atol=0.015), (frequency, probability)
 assert np.allclose(weights[1.0] * probability, (weights[1.0] * probability)[0]) and weights[0.0].min() == 1.0
@@ -407,7 +411,7 @@ assert row_sets["truncated"] == {(0, 3, False), (1, 3, False), (2, 2, False), (3
 assert single[1] > 0.9 and np.all(np.diff(single) > 0) and np.abs(double).max() < 0.05, (single, double)
 assert torch.allclose(y_yours, y_learner, atol=1e-5)
 assert sac_rows[-1, 2] < sac_rows[0, 2] - 0.05 and np.isfinite(sac_rows).all(), sac_rows[[0, -1]]
-assert rates["Ape-X"] > 1.2 * rates["DQN"] and trained["Ape-X"] > 0, (rates, trained)
+assert trained["Ape-X"] > 0 and (cores < 2 or rates["Ape-X"] > 1.2 * rates["DQN"]), (cores, rates, trained)
 assert not ray.is_initialized()
 print("Lesson 09 complete.")
 """),

@@ -18,7 +18,8 @@ CELLS = [
 4. train **SAC** on Pendulum and read its learned **entropy temperature** $\alpha$;
 5. draw **Ape-X**'s runners, replay shard and learner, and measure its throughput against DQN's.
 
-**Time:** about 50 minutes of study (one exercise); the cells run in about 90 seconds on 2 cores.
+**Time:** about 50 minutes of study (one exercise); the cells run in about 90 seconds on 2 cores,
+about two minutes on one.
 Notation as in the earlier lessons ($s_t, a_t, r_t, \gamma$); $Q(s, a)$ is the return expected
 after taking $a$ in $s$. Terms: see the [glossary](../docs/glossary.md).
 """),

@@ -17,9 +17,9 @@ from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.sac import SACConfig
-from rlcourse.algorithms.sac.numpy_sac_module import NumpySACModule
+from rlcourse.algorithms.sac.numpy_sac_module import NumpySACModule, TorchSACInferenceModule
 from rlcourse.algorithms.sac.sac_learner import SACLearner
-from rlcourse.algorithms.sac.sac_rl_module import squashed_gaussian_logp
+from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule, squashed_gaussian_logp
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
@@ -77,6 +77,38 @@ def test_the_temperature_follows_the_entropy_against_its_target(logp, alpha_goes
     assert float(module.log_alpha.detach()) == pytest.approx(log_alpha + step, abs=1e-6)
     alpha = float(module.log_alpha.detach().exp())
     assert (alpha < 0.5) if alpha_goes == "down" else (alpha > 0.5)
+
+
+def test_each_weight_group_gets_only_its_own_losss_gradient():
+    learner = _learner(initial_alpha=0.3)
+    module = learner.module
+    generator = torch.Generator().manual_seed(1)
+    batch = _batch(16, obs=torch.randn(16, 1, generator=generator),
+                   new_obs=torch.randn(16, 1, generator=generator),
+                   actions=module.to_env_actions(torch.rand(16, 2, generator=generator) * 2 - 1),
+                   rewards=torch.randn(16, generator=generator))
+    torch.manual_seed(0)
+    loss, _ = learner.compute_loss(batch)
+    learner.optimizer.zero_grad(set_to_none=False)
+    loss.backward()
+    # The same losses by hand, with the same random draws (s' first, then s), one at a time.
+    torch.manual_seed(0)
+    alpha = module.log_alpha.exp()
+    next_actions, next_logp = module.sample_actions(batch["new_obs"])
+    target = (batch["rewards"] + 0.99 * (module.compute_target_q_values(batch["new_obs"], next_actions)
+                                         - alpha * next_logp)).detach()
+    q1, q2 = module.compute_q_values(batch["obs"], module.to_squashed(batch["actions"]))
+    huber = torch.nn.functional.huber_loss
+    qf_loss = huber(q1, target) + huber(q2, target)
+    actions, logp = module.sample_actions(batch["obs"])
+    q_policy = torch.min(*module.compute_q_values(batch["obs"], actions))
+    policy_loss = (alpha.detach() * logp - q_policy).mean()
+    alpha_loss = -(module.log_alpha * (logp.detach() - 2.0)).mean()
+    groups = module.parameter_groups()
+    for name, own_loss in (("critic", qf_loss), ("actor", policy_loss), ("alpha", alpha_loss)):
+        expected = torch.autograd.grad(own_loss, groups[name])
+        for param, grad in zip(groups[name], expected, strict=True):
+            torch.testing.assert_close(param.grad, grad, rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_squashed_gaussian_logp_matches_torchs_tanh_transformed_normal():
@@ -239,6 +271,46 @@ def test_remote_runners_and_a_checkpoint_round_trip_continue_exactly(ray_session
     assert saved.shape == (16, 1) and np.abs(saved).max() <= 2.0
     explored = algo.compute_actions(np.repeat(obs[:1], 500, axis=0), explore=True)
     assert np.abs(explored).max() <= 2.0 and explored.std() > 0.05
+
+
+def test_results_hold_the_temperature_before_learning_starts(algo_factory):
+    algo = algo_factory(_small_config(0).training(initial_alpha=0.5))
+    first = algo.train()["learners"]["default_policy"]  # 50 env steps: learning starts at 64
+    assert first["num_updates"] == 0
+    assert first["alpha_value"] == pytest.approx(0.5) and first["target_entropy"] == -1.0
+    second = algo.train()["learners"]["default_policy"]
+    assert second["num_updates"] > 0 and second["alpha_value"] != pytest.approx(0.5)
+
+
+class ZeroMeanSACModule(DefaultSACModule):
+    """A custom SAC module: the default one with its policy's last layer starting at zero."""
+
+    def setup(self) -> None:
+        super().setup()
+        torch.nn.init.zeros_(self.pi[-1].weight)
+
+
+def test_a_custom_sac_module_acts_with_its_torch_policy_on_runners(algo_factory):
+    algo = algo_factory(_small_config(0).rl_module(rl_module_class=ZeroMeanSACModule))
+    for _ in range(3):
+        result = algo.train()
+    assert result["learners"]["default_policy"]["num_updates"] > 0
+    runner_module = algo.env_runner_group.local_env_runner.module
+    assert isinstance(runner_module, TorchSACInferenceModule)
+    obs = np.random.default_rng(0).uniform(-1, 1, (32, 3)).astype(np.float32)
+    np.testing.assert_allclose(runner_module.forward_inference(obs)["actions"],
+                               algo.compute_actions(obs), rtol=1e-5, atol=1e-6)
+    explored = runner_module.forward_exploration(np.repeat(obs[:1], 500, axis=0))["actions"]
+    assert np.abs(explored).max() <= 2.0 and explored.std() > 0.05
+
+
+def test_a_module_without_a_squashed_gaussian_is_refused():
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+
+    config = SACConfig().environment("Pendulum-v1").rl_module(
+        rl_module_class=DefaultActorCriticModule)
+    with pytest.raises(ConfigError, match="subclass .*DefaultSACModule"):
+        config.build_algo()
 
 
 def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_session,

@@ -9,12 +9,13 @@ Spinning Up's SAC:
     policy_loss  = mean(alpha * log pi(a~|s) - min_j Q_j(s, a~))               (the policy)
     alpha_loss   = -mean(log_alpha * (log pi(a~|s) + target_entropy))           (the temperature)
 
-alpha_loss falls when log_alpha moves against (entropy - target_entropy): alpha shrinks while the
-policy is more random than the target, and grows when it is less. The three losses train disjoint
-weights (the critics are frozen inside the policy loss; alpha and the log-probs are detached where
-another loss uses them), so one backward pass of their sum gives each weight its own loss's
-gradient. One Adam steps them, with a parameter group (and learning rate) per loss: the same as
-three Adams, as Adam's update is per weight, and every Learner's checkpoint format is kept.
+d alpha_loss / d log_alpha = entropy - target_entropy (the entropy estimated as -log pi): a step
+shrinks alpha while the policy is more random than the target, and grows it when it is less.
+The three losses train disjoint weights (the critics are frozen inside the policy loss; alpha and
+the log-probs are detached where another loss uses them), so one backward pass of their sum gives
+each weight its own loss's gradient. One Adam steps them, with a parameter group (and learning
+rate) per loss: the same as three Adams, as Adam's update is per weight, and every Learner's
+checkpoint format is kept.
 TD errors (Q1 - y) go back to a prioritized buffer as priorities (update_from_batch is DQN's).
 """
 
@@ -25,6 +26,7 @@ import torch
 from torch import nn
 
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
+from rlcourse.algorithms.sac.sac import resolve_target_entropy
 
 
 @contextlib.contextmanager
@@ -37,11 +39,6 @@ def frozen(networks: list[nn.Module]) -> Iterator[None]:
     finally:
         for net in networks:
             net.requires_grad_(True)
-
-
-def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
-    """"auto": -dim(A), one nat below zero per action dimension (Haarnoja et al. 2018)."""
-    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 
 class SACLearner(DQNLearner):

@@ -60,6 +60,7 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --algo impala
 	$(BIN)/python benchmarks/dqn_cartpole.py
 	$(BIN)/python benchmarks/sac_pendulum.py
+	$(BIN)/python benchmarks/apex_throughput.py
 	$(BIN)/python benchmarks/solve_cartpole.py --tuned-example tuned_examples/ppo/cartpole_ppo.py --seeds 0 1 2 3 4
 	$(BIN)/python benchmarks/tune_overhead.py
 	$(BIN)/python benchmarks/serve_load.py

@@ -20,7 +20,7 @@ _EXPORTS = {
     "DQN": "rlcourse.algorithms.dqn.dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "SAC": "rlcourse.algorithms.sac.sac",
-    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn_config",
     "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",

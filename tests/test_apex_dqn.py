@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from ray.exceptions import RayActorError
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn import ApexDQNConfig
-from rlcourse.algorithms.apex_dqn.apex_dqn import per_worker_epsilons
+from rlcourse.algorithms.apex_dqn.apex_dqn_config import per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
 from rlcourse.env.env_runner import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -183,9 +184,19 @@ def test_checkpoint_with_shards_and_stop_ends_every_actor(ray_session, algo_fact
         restored.stop()
     actors = [*algo.replay_shards, *algo.env_runner_group.remote_env_runners]
     algo.stop()
-    for actor in actors:
-        with pytest.raises(RayActorError):
-            ray.get(actor.ping.remote(), timeout=30)
+    assert algo.replay_shards == [] and all(_dies_soon(actor) for actor in actors)
+
+
+def _dies_soon(actor, timeout_s: float = 30) -> bool:
+    """Whether the actor stops answering within `timeout_s` (ray.kill takes effect asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=5)
+        except RayActorError:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 @pytest.mark.parametrize(("settings", "setting"), [
@@ -223,8 +234,10 @@ def test_apex_config_imports_no_torch():
 @pytest.mark.learning
 @pytest.mark.timeout(600)
 def test_apex_dqn_learns_cartpole_with_two_runners(ray_session, algo_factory):
-    """Mark 150 within 120,000 env steps (why not DQN's 450: see the report's figures; on a busy
-    2-core machine the learner gets ~170 updates/s while two runners spin)."""
+    """A return of 150 within 120,000 env steps, not DQN's 450: on a 2-core machine two runners that
+    sample all the time leave the learner ~100-250 updates/s, and 450 takes ~20,000 updates (DQN's
+    defaults), minutes on a busy machine. Throttled sampling keeps DQN's replay ratio (8), so the
+    runners cannot crowd the learner out. A random policy scores ~20."""
     algo = algo_factory(ApexDQNConfig().environment("CartPole-v1").debugging(seed=0)
                         .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
                         .training(throttle_sampling_to_training_intensity=True))

@@ -33,7 +33,7 @@ PACKAGE_CLASSES: dict[str, str] = {
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
-    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn_config",
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",

@@ -297,11 +297,10 @@ sac_rows, line, start = [], display("SAC: building...", display_id=True), time.p
 while time.perf_counter() - start < 15:
     result = sac.train()
     learner_stats = result["learners"]["default_policy"]
-    if "alpha_value" in learner_stats:  # after num_steps_sampled_before_learning_starts
-        sac_rows.append((result["num_env_steps_sampled_lifetime"],
-                         result["env_runners"]["episode_return_mean"], learner_stats["alpha_value"]))
-        line.update(f"SAC: {time.perf_counter() - start:4.1f} s | {sac_rows[-1][0]:6,d} env steps | "
-                    f"return {sac_rows[-1][1]:8.1f} | alpha {sac_rows[-1][2]:.3f}")
+    sac_rows.append((result["num_env_steps_sampled_lifetime"],
+                     result["env_runners"]["episode_return_mean"], learner_stats["alpha_value"]))
+    line.update(f"SAC: {time.perf_counter() - start:4.1f} s | {sac_rows[-1][0]:6,d} env steps | "
+                f"return {sac_rows[-1][1]:8.1f} | alpha {sac_rows[-1][2]:.3f}")
 sac.stop()
 sac_rows = np.array(sac_rows)
 replay_diagrams.sac_temperature(*sac_rows.T)
@@ -411,7 +410,7 @@ assert row_sets["terminated"] == {(0, 3, False), (1, 3, False), (2, 3, True), (3
 assert row_sets["truncated"] == {(0, 3, False), (1, 3, False), (2, 2, False), (3, 1, False)} and sums_right
 assert single[1] > 0.9 and np.all(np.diff(single) > 0) and np.abs(double).max() < 0.05, (single, double)
 assert torch.allclose(y_yours, y_learner, atol=1e-5)
-assert sac_rows[-1, 2] < sac_rows[0, 2] - 0.05 and np.isfinite(sac_rows).all(), sac_rows[[0, -1]]
+assert sac_rows[-1, 2] < sac_rows[0, 2] - 0.05 and np.isfinite(sac_rows[:, 2]).all(), sac_rows[[0, -1]]
 assert trained["Ape-X"] > 0 and (cores < 2 or rates["Ape-X"] > 1.2 * rates["DQN"]), (cores, rates, trained)
 assert not ray.is_initialized()
 print("Lesson 09 complete.")

@@ -40,6 +40,7 @@ CONTEXT = {
     "survivable_placement": ("06_ray_clusters.ipynb", {"cluster": CLUSTER}),
     "pick_best_config": ("07_ray_tune.ipynb", {}),
     "pole_wobble": ("08_serving_a_policy.ipynb", {}),
+    "dqn_target": ("09_off_policy.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__
             if hasattr(getattr(exercises, name), "exercise_name")}

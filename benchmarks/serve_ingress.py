@@ -10,11 +10,13 @@ were NOT on 127.0.0.1 (the course listens on loopback only).
 
     python benchmarks/serve_ingress.py [--requests 1000] [--port 8123]
 
-Measured (2026-11-24, shared 2-core machine, load average ~2, 1,000 requests a row), 32 clients,
-batching on, 1 obs/request: proxy 219 actions/s, p99 213 ms, CPU 4.1 ms/req proxy + 3.7 replica;
-direct 1,462 actions/s (6.7x), p99 48 ms, 0.5 ms/req replica, no proxy work; HAProxy 1,179 (5.4x),
-p99 49 ms. 16 obs/request: 3,644 / 19,298 / 20,974 actions/s. Skipping the proxy also removes most
-of the replica's cost: the proxy-to-replica call, not the HTTP parsing, is what Serve charges.
+Measured twice (2026-11-24, shared 2-core machine, load average 1.8-2.0, 1,000 requests a row),
+32 clients, batching on, 1 obs/request: proxy 215-219 actions/s, p99 210-213 ms, CPU ~4.1 ms/req
+proxy + ~3.7 replica; direct ingress 1,462-1,755 actions/s (6.7-8.2x), p99 29-48 ms, 0.4-0.5
+ms/req replica and no proxy work; HAProxy 1,179-1,890 (5.4-8.8x), p99 36-49 ms. 16 obs/request:
+proxy 3,096-3,644, direct 19,298-21,406, HAProxy 20,974-26,715 actions/s. Skipping the Python proxy
+also removes most of the replica's cost: the proxy-to-replica call is what Serve charges.
+RAY_SERVE_THROUGHPUT_OPTIMIZED=1 with the proxy kept ("proxy-tuned") gave 0.9-1.4x: noise-level.
 
 Not adopted in rlcourse/serve/, though it is much faster:
 - both are feature flags every Ray process reads when it starts (the replica, the controller): they
@@ -46,6 +48,7 @@ from common import print_table
 CLIENTS = (1, 8, 32)
 ROWS = (1, 16)
 CPU_KINDS = ("clients", "proxy", "replica", "ray")
+MODES = ("proxy", "proxy-tuned", "direct", "haproxy")  # the first is the baseline
 DI_PORTS = (18200, 18220)  # direct-ingress replica ports (Ray's default range is 30000-31000)
 
 
@@ -54,6 +57,8 @@ def mode_env(mode: str, port: int, tmp: str) -> dict[str, str]:
     env = dict(os.environ)
     if mode == "proxy":
         return env
+    if mode == "proxy-tuned":  # Serve's documented bundle, keeping the proxy (it turns on DI)
+        return {**env, "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0"}
     env.update(RAY_SERVE_ENABLE_DIRECT_INGRESS="1",
                RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT=str(DI_PORTS[0]),
                RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT=str(DI_PORTS[1]),
@@ -130,6 +135,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000, help="requests per row")
     parser.add_argument("--port", type=int, default=8123)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=MODES,
+                        help="ingress modes to measure (proxy, the baseline, is always measured)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "CHECKPOINT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -139,7 +146,7 @@ def main() -> None:
     results, table = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = make_checkpoint(tmp)
-        for mode in ("proxy", "direct", "haproxy"):
+        for mode in ("proxy", *(m for m in args.modes if m != "proxy")):
             with tempfile.TemporaryDirectory() as mode_tmp:
                 out = subprocess.run(
                     [sys.executable, __file__, "--requests", str(args.requests), "--port",

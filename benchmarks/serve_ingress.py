@@ -5,10 +5,10 @@ Why: benchmarks/serve_load.py shows Serve's own per-request cost (proxy ~4 ms an
 CPU) as the limit, not the module. Each mode is a feature flag that every Ray process reads when it
 starts, so each runs in a fresh child process with its own Ray. Same checkpoint, same load as
 serve_load.py (`run_load`: N keep-alive client threads), batching on (32, 2 ms) and off, 1 and 16
-observations per request. Each mode's table row says which listening sockets of its Ray processes
+observations per request. A line per mode names the listening sockets of its Ray processes that
 were NOT on 127.0.0.1 (the course listens on loopback only).
 
-    python benchmarks/serve_ingress.py [--requests 1000] [--port 8123]
+    python benchmarks/serve_ingress.py [--requests 1000] [--port 8123] [--modes direct haproxy]
 
 Measured twice (2026-11-24, shared 2-core machine, load average 1.8-2.0, 1,000 requests a row),
 32 clients, batching on, 1 obs/request: proxy 215-219 actions/s, p99 210-213 ms, CPU ~4.1 ms/req

@@ -178,7 +178,7 @@ def test_train_job_options_become_the_config():
     assert (config.num_env_runners, config.num_cpus_per_env_runner) == (3, 0.25)
     assert (config.placement_strategy, config.seed) == ("SPREAD", 7)
     with pytest.raises(SystemExit):  # argparse rejects an unknown algorithm
-        build_parser().parse_args(["--algo", "sac"])
+        build_parser().parse_args(["--algo", "a3c"])
 
 
 def test_train_job_prints_one_readable_line_per_iteration():

@@ -312,8 +312,9 @@ Fifteen seconds is the start of learning, not the end: read the curve of $\\alph
 from its start at 1.0 while the policy's entropy is above the target (each update moves
 $\\log \\alpha$ by about `alpha_lr`, Adam's step). The full run was measured elsewhere, not in this
 lesson: `SACConfig`'s defaults are RLlib's tuned Pendulum example's (with a smaller network and
-3-step returns), and its notes record seed 0 reaching RLlib's pass mark, a return of -250, at 7.4k
-env steps; `benchmarks/sac_pendulum.py` measures env steps and wall time to -250 per seed.
+3-step returns), and its docstring records seeds 0-4 reaching RLlib's pass mark, a return of -250,
+at 3,600-4,000 env steps; `benchmarks/sac_pendulum.py` measures env steps and wall time to -250 per
+seed.
 
 ## 5. Ape-X: many runners, a replay shard, one learner
 

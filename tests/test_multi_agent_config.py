@@ -1,5 +1,6 @@
 """config.multi_agent(policies=..., policy_mapping_fn=..., policies_to_train=...): its checks at
-validate(), the spaces of each policy from the env's agents, and the refusal to train (not wired)."""
+validate(), the spaces of each policy from the env's agents, and algorithms that train one module
+refusing it."""
 
 import gymnasium as gym
 import numpy as np
@@ -85,7 +86,10 @@ def test_get_multi_rl_module_spec_refuses_unknown_ids_wrong_spaces_and_single_ag
         c.get_multi_rl_module_spec()
 
 
-def test_building_a_multi_agent_algorithm_says_it_is_not_wired_yet():
-    c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play)
-    with pytest.raises(NotImplementedError, match="cannot train several modules yet"):
+def test_an_algorithm_without_multi_agent_training_refuses_a_multi_agent_config():
+    from rlcourse.algorithms.dqn.dqn import DQNConfig
+
+    c = DQNConfig().environment("ConnectFour").multi_agent(policies={"main", "opponent"},
+                                                          policy_mapping_fn=self_play)
+    with pytest.raises(ConfigError, match="DQN trains one module.*PPOConfig"):
         c.build_algo()

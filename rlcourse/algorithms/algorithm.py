@@ -59,6 +59,8 @@ def _current_ray_session() -> str:
 class Algorithm:
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
+    supports_multi_agent = False  # whether its training_step handles config.multi_agent(...)
+
     def __init__(self, config):
         self.config = config
         self.iteration = 0
@@ -94,10 +96,16 @@ class Algorithm:
 
     def setup(self, config) -> None:
         self.env_creator = config.get_env_creator()
-        self.observation_space, self.action_space = probe_spaces(
-            self.env_creator, config.env_config, env_name(config.env))
-        if config.rl_module_class is None:
-            space_info(self.observation_space, self.action_space)  # unsupported spaces fail here
+        # Multi-agent: one module per policy id, each with the spaces of its agents (checked here).
+        self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
+        if self.module_spec is None:
+            self.observation_space, self.action_space = probe_spaces(
+                self.env_creator, config.env_config, env_name(config.env))
+        else:  # each module's spaces are in self.module_spec.spaces()
+            self.observation_space = self.action_space = None
+        for obs_space, act_space in self._module_spaces().values():
+            if config.rl_module_class is None:
+                space_info(obs_space, act_space)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             init_ray()  # before the checks: they compare the requests with the cluster's resources
             self._ray_session = _current_ray_session()
@@ -110,16 +118,25 @@ class Algorithm:
         if config.evaluation_num_env_runners > 0:
             self.eval_env_runner_group = self._build_eval_group()
         # While the runner actors start, build the learners here (importing torch takes seconds).
-        self.learner_group = LearnerGroup(config, self.observation_space, self.action_space)
+        self.learner_group = LearnerGroup(config, self.observation_space, self.action_space,
+                                          module_spec=self.module_spec)
         self.env_runner_group.wait_until_ready()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.wait_until_ready()
         for group in (self.env_runner_group, self.eval_env_runner_group):
             if group is not None and group.num_remote_env_runners:  # env_config per worker_index
-                check_same_spaces(env_name(config.env), (self.observation_space, self.action_space),
-                                  group.foreach_env_runner(lambda runner: runner.get_spaces()))
+                runner_spaces = group.foreach_env_runner(lambda runner: runner.get_spaces())
+                for module_id, spaces in self._module_spaces().items():
+                    check_same_spaces(env_name(config.env), spaces, [
+                        s[module_id] if self.module_spec else s for s in runner_spaces])
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
+
+    def _module_spaces(self) -> dict[str, tuple]:
+        """{module_id: (observation_space, action_space)}; one module for a single-agent algorithm."""
+        if self.module_spec is None:
+            return {DEFAULT_POLICY: (self.observation_space, self.action_space)}
+        return self.module_spec.spaces()
 
     def _check_usable(self) -> None:
         """Raise AlgorithmStopped if stop() was called or this algorithm's Ray is gone. Checked
@@ -154,6 +171,7 @@ class Algorithm:
         """Run one training iteration and return its nested result dict."""
         self._check_usable()
         start = time.perf_counter()
+        trained_before = self.num_env_steps_trained_lifetime
         interval = self.config.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
         if evaluate_now and self.config.evaluation_parallel_to_training:
@@ -179,7 +197,7 @@ class Algorithm:
             "training_iteration": self.iteration,
             "num_env_steps_sampled_throughput": result["env_runners"]["num_env_steps_sampled"] / elapsed,
             "num_env_steps_trained_throughput":
-                result["learners"][DEFAULT_POLICY]["num_env_steps_trained"] / elapsed,
+                (self.num_env_steps_trained_lifetime - trained_before) / elapsed,
             "num_env_steps_sampled_lifetime":
                 result["env_runners"]["num_env_steps_sampled_lifetime"],
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
@@ -234,30 +252,49 @@ class Algorithm:
         self.callbacks.on_evaluate_end(algorithm=self, evaluation_metrics=result)
         return result
 
-    def get_module(self):
-        """The trained torch RLModule: the Learner's own when it runs in this process, else a copy."""
+    def get_module(self, module_id: str | None = None):
+        """The trained torch RLModule (multi-agent: the MultiRLModule, or its `module_id` module):
+        the Learner's own when it runs in this process, else a copy."""
         self._check_usable()
         if self.learner_group.is_local:
-            return self.learner_group.local_learner.module
-        return self._copy_of_module()
+            module = self.learner_group.local_learner.module
+        else:
+            module = self._copy_of_module()
+        if module_id is None:
+            return module
+        if self.module_spec is None or module_id not in module:
+            raise KeyError(f"get_module({module_id!r}): this algorithm's modules are "
+                           f"{sorted(self._module_spaces())}.")
+        return module[module_id]
 
     def _copy_of_module(self):
-        from rlcourse.core.rl_module.rl_module import build_module
-        module = build_module(self.config, self.observation_space, self.action_space)
+        if self.module_spec is not None:
+            from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module
+            module = build_multi_rl_module(self.config, self.module_spec)
+        else:
+            from rlcourse.core.rl_module.rl_module import build_module
+            module = build_module(self.config, self.observation_space, self.action_space)
         module.set_state(self.learner_group.get_weights())
         return module
 
-    def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
-        """Actions of the trained policy for a batch of observations (greedy unless `explore`)."""
+    def compute_actions(self, observations: np.ndarray, explore: bool = False,
+                        module_id: str | None = None) -> np.ndarray:
+        """Actions of the trained policy for a batch of observations (greedy unless `explore`);
+        multi-agent: of module `module_id`."""
         import torch
 
-        module = self.get_module()
+        if (module_id is None) != (self.module_spec is None):
+            raise ValueError("compute_actions(): name the policy with module_id=... for a "
+                             "multi-agent algorithm (one of " f"{sorted(self._module_spaces())}), "
+                             "and only then.")
+        module = self.get_module(module_id)
+        action_space = self._module_spaces()[module_id or DEFAULT_POLICY][1]
         obs = torch.as_tensor(np.asarray(observations))
         with torch.no_grad():
             inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
             actions = (module.get_action_dist(inputs).sample() if explore
                        else module.greedy_actions(inputs))
-        return to_env_actions(actions.numpy(), self.action_space)
+        return to_env_actions(actions.numpy(), action_space)
 
     # -- checkpoints ------------------------------------------------------------------------
 

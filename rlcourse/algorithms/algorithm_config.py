@@ -380,13 +380,14 @@ class AlgorithmConfig:
 
     def build_algo(self):
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""
+        algo_class = import_attr(self.algo_class)
+        if self.is_multi_agent and not algo_class.supports_multi_agent:
+            raise ConfigError(
+                "policies", self.policies, f"{algo_class.__name__} trains one module in rlcourse; "
+                "multi-agent training is built for PPO: PPOConfig().multi_agent(policies=..., "
+                "policy_mapping_fn=...).", "multi_agent")
         self.validate()
-        if self.is_multi_agent:
-            raise NotImplementedError(
-                f"config.multi_agent(policies=...) is set, but {type(self).__name__} trains one "
-                "module only: rlcourse's Learners cannot train several modules yet. A multi-agent "
-                "config samples with rlcourse.env.multi_agent_env_runner.MultiAgentEnvRunner(config).")
-        return import_attr(self.algo_class)(self.copy())
+        return algo_class(self.copy())
 
     def build(self):
         """RLlib's older name for `build_algo()`, still in many guides: the same."""

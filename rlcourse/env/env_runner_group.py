@@ -23,6 +23,7 @@ from ray.util.placement_group import remove_placement_group
 
 from rlcourse.env.env_runner import EnvRunner, SampleResult
 from rlcourse.env.env_runner_health import EnvRunnerHealth
+from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.resources import (
@@ -34,6 +35,12 @@ from rlcourse.utils.resources import (
 STARTUP_TIMEOUT_S = 120
 
 
+def env_runner_class(config) -> type:
+    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else EnvRunner (RLlib's
+    SingleAgentEnvRunner)."""
+    return MultiAgentEnvRunner if config.is_multi_agent else EnvRunner
+
+
 class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
@@ -41,12 +48,13 @@ class EnvRunnerGroup:
                  on_recreated: Callable[[list[int]], None] | None = None):
         self.config = config
         n = config.num_env_runners if num_env_runners is None else num_env_runners
-        self.local_env_runner = EnvRunner(config, env_creator) if n == 0 else None
+        runner_class = env_runner_class(config)
+        self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
         # Inside a Tune trial, the runners go into the trial's placement group, which reserved them.
         own_group = n and config.placement_strategy and current_placement_group() is None
         self.placement_group = make_placement_group(config, n) if own_group else None
         self.remote_env_runners = [
-            ray.remote(EnvRunner).options(**env_runner_options(config, self.placement_group, i))
+            ray.remote(runner_class).options(**env_runner_options(config, self.placement_group, i))
             .remote(config, env_creator, worker_index=i + 1) for i in range(n)]
         # The actors start in the background (a new process each); wait_until_ready() collects
         # these answers, so the driver can build its learners meanwhile.

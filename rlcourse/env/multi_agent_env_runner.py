@@ -16,9 +16,11 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
+import ray
 
 from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.multi_rl_module_spec import (
+    module_config,
     resolve_multi_rl_module_spec,
     space_mismatch_error,
     spaces_match,
@@ -65,9 +67,11 @@ class MultiAgentEnvRunner:
                                                  self.envs[0], self.env_name)
         self.module_spaces = self.spec.spaces()
         self.modules = {
-            mid: build_inference_module(config, obs_space, act_space,
-                                        None if self.seed is None else self.seed + k)
+            mid: build_inference_module(module_config(config, mid, self.spec, k), obs_space,
+                                        act_space, None if self.seed is None else self.seed + k)
             for k, (mid, (obs_space, act_space)) in enumerate(self.module_spaces.items())}
+        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
+        self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
         self._checked: set[tuple] = set()  # (agent, module) pairs whose spaces were compared
         self.weights_seq_no = -1
         self._needs_reset = True
@@ -93,12 +97,9 @@ class MultiAgentEnvRunner:
 
     def _initialize_weights(self) -> None:
         """A runner built alone acts with freshly initialized modules, as RLlib's does."""
-        from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
+        from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module  # torch
 
-        self.set_weights({mid: RLModuleSpec(self.config.rl_module_class, spec.observation_space,
-                                            spec.action_space, self.config.get_model_config())
-                          .build().get_state(inference_only=True)
-                          for mid, spec in self.spec.rl_module_specs.items()})
+        self.set_weights(build_multi_rl_module(self.config, self.spec).get_state(inference_only=True))
 
     def ping(self) -> int:
         return os.getpid()

@@ -104,6 +104,8 @@ def config_to_json(config: Any) -> dict[str, Any]:
     for setting, value in config.to_dict().items():
         if isinstance(value, type) or callable(value):
             value = _import_path(value, setting)
+        elif isinstance(value, set | frozenset):  # e.g. multi_agent(policies={"main", "opponent"})
+            value = sorted(value, key=str)
         try:
             json.dumps(value, allow_nan=True)
         except (TypeError, ValueError):
@@ -164,7 +166,7 @@ def check_plain_data(value: Any, where: str) -> None:
 def env_layers(runner: Any) -> list[int] | None:
     """How many layers (env and wrappers) each sub-env of an EnvRunner has; None for ASYNC sub-envs
     (they run in other processes and their episodes restart instead of being restored)."""
-    envs = getattr(runner.env, "envs", None)
+    envs = getattr(getattr(runner, "env", None), "envs", None)  # a MultiAgentEnvRunner has no env
     return None if envs is None else [len(wrapper_layers(env)) for env in envs]
 
 
@@ -200,7 +202,15 @@ def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any
         raise CheckpointError(
             f"The checkpoint's network differs from this algorithm's: its weights are "
             f"{_shapes(saved['module'])}, here {_shapes(learner_state['module'])}. " + model)
-    _check_optimizer(saved["optimizer"], learner_state["optimizer"], model)
+    optimizers = (saved["optimizer"], learner_state["optimizer"])
+    if "param_groups" in optimizers[1]:
+        _check_optimizer(*optimizers, model)
+    elif set(optimizers[0]) != set(optimizers[1]):  # multi-agent: an optimizer per module
+        raise CheckpointError(f"The checkpoint has optimizers for modules {sorted(optimizers[0])}, "
+                              f"this algorithm has modules {sorted(optimizers[1])}.")
+    else:
+        for module_id, current in optimizers[1].items():
+            _check_optimizer(optimizers[0][module_id], current, model)
     if _shapes(saved)["torch_rng"] != _shapes(learner_state)["torch_rng"]:
         raise CheckpointError("The checkpoint's torch RNG state has another size than this torch's.")
     _check_runners(state["env_runners"], runner_layers, "EnvRunner")

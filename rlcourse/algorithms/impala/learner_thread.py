@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
@@ -70,7 +71,7 @@ class LearnerThread(threading.Thread):
     def _update(self, episodes: list[SingleAgentEpisode], version: int) -> None:
         start = time.perf_counter()
         with self.lock:
-            results = self.learner_group.update(episodes)
+            results = self.learner_group.update(episodes)[DEFAULT_MODULE_ID]
             self.num_updates += 1
             if self.num_updates % self.broadcast_interval == 0:
                 self.weights = (self.learner_group.get_weights(inference_only=True),

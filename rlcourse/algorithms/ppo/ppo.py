@@ -5,8 +5,9 @@ The loss lives in `ppo_learner.py`; this file has the settings and the training 
 
 from typing import Any
 
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
 from rlcourse.utils.validation import check_bool, check_number
 
 
@@ -57,7 +58,10 @@ class PPOConfig(AlgorithmConfig):
 
 class PPO(Algorithm):
     """Synchronous PPO: every iteration samples a fresh on-policy batch, learns from it, and sends
-    the new weights to the runners before they sample again."""
+    the new weights to the runners before they sample again. Multi-agent as it is: the runners
+    return MultiAgentEpisodes, and the LearnerGroup updates each trainable module on its agents'."""
+
+    supports_multi_agent = True
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
@@ -72,9 +76,8 @@ class PPO(Algorithm):
         # 2. Learn: GAE, then num_epochs of clipped minibatch SGD (ppo_learner.py), on every learner.
         with self.timers.time("learner_update_timer"):
             learner_results = self.learner_group.update(episodes)
-        self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
+        self.num_env_steps_trained_lifetime += learner_results[ALL_MODULES]["num_env_steps_trained"]
         # 3. Send the new weights to every runner: the next batch is on-policy again.
         with self.timers.time("synch_weights"):
             self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
-        return {"env_runners": env_runner_results,
-                "learners": {DEFAULT_POLICY: learner_results}}
+        return {"env_runners": env_runner_results, "learners": learner_results}

@@ -70,6 +70,10 @@ class Learner:
         store = dist.TCPStore(host, port, world_size, is_master=rank == 0,
                               master_listen_fd=listen_fd)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
+        self.join_group(rank, world_size)
+
+    def join_group(self, rank: int, world_size: int) -> None:
+        """Take part in the joined process group: rank 0's weights, a random stream per rank."""
         self.world_size = world_size
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0)

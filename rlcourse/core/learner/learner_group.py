@@ -3,6 +3,8 @@
 With N > 0 the batch is split into N shards of about equal size, each Learner actor updates on its
 shard, and torch.distributed (gloo) all-reduces the gradients after every backward pass, so all N
 hold the same weights after each step (see `Learner.apply_gradients`).
+Multi-agent (`module_spec` given): each learner is a MultiAgentLearner, and `update` first splits the
+MultiAgentEpisodes into each trainable module's agent episodes (multi_agent_batch.py).
 This module does not import torch: the Learner class named by the config does.
 """
 
@@ -11,11 +13,19 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError
 
+from rlcourse.core.learner.multi_agent_batch import (
+    ALL_MODULES,
+    episodes_by_module,
+    num_minibatches,
+)
+from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
+from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.validation import ConfigError
 
 STARTUP_TIMEOUT_S = 180
+MULTI_AGENT_LEARNER = "rlcourse.core.learner.multi_agent_learner:MultiAgentLearner"
 
 
 def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
@@ -30,6 +40,13 @@ def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
     return shards
 
 
+def _merge(results: list[dict[str, float]]) -> dict[str, float]:
+    """Learners' results: each statistic averaged, the steps trained summed."""
+    merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
+    merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
+    return merged
+
+
 class LearnerFailure(RuntimeError):
     """A Learner actor died (learners are not restarted)."""
 
@@ -37,18 +54,24 @@ class LearnerFailure(RuntimeError):
 class LearnerGroup:
     """Runs `Learner.update` on the local Learner or on all Learner actors at once."""
 
-    def __init__(self, config, observation_space: gym.Space, action_space: gym.Space):
+    def __init__(self, config, observation_space: gym.Space | None = None,
+                 action_space: gym.Space | None = None, *,
+                 module_spec: MultiRLModuleSpec | None = None):
         self.config = config
-        learner_cls = import_attr(config.learner_class)
+        self.module_spec = module_spec  # multi-agent: a MultiAgentLearner with one Learner per module
+        if module_spec is not None:
+            learner_cls, args = import_attr(MULTI_AGENT_LEARNER), (config, module_spec)
+        else:
+            learner_cls, args = import_attr(config.learner_class), (config, observation_space,
+                                                                    action_space)
         self.local_learner = None
         self.remote_learners = []
         if config.num_learners == 0:
-            self.local_learner = learner_cls(config, observation_space, action_space)
+            self.local_learner = learner_cls(*args)
             return
         remote_cls = ray.remote(learner_cls).options(num_cpus=config.num_cpus_per_learner,
                                                      num_gpus=config.num_gpus_per_learner)
-        self.remote_learners = [remote_cls.remote(config, observation_space, action_space)
-                                for _ in range(config.num_learners)]
+        self.remote_learners = [remote_cls.remote(*args) for _ in range(config.num_learners)]
         host, port = ray.get(self.remote_learners[0].open_store_socket.remote(),
                              timeout=STARTUP_TIMEOUT_S)
         threads = max(1, int(config.num_cpus_per_learner))
@@ -59,18 +82,50 @@ class LearnerGroup:
     def is_local(self) -> bool:
         return self.local_learner is not None
 
-    def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:
-        """One update on all episodes; returns loss statistics averaged over the learners."""
+    def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, dict[str, float]]:
+        """One update on all episodes; returns {module_id: loss statistics averaged over the
+        learners} ("default_policy" for a single-agent algorithm), and under "__all_modules__"
+        (RLlib's key) the env steps trained."""
+        if self.module_spec is not None:
+            return self._update_multi_agent(episodes)
         num_minibatches = self.config.get_num_minibatches_per_epoch()
         if self.is_local:
-            return self.local_learner.update(episodes, num_minibatches)
-        shards = shard_episodes(episodes, len(self.remote_learners))
-        self._check_shards(shards, num_minibatches)
-        results = self._get([learner.update.remote(shard, num_minibatches)
-                             for learner, shard in zip(self.remote_learners, shards, strict=True)])
-        merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
-        merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
-        return merged
+            results = self.local_learner.update(episodes, num_minibatches)
+        else:
+            shards = shard_episodes(episodes, len(self.remote_learners))
+            self._check_shards(shards, num_minibatches)
+            results = _merge(self._get([
+                learner.update.remote(shard, num_minibatches)
+                for learner, shard in zip(self.remote_learners, shards, strict=True)]))
+        return {DEFAULT_MODULE_ID: results,
+                ALL_MODULES: {"num_env_steps_trained": results["num_env_steps_trained"]}}
+
+    def _update_multi_agent(self, episodes: list[MultiAgentEpisode]) -> dict[str, dict]:
+        """Each trainable module on its agents' steps, each module's share split over learners.
+        Results per module ("num_module_steps_trained": its agent steps), and under
+        "__all_modules__" the env steps trained."""
+        by_module = episodes_by_module(self.config, episodes)
+        n = max(1, len(self.remote_learners))
+        minibatches = {mid: num_minibatches(self.config, sum(map(len, module_episodes)), n)
+                       for mid, module_episodes in by_module.items()}
+        if self.is_local:
+            per_module = self.local_learner.update(by_module, minibatches)
+        else:
+            shards = {mid: shard_episodes(module_episodes, n)
+                      for mid, module_episodes in by_module.items()}
+            for mid, module_shards in shards.items():
+                self._check_shards(module_shards, minibatches[mid], mid)
+            results = self._get([
+                learner.update.remote({mid: shards[mid][i] for mid in by_module}, minibatches)
+                for i, learner in enumerate(self.remote_learners)])
+            per_module = {mid: _merge([r[mid] for r in results]) for mid in by_module}
+        for stats in per_module.values():
+            stats["num_module_steps_trained"] = stats.pop("num_env_steps_trained")
+        per_module[ALL_MODULES] = {
+            "num_env_steps_trained": sum(len(e) for e in episodes) if per_module else 0,
+            "num_module_steps_trained": sum(s["num_module_steps_trained"]
+                                            for s in per_module.values())}
+        return per_module
 
     def update_from_batch(self, batch: dict[str, np.ndarray], **kwargs) -> dict:
         """One update on a batch of rows (e.g. from a replay buffer): every learner gets an equal
@@ -86,7 +141,8 @@ class LearnerGroup:
         merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
         return merged
 
-    def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int) -> None:
+    def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int,
+                      module_id: str | None = None) -> None:
         """Each learner must get at least one step per minibatch: an empty minibatch's loss is NaN.
 
         Learners get whole episode chunks (cut at episode ends and every rollout_fragment_length
@@ -97,7 +153,8 @@ class LearnerGroup:
             return
         raise ConfigError(
             "train_batch_size_per_learner", self.config.train_batch_size_per_learner,
-            f"a batch of {sum(sizes)} steps in {sum(map(len, shards))} episode chunks gave the "
+            f"a batch of {sum(sizes)} steps in {sum(map(len, shards))} episode chunks"
+            f"{f' of module {module_id!r}' if module_id else ''} gave the "
             f"num_learners={len(shards)} learners {sizes} steps, and each needs at least "
             f"{num_minibatches} (one per minibatch of minibatch_size={self.config.minibatch_size}). "
             "Raise train_batch_size_per_learner or minibatch_size, use fewer learners, or more "

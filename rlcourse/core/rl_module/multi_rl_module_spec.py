@@ -55,6 +55,20 @@ def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSp
     return {module_id: RLModuleSpec() for module_id in sorted(policies, key=str)}  # set: fix an order
 
 
+def module_config(config: Any, module_id: ModuleID, spec: MultiRLModuleSpec, index: int) -> Any:
+    """The config that builds and trains module `module_id`: its spec's class and model_config
+    where the spec sets them, and a seed of its own (separate policies must not start identical)."""
+    own = spec.rl_module_specs[module_id]
+    sub = config.copy()
+    if own.module_class is not None:
+        sub.rl_module_class = own.module_class
+    if own.model_config is not None:
+        sub.model_config = {**config.model_config, **own.model_config}
+    if config.seed is not None:
+        sub.seed = config.seed + index
+    return sub
+
+
 def unknown_module_error(agent_id: Any, module_id: Any, module_ids: Iterable[ModuleID]) -> ValueError:
     """The error for a policy_mapping_fn that maps an agent to a module no one defined."""
     return ValueError(

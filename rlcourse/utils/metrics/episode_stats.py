@@ -19,6 +19,9 @@ class EpisodeStats:
     def __init__(self, window: int = 100):
         self.returns: deque[float] = deque(maxlen=window)
         self.lens: deque[int] = deque(maxlen=window)
+        # Multi-agent: each agent's and each module's returns, in windows of their own.
+        self.per_agent: dict[str, deque[float]] = {}
+        self.per_module: dict[str, deque[float]] = {}
         self.num_episodes_lifetime = 0
         self.num_env_steps_sampled_lifetime = 0
         self.num_sub_env_restarts_lifetime = 0
@@ -35,6 +38,11 @@ class EpisodeStats:
         self.num_env_steps_sampled_lifetime += steps
         self.num_sub_env_restarts_lifetime += restarts
         self.custom.merge([m.get("custom_metrics", {}) for m in runner_metrics])
+        for key, windows in (("agent_episode_returns", self.per_agent),
+                             ("module_episode_returns", self.per_module)):
+            for m in runner_metrics:
+                for name, returns in m.get(key, {}).items():
+                    windows.setdefault(name, deque(maxlen=self.returns.maxlen)).extend(returns)
         results = {**self.summary(), "num_episodes": len(new_returns),
                    "num_episodes_lifetime": self.num_episodes_lifetime,
                    "num_env_steps_sampled": steps,
@@ -53,7 +61,9 @@ class EpisodeStats:
                 "num_episodes_lifetime": self.num_episodes_lifetime,
                 "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
                 "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime,
-                "custom_metrics": self.custom.get_state()}
+                "custom_metrics": self.custom.get_state(),
+                "agent_episode_returns": {k: list(v) for k, v in self.per_agent.items()},
+                "module_episode_returns": {k: list(v) for k, v in self.per_module.items()}}
 
     def set_state(self, state: dict) -> None:
         """Continue from `get_state()`."""
@@ -65,15 +75,28 @@ class EpisodeStats:
         self.num_env_steps_sampled_lifetime = state["num_env_steps_sampled_lifetime"]
         self.num_sub_env_restarts_lifetime = state["num_sub_env_restarts_lifetime"]
         self.custom.set_state(state.get("custom_metrics", {}))  # none in older checkpoints
+        for key, windows in (("agent_episode_returns", self.per_agent),
+                             ("module_episode_returns", self.per_module)):
+            windows.clear()
+            windows.update({k: deque(v, maxlen=self.returns.maxlen)
+                            for k, v in state.get(key, {}).items()})
 
     def summary(self) -> dict:
+        """Means over the window; multi-agent also per agent and per module (RLlib's
+        `agent_episode_returns_mean` and `module_episode_returns_mean`, dicts by id)."""
+        per_id = {}
+        if self.per_agent:
+            per_id = {"agent_episode_returns_mean": {k: float(np.mean(v))
+                                                     for k, v in self.per_agent.items()},
+                      "module_episode_returns_mean": {k: float(np.mean(v))
+                                                      for k, v in self.per_module.items()}}
         if not self.returns:
             return {"episode_return_mean": float("nan"), "episode_return_min": float("nan"),
-                    "episode_return_max": float("nan"), "episode_len_mean": float("nan")}
+                    "episode_return_max": float("nan"), "episode_len_mean": float("nan"), **per_id}
         return {"episode_return_mean": float(np.mean(self.returns)),
                 "episode_return_min": float(np.min(self.returns)),
                 "episode_return_max": float(np.max(self.returns)),
-                "episode_len_mean": float(np.mean(self.lens))}
+                "episode_len_mean": float(np.mean(self.lens)), **per_id}
 
 
 class Timers:

@@ -1,0 +1,86 @@
+"""MultiAgentLearner: updates several modules, each with its own optimizer, from their agents' steps.
+
+RLlib's Learner holds a MultiRLModule and one optimizer per module. Here that is spelled as one
+single-agent Learner per module (a PPOLearner for PPO), so each module's loss and update are exactly
+the code of the single-agent lessons. `update` gets {module_id: episodes} from the LearnerGroup,
+which passes only the modules in `policies_to_train`: the others (frozen opponents in self-play) are
+never touched. Data-parallel copies share one torch.distributed group; every copy updates the same
+modules in the same order, so their all-reduces pair up.
+"""
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlcourse.core.learner.learner import Learner
+from rlcourse.core.rl_module.multi_rl_module import MultiRLModule
+from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
+from rlcourse.env.multi_agent_episode import ModuleID
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.imports import import_attr
+
+
+class MultiAgentLearner:
+    """{module_id: Learner}, with the Learner interface the LearnerGroup calls."""
+
+    def __init__(self, config, spec: MultiRLModuleSpec):
+        self.config = config
+        learner_class = import_attr(config.learner_class)
+        self.learners: dict[ModuleID, Learner] = {
+            mid: learner_class(module_config(config, mid, spec, k), s.observation_space,
+                               s.action_space)
+            for k, (mid, s) in enumerate(spec.rl_module_specs.items())}
+        # The same module objects, in one container: state_dict() names weights "<module_id>.<name>".
+        self.module = MultiRLModule({mid: learner.module for mid, learner in self.learners.items()})
+
+    # -- joining other learners -------------------------------------------------------------
+
+    def open_store_socket(self) -> tuple[str, int]:
+        return next(iter(self.learners.values())).open_store_socket()
+
+    def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
+                          num_threads: int = 1) -> None:
+        """The first module's Learner joins the process group; the others join it as members."""
+        first, *others = self.learners.values()
+        first.setup_distributed(rank, world_size, host, port, num_threads)
+        for learner in others:
+            learner.join_group(rank, world_size)
+
+    # -- the update -------------------------------------------------------------------------
+
+    def update(self, episodes: dict[ModuleID, list[SingleAgentEpisode]],
+               num_minibatches: dict[ModuleID, int]) -> dict[ModuleID, dict[str, float]]:
+        """Update each module in `episodes` on its own agents' steps; returns results per module."""
+        return {mid: self.learners[mid].update(module_episodes, num_minibatches[mid])
+                for mid, module_episodes in episodes.items()}
+
+    # -- weights and checkpoints ------------------------------------------------------------
+
+    def get_weights(self, inference_only: bool = False) -> dict[ModuleID, dict[str, np.ndarray]]:
+        return self.module.get_state(inference_only=inference_only)
+
+    def set_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]]) -> None:
+        """Load the modules named in `weights` (e.g. a snapshot of "main" into "main_v1")."""
+        self.module.set_state(weights)
+
+    def get_state(self) -> dict[str, Any]:
+        """The Learner state of a single module, with every part keyed by module id, except
+        `module` (one state dict, "<module_id>.<name>") and `torch_rng` (one per process)."""
+        states = {mid: learner.get_state() for mid, learner in self.learners.items()}
+        return {"module": copy.deepcopy(self.module.state_dict()),
+                "optimizer": {mid: state.pop("optimizer") for mid, state in states.items()},
+                "torch_rng": torch.get_rng_state(),
+                "rng": {mid: state.pop("rng") for mid, state in states.items()},
+                "modules": {mid: {k: v for k, v in state.items() if k not in ("module", "torch_rng")}
+                            for mid, state in states.items()}}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        for mid, learner in self.learners.items():
+            prefix = f"{mid}."
+            learner.set_state({
+                "module": {k[len(prefix):]: v for k, v in state["module"].items()
+                           if k.startswith(prefix)},
+                "optimizer": state["optimizer"][mid], "torch_rng": state["torch_rng"],
+                "rng": state["rng"][mid], **state["modules"][mid]})

@@ -184,9 +184,16 @@ def test_agents_of_different_shapes_on_one_policy_are_refused():
 
 
 def test_a_policy_no_agent_maps_to_needs_spaces():
-    config = make_config("MeetingGrid", policies={"main", "spare"}, mapping=lambda a, e: "main")
+    config = make_config(TwoShapes, policies={"big", "small", "spare"}, mapping=lambda a, e: a)
     with pytest.raises(ValueError, match="policy 'spare'.*spaces are unknown"):
         MultiAgentEnvRunner(config, config.get_env_creator())
+
+
+def test_a_policy_no_agent_maps_to_takes_the_spaces_all_agents_share():
+    """A league snapshot that the probe episodes happened not to draw still gets its spaces."""
+    config = make_config("MeetingGrid", policies={"main", "spare"}, mapping=lambda a, e: "main")
+    runner = MultiAgentEnvRunner(config, config.get_env_creator())
+    assert runner.get_spaces()["spare"] == runner.get_spaces()["main"]
 
 
 def test_an_env_that_rewards_an_agent_that_never_observed_fails_naming_it():

@@ -32,7 +32,7 @@ from rlcourse.utils.checkpoint_contents import (
     env_layers,
 )
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
-from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers
+from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers, episode_metrics
 from rlcourse.utils.resources import (
     check_cpus,
     check_custom_resources,
@@ -237,12 +237,9 @@ class Algorithm:
         if self.config.evaluation_duration_unit == "episodes":
             episodes, runner_metrics = group.sample(num_episodes=duration)
             episodes = episodes[:duration]  # runners may finish a few more between them
-            metrics = [{"episode_returns": [e.get_return() for e in episodes],
-                        "episode_lens": [len(e) for e in episodes],
-                        "num_env_steps_sampled": sum(len(e) for e in episodes),
-                        "custom_metrics": {}}]
+            metrics = [episode_metrics(episodes)]
             metrics += [{"episode_returns": [], "episode_lens": [], "num_env_steps_sampled": 0,
-                         "custom_metrics": m["custom_metrics"]} for m in runner_metrics]
+                         "custom_metrics": m.get("custom_metrics", {})} for m in runner_metrics]
         else:
             _, metrics = group.sample(num_timesteps=duration)
         stats = EpisodeStats(window=max(1, sum(len(m["episode_returns"]) for m in metrics)))

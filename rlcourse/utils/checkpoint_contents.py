@@ -198,6 +198,12 @@ def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any
         raise CheckpointError(f"The checkpoint's learner state has {sorted(saved)}, this "
                               f"algorithm's learner has {sorted(learner_state)}.")
     model = "Build the algorithm with the checkpoint's model_config, or use Algorithm.from_checkpoint."
+    multi_agent = "param_groups" not in learner_state["optimizer"]  # an optimizer per module
+    if multi_agent and set(saved["optimizer"]) != set(learner_state["optimizer"]):
+        raise CheckpointError(
+            f"The checkpoint has modules {sorted(saved['optimizer'])}, this algorithm has modules "
+            f"{sorted(learner_state['optimizer'])}: build it with the checkpoint's "
+            "config.multi_agent(policies=...), or use Algorithm.from_checkpoint.")
     if _shapes(saved["module"]) != _shapes(learner_state["module"]):
         raise CheckpointError(
             f"The checkpoint's network differs from this algorithm's: its weights are "
@@ -205,9 +211,6 @@ def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any
     optimizers = (saved["optimizer"], learner_state["optimizer"])
     if "param_groups" in optimizers[1]:
         _check_optimizer(*optimizers, model)
-    elif set(optimizers[0]) != set(optimizers[1]):  # multi-agent: an optimizer per module
-        raise CheckpointError(f"The checkpoint has optimizers for modules {sorted(optimizers[0])}, "
-                              f"this algorithm has modules {sorted(optimizers[1])}.")
     else:
         for module_id, current in optimizers[1].items():
             _check_optimizer(optimizers[0][module_id], current, model)

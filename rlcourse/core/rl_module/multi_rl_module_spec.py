@@ -122,6 +122,15 @@ def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | No
             if not spaces_match(have, want):
                 raise space_mismatch_error(agent_id, module_id, have, want, source[module_id])
     missing = [mid for mid, s in specs.items() if s.observation_space is None]
+    agent_spaces = [(env.get_observation_space(a), env.get_action_space(a))
+                    for a in env.possible_agents]
+    if missing and agent_spaces and all(spaces_match(s, agent_spaces[0]) for s in agent_spaces):
+        # Every agent has the same spaces (as in self-play), so a module the probes did not reach
+        # (a league snapshot drawn at random) gets them, as RLlib does.
+        for mid in missing:
+            specs[mid] = replace(specs[mid], observation_space=agent_spaces[0][0],
+                                 action_space=agent_spaces[0][1])
+        missing = []
     if missing:
         raise ValueError(
             f"No agent of {env_name} was mapped to policy {missing[0]!r} (possible_agents: "

@@ -104,7 +104,7 @@ def needs_worker(agent_id, episode, worker, **kwargs):
     (learners_mapping(side=lambda h: int(h % 10 == 0)), "plays player_0 in 3.. of 400 episodes"),
     (learners_mapping(side=lambda h: int(h % 3 == 0)), "player_0 in 2.. of 400 episodes \\(6"),
     (learners_mapping(key=id), "depends on the Python object"),
-    (learners_mapping(key=lambda episode: hash(episode.id_)), "another Python process"),
+    (learners_mapping(key=lambda episode: hash(episode.id_)), "another Python process's hash"),
     (no_kwargs, "takes no \\*\\*kwargs"),
     (needs_worker, "cannot be called as self_play_mapping\\(agent_id, episode\\)"),
     (lambda agent_id, episode, **kwargs: 1 / 0, "raised ZeroDivisionError"),

@@ -192,8 +192,8 @@ def _check_stable(first: list[dict], elsewhere: list[dict]) -> None:
         differ = sum(_first_difference([x], [y]) is not None
                      for x, y in zip(first, elsewhere, strict=True))
         raise ExerciseError(
-            f"The same episode id gave other answers in another Python process ({differ} of "
-            f"{len(first)} episodes, e.g. {agent!r}: {first[i][agent]!r} here, "
+            "The same episode id gave other answers with another Python process's hash() salt "
+            f"({differ} of {len(first)} episodes, e.g. {agent!r}: {first[i][agent]!r} here, "
             f"{elsewhere[i][agent]!r} there). hash() of a str is salted per process "
             "(PYTHONHASHSEED), and a random draw or a cache lives in one process only: the episode "
             "alone should decide, in whichever process asks (runners are processes of their own, "
@@ -223,5 +223,5 @@ def check_self_play_mapping(fn: Mapping, opponents: Sequence[str] = OPPONENTS) -
     passed(f"in each of {n} episodes one player is main and the other a snapshot; main played "
            f"player_0 in {on_0} and player_1 in {n - on_0}, against "
            f"{', '.join(f'{o} {played[o]}x' for o in opponents)}; every answer was the same when "
-           "asked again, on the episode's next chunk and in another process.")
+           "asked again, on the episode's next chunk and with another process's hash() salt.")
     return fn

@@ -41,6 +41,7 @@ CONTEXT = {
     "pick_best_config": ("07_ray_tune.ipynb", {}),
     "pole_wobble": ("08_serving_a_policy.ipynb", {}),
     "dqn_target": ("09_off_policy.ipynb", {}),
+    "self_play_mapping": ("10_multi_agent.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__
             if hasattr(getattr(exercises, name), "exercise_name")}

@@ -264,6 +264,14 @@ class Algorithm:
                            f"{sorted(self._module_spaces())}.")
         return module[module_id]
 
+    def set_module_weights(self, weights: dict[str, Any]) -> None:
+        """Load weights into the learners' modules and send the runners the new weights. Multi-agent:
+        {module_id: weights}, the modules left out keep theirs (self-play copies "main" into a
+        frozen snapshot so); single-agent: the module's weights."""
+        self._check_usable()
+        self.learner_group.set_weights(weights)
+        self.env_runner_group.sync_weights(self._runner_weights())
+
     def _copy_of_module(self):
         if self.module_spec is not None:
             from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module

@@ -248,13 +248,16 @@ class EnvRunnerGroup:
         self._top_up_requests(max_requests_in_flight)
         return finished
 
-    def settle_async_sample(self, i: int, pid_or_error: int | Exception) -> None:
-        """Runner i's forwarded sample was consumed (its process id) or failed (the error, e.g. the
-        RayActorError its consumer met): counted and handled as `fetch_ready_async_samples` does."""
+    def settle_async_sample(self, i: int, pid_or_error: int | Exception,
+                            env_to_module_buffers: list | None = None) -> None:
+        """Runner i's forwarded sample was consumed (its process id, and the connector statistics
+        the sample carried, which are merged here) or failed (the error, e.g. the RayActorError its
+        consumer met): counted and handled as `fetch_ready_async_samples` does."""
         if isinstance(pid_or_error, Exception):
             self._handle_failure(i, pid_or_error)
         else:
             self.health.answered(i, pid_or_error)
+            self._merge_env_to_module_buffers(env_to_module_buffers)
 
     def _end_hung_requests(self) -> None:
         """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended

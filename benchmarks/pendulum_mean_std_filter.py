@@ -8,6 +8,7 @@ The unfiltered run is the baseline, measured in the same process on the same mac
 """
 
 import argparse
+import sys
 
 from common import print_table
 from pass_mark import solve
@@ -38,9 +39,13 @@ if __name__ == "__main__":
         init_ray(num_cpus=2)
     rows = []
     for seed in args.seeds:
-        runs = {name: solve(lambda s, f=flag: make_config(s, f), seed, args.runners, TARGET_RETURN,
-                            args.max_env_steps)
-                for name, flag in (("no filter", False), ("MeanStdFilter", True))}
+        runs = {}
+        for name, flag in (("no filter", False), ("MeanStdFilter", True)):
+            r = runs[name] = solve(lambda s, f=flag: make_config(s, f), seed, args.runners,
+                                   TARGET_RETURN, args.max_env_steps)
+            # Each run takes minutes: say how it ended before the table.
+            print(f"{name}, seed {seed}: {r['return']:.1f} at {r['env_steps']:,} env steps, "
+                  f"{r['seconds']:.1f} s", file=sys.stderr, flush=True)
         base = runs["no filter"]
         for name, r in runs.items():
             rows.append([f"{name}, seed {seed}", "yes" if r["solved"] else "no",

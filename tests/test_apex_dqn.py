@@ -1,6 +1,7 @@
 """Ape-X DQN: per-runner epsilons on the runners, samples into replay shards and batches out of them,
 priorities back, requests kept in flight without a blocking ray.get, a killed runner back with its
-epsilon, checkpoints with the shards, stop() ending the shards, bad settings, and learning CartPole."""
+epsilon, checkpoints with the shards, MeanStdFilter statistics merged from every runner, stop()
+ending the shards, bad settings, and learning CartPole."""
 
 import json
 import os
@@ -20,6 +21,7 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn import ApexDQNConfig
 from rlcourse.algorithms.apex_dqn.apex_dqn_config import per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
+from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.env.env_runner import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.validation import ConfigError
@@ -186,6 +188,21 @@ def test_checkpoint_with_shards_and_stop_ends_every_actor(ray_session, algo_fact
     actors = [*algo.replay_shards, *algo.env_runner_group.remote_env_runners]
     algo.stop()
     assert algo.replay_shards == [] and all(_dies_soon(actor) for actor in actors)
+
+
+def test_runners_filter_with_statistics_merged_from_every_runner(ray_session, algo_factory):
+    """Samples reach the shards by reference; the shards hand back each sample's new MeanStdFilter
+    statistics, which the group merges and sends out with the weights."""
+    algo = algo_factory(_small_config(2).env_runners(
+        env_to_module_connector=lambda env: MeanStdFilter()))
+    for _ in range(3):
+        result = algo.train()
+    group = algo.env_runner_group
+    merged = group.env_to_module_state[0]["running_stats"]
+    assert merged["n"] >= result["num_env_steps_sampled_lifetime"]  # both runners' observations
+    group.sync_weights(algo._runner_weights())
+    held = group.foreach_env_runner(lambda r: r.env_to_module.connectors[0].running_stats.n)
+    assert all(n >= merged["n"] for n in held)  # each holds the other runner's data as well
 
 
 def _dies_soon(actor, timeout_s: float = 30) -> bool:

@@ -21,6 +21,7 @@ import numpy as np
 import ray
 
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
 from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_runner_group import EnvRunnerGroup
@@ -99,10 +100,16 @@ class Algorithm:
         # Multi-agent: one module per policy id, each with the spaces of its agents (checked here).
         self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
         if self.module_spec is None:
-            self.observation_space, self.action_space = probe_spaces(
+            env_observation_space, self.action_space = probe_spaces(
                 self.env_creator, config.env_config, env_name(config.env))
+            # The connectors' output space is the module's; this copy never updates statistics:
+            # it merges the runners' (EnvRunnerGroup) and serves compute_actions.
+            self.env_to_module = build_env_to_module_pipeline(config, env_observation_space,
+                                                              self.action_space)
+            self.env_to_module.update_stats = False
+            self.observation_space = self.env_to_module.observation_space
         else:  # each module's spaces are in self.module_spec.spaces()
-            self.observation_space = self.action_space = None
+            self.observation_space = self.action_space = self.env_to_module = None
         for obs_space, act_space in self._module_spaces().values():
             if config.rl_module_class is None:
                 space_info(obs_space, act_space)  # unsupported spaces fail here
@@ -114,7 +121,8 @@ class Algorithm:
                 check_custom_resources(config)
         check_gpus(config)
         self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
-                                               on_recreated=self._on_recreated)
+                                               on_recreated=self._on_recreated,
+                                               env_to_module=self.env_to_module)
         if config.evaluation_num_env_runners > 0:
             self.eval_env_runner_group = self._build_eval_group()
         # While the runner actors start, build the learners here (importing torch takes seconds).
@@ -211,6 +219,7 @@ class Algorithm:
     def _build_eval_group(self) -> EnvRunnerGroup:
         eval_config = self.config.copy()
         eval_config.__dict__.update(self.config.evaluation_config)
+        eval_config.in_evaluation = True  # its runners normalize with the training stats, frozen
         if eval_config.seed is not None:
             eval_config.seed += EVALUATION_SEED_OFFSET
         return EnvRunnerGroup(eval_config, self.env_creator,
@@ -231,7 +240,7 @@ class Algorithm:
             self.eval_env_runner_group = self._build_eval_group()
         self.callbacks.on_evaluate_start(algorithm=self)
         group = self.eval_env_runner_group
-        group.sync_weights(weights)
+        group.sync_weights(weights, env_to_module_state=self.env_runner_group.env_to_module_state)
         duration = self.config.evaluation_duration
         start = time.perf_counter()
         if self.config.evaluation_duration_unit == "episodes":
@@ -294,6 +303,9 @@ class Algorithm:
                              "and only then.")
         module = self.get_module(module_id)
         action_space = self._module_spaces()[module_id or DEFAULT_POLICY][1]
+        if self.env_to_module is not None:  # as the runners see them, with the merged statistics
+            self.env_to_module.set_state(self.env_runner_group.env_to_module_state)
+            observations = self.env_to_module(observations)
         obs = torch.as_tensor(np.asarray(observations))
         with torch.no_grad():
             inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
@@ -313,6 +325,7 @@ class Algorithm:
             "algorithm": {"iteration": self.iteration,
                           "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                           "weights_seq_no": self.env_runner_group.weights_seq_no,
+                          "env_to_module_state": self.env_runner_group.env_to_module_state,
                           **self.episode_stats.get_state()},
             "learner": learner_state,
             "env_runners": self.env_runner_group.get_state(),
@@ -349,7 +362,8 @@ class Algorithm:
         if evaluation is not None and eval_group is not None:
             eval_group.set_state(evaluation)
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),
-                                           algo["weights_seq_no"])
+                                           algo["weights_seq_no"],
+                                           algo.get("env_to_module_state"))  # None: none saved
 
     def save_to_path(self, path: str | os.PathLike) -> str:
         """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""

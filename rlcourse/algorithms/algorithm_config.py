@@ -45,6 +45,7 @@ class AlgorithmConfig:
         # environment()
         self.env: Any = None
         self.env_config: dict = {}
+        self.clip_rewards: Any = None  # None/False, True (sign), c or (low, high): clip_rewards.py
         # env_runners()
         self.num_env_runners = 0
         self.num_envs_per_env_runner = 1
@@ -56,6 +57,8 @@ class AlgorithmConfig:
         self.sample_timeout_s: float = 60.0
         self.max_requests_in_flight_per_env_runner = 1
         self.custom_resources_per_env_runner: dict[str, float] = {}
+        self.env_to_module_connector: Any = None  # fn(env[, spaces, device]) -> connector(s)
+        self.in_evaluation = False  # RLlib's flag on evaluation configs: connector stats frozen
         # resources()
         self.num_cpus_for_main_process: float = 1
         self.placement_strategy: str | None = None
@@ -106,10 +109,11 @@ class AlgorithmConfig:
         return self
 
     @checked_settings
-    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided
-                    ) -> "AlgorithmConfig":
-        """Which env to train on: a gymnasium id, a `register_env` name, or an env class."""
-        return self._set(env=env, env_config=env_config)
+    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
+                    clip_rewards: Any = NotProvided) -> "AlgorithmConfig":
+        """Which env to train on: a gymnasium id, a `register_env` name, or an env class.
+        `clip_rewards`: clip the rewards the Learner trains on (rlcourse/connectors/clip_rewards.py)."""
+        return self._set(env=env, env_config=env_config, clip_rewards=clip_rewards)
 
     @checked_settings
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -121,7 +125,8 @@ class AlgorithmConfig:
                     explore: bool = NotProvided,
                     sample_timeout_s: float = NotProvided,
                     max_requests_in_flight_per_env_runner: int = NotProvided,
-                    custom_resources_per_env_runner: dict[str, float] = NotProvided
+                    custom_resources_per_env_runner: dict[str, float] = NotProvided,
+                    env_to_module_connector: Any = NotProvided
                     ) -> "AlgorithmConfig":
         """How many runner actors, how many sub-envs each, and what each actor reserves.
 
@@ -135,6 +140,10 @@ class AlgorithmConfig:
         last batch travels.
         `custom_resources_per_env_runner`: Ray custom resources each runner needs, e.g.
         {"worker-node": 0.5} to place runners only on nodes started with that resource.
+        `env_to_module_connector`: a function, as in RLlib, `fn(env)` or `fn(env, spaces, device)`
+        returning the connectors runners apply to observations, e.g.
+        `lambda env: [FlattenObservations(), MeanStdFilter()]` (rlcourse/connectors/env_to_module/;
+        to save checkpoints, pass a module-level function instead of a lambda).
         """
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
@@ -147,7 +156,8 @@ class AlgorithmConfig:
                          gym_env_vectorize_mode=gym_env_vectorize_mode, explore=explore,
                          sample_timeout_s=sample_timeout_s,
                          max_requests_in_flight_per_env_runner=max_requests_in_flight_per_env_runner,
-                         custom_resources_per_env_runner=custom_resources_per_env_runner)
+                         custom_resources_per_env_runner=custom_resources_per_env_runner,
+                         env_to_module_connector=env_to_module_connector)
 
     @checked_settings
     def resources(self, *, num_cpus_for_main_process: float = NotProvided,

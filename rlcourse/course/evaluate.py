@@ -4,7 +4,9 @@
 
 The policy acts as in RLlib's new stack: the RLModule's `forward_inference` gives the action
 distribution's inputs, and the greedy action is their most likely one. One env in this process
-plays, so what you see is the policy alone, without runners or exploration.
+plays, so what you see is the policy alone, without runners or exploration. A checkpoint trained
+with env-to-module connectors (MeanStdFilter, FlattenObservations) plays through them, with the
+statistics saved in the checkpoint, frozen.
 """
 
 import argparse
@@ -13,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.core.rl_module.module_loading import greedy_env_actions
+from rlcourse.core.rl_module.module_loading import frozen_env_to_module, greedy_env_actions
 from rlcourse.course.envs import GridWorld, LatencyBoundCartPole
 from rlcourse.env.env_context import EnvContext
 
@@ -56,6 +58,12 @@ def play(algo: Algorithm, episodes: int, seed: int | None, render: bool
     the env's frames per second."""
     env = make_env(algo, render)
     module = algo.get_module()
+    # The checkpoint's connectors with its saved statistics, frozen: greedy_env_actions applies
+    # them to the raw observations, as the runners did in training.
+    if algo.env_to_module is not None:
+        module.env_to_module = frozen_env_to_module(
+            algo.config, algo.env_to_module.input_observation_space, algo.action_space,
+            algo.env_runner_group.env_to_module_state)
     rows, frames = [], []
     try:
         for episode in range(episodes):

@@ -19,6 +19,8 @@ import numpy as np
 import ray
 from gymnasium.vector import SyncVectorEnv
 
+from rlcourse.connectors.clip_rewards import clip_rewards
+from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
 from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
 from rlcourse.env.episode_hooks import EPISODE_HOOKS, EpisodeHooks, overrides
@@ -44,6 +46,7 @@ class SampleResult:
     metrics: dict  # what get_metrics() reports: finished episodes' returns and lengths, env steps
     weights_seq_no: int
     pid: int
+    env_to_module_buffers: list | None = None  # connector statistics new since the last result
 
 
 def build_inference_module(config, observation_space, action_space, seed: int | None):
@@ -71,8 +74,11 @@ class EnvRunner:
         self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
         self.env = make_vector_env(env_creator, config, worker_index)
         self.num_envs = self.env.num_envs
-        self.observation_space = self.env.single_observation_space
         self.action_space = self.env.single_action_space
+        # Observations pass through the connectors; the module sees (and is built for) their output.
+        self.env_to_module = build_env_to_module_pipeline(
+            config, self.env.single_observation_space, self.action_space, self.env)
+        self.observation_space = self.env_to_module.observation_space
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed)
         if hasattr(self.module, "worker_index"):  # per-runner settings (Ape-X's epsilons)
@@ -93,14 +99,17 @@ class EnvRunner:
 
     # -- weights and health -----------------------------------------------------------------
 
-    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int | None = None) -> None:
-        """Load new policy weights as version `weights_seq_no` (default: the next version). From a
-        remote group they arrive as one ObjectRef that Ray resolves. Versions not newer than the one
-        held are ignored, so a late delivery never replaces newer weights."""
+    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int | None = None,
+                    env_to_module_state: list | None = None) -> None:
+        """Load new policy weights as version `weights_seq_no` (default: the next version), and the
+        connectors' merged statistics sent with them. From a remote group they arrive as ObjectRefs
+        that Ray resolves. Versions not newer than the one held are ignored, so a late delivery
+        never replaces newer weights."""
         if weights_seq_no is None:
             weights_seq_no = self.weights_seq_no + 1
         if weights_seq_no > self.weights_seq_no:
             self.module.set_state(weights)
+            self.env_to_module.set_state(env_to_module_state)
             self.weights_seq_no = weights_seq_no
 
     def _initialize_weights(self) -> None:
@@ -149,20 +158,23 @@ class EnvRunner:
         return episodes
 
     def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
-                               weights_seq_no: int = -1, **kwargs) -> SampleResult:
+                               weights_seq_no: int = -1, env_to_module_state: list | None = None,
+                               **kwargs) -> SampleResult:
         """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
 
         The group's requests carry its latest weights (one ObjectRef, resolved by Ray), so a runner
         that Ray has just restarted, and that missed the last sync_weights, catches up first.
         """
         if weights is not None:
-            self.set_weights(weights, weights_seq_no)
+            self.set_weights(weights, weights_seq_no, env_to_module_state)
         episodes = self.sample(**kwargs)
-        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid())
+        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid(),
+                            self.env_to_module.pop_buffers())
 
     def _reset(self) -> None:
         seed = self.seed if self._num_env_steps_lifetime == 0 else None
-        self._obs, infos = self.env.reset(seed=seed)
+        obs, infos = self.env.reset(seed=seed)
+        self._obs = self.env_to_module(obs)
         if self.hooks:
             self.hooks.on_reset(self._obs, infos)
         self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
@@ -198,7 +210,8 @@ class EnvRunner:
             # indices 0..n-1), whose log-probabilities the learner computes.
             actions = to_env_actions(out["actions"], self.action_space)
             try:
-                obs[t + 1], rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
+                next_obs, rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
+                obs[t + 1] = self.env_to_module(next_obs)
             except Exception as e:
                 add_restart_hint(e)
                 raise
@@ -206,8 +219,9 @@ class EnvRunner:
                 self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
                                    infos)
             if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
-                for i in np.flatnonzero(infos["_final_obs"]):
-                    final_obs[t, i] = infos["final_obs"][i]
+                ended = np.flatnonzero(infos["_final_obs"])  # their last obs: processed, too
+                last = self.env_to_module.process_items([infos["final_obs"][i] for i in ended])
+                final_obs.update(((t, i), o) for i, o in zip(ended, last, strict=True))
                 if "_env_failure" in infos["final_info"]:
                     failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
         check_finite_sample(obs, rewards, final_obs, self.name)
@@ -243,11 +257,12 @@ class EnvRunner:
     def _make_chunk(self, i, ep_obs, outputs, rewards, start, end, is_terminated, is_truncated):
         extra = {k: v[start:end, i] for k, v in outputs.items() if k != "actions"}
         episode = SingleAgentEpisode(ep_obs, outputs["actions"][start:end, i],
-                                     rewards[start:end, i], extra, is_terminated, is_truncated,
+                                     clip_rewards(rewards[start:end, i], self.config.clip_rewards),
+                                     extra, is_terminated, is_truncated,
                                      id_=self._ids[i], t_started=self._t_started[i])
         if self.hooks:
             episode.custom_data = self.hooks.custom_data(i, episode.is_done)
-        self._running_returns[i] += episode.get_return()
+        self._running_returns[i] += float(rewards[start:end, i].sum())  # the env's, not clipped
         if episode.is_done:
             self._episode_returns.append(self._running_returns[i])
             self._episode_lens.append(episode.t)
@@ -307,7 +322,7 @@ class EnvRunner:
         envs = [get_env_state(env) for env in self.env.envs] if sync else None
         state = {"num_env_steps_lifetime": self._num_env_steps_lifetime,
                  "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
-                 "episodes": None, "envs": None}
+                 "episodes": None, "envs": None, "env_to_module": self.env_to_module.get_state()}
         if sync and not self._needs_reset:
             state["episodes"] = {
                 "obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
@@ -322,6 +337,7 @@ class EnvRunner:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
         if state["module_rng"] is not None and hasattr(self.module, "rng"):
             self.module.rng = from_plain(state["module_rng"])
+        self.env_to_module.set_state(state.get("env_to_module"))  # none in older checkpoints
         episodes = state["episodes"]
         envs = episodes["envs"] if episodes else state.get("envs")  # no "envs" in older checkpoints
         sync = isinstance(self.env, SyncVectorEnv)

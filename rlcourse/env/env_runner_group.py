@@ -21,6 +21,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
+from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
 from rlcourse.env.env_runner import EnvRunner, SampleResult
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
@@ -45,8 +46,14 @@ class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
-                 on_recreated: Callable[[list[int]], None] | None = None):
+                 on_recreated: Callable[[list[int]], None] | None = None,
+                 env_to_module: EnvToModulePipeline | None = None):
         self.config = config
+        # Connector statistics: the runners' new ones are merged in as their samples arrive (with
+        # `env_to_module`, the Algorithm's pipeline), and the merged ones go out with the weights.
+        self.env_to_module = env_to_module
+        self.env_to_module_state: list | None = None
+        self._env_to_module_ref: ray.ObjectRef | None = None
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         runner_class = env_runner_class(config)
         self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
@@ -102,7 +109,8 @@ class EnvRunnerGroup:
 
     # -- weights ----------------------------------------------------------------------------
 
-    def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None) -> None:
+    def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
+                     env_to_module_state: list | None = None) -> None:
         """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
 
         The calls are not waited for, yet whatever a runner is asked after this, it answers with
@@ -110,16 +118,36 @@ class EnvRunnerGroup:
         already running finishes with the weights it started with). Versions only grow: the next
         one, or `weights_seq_no` if that is later (IMPALA numbers versions by learner updates), so
         weights restored from a checkpoint are never ignored as "older" by a runner.
+        The connectors' merged statistics go with them (`env_to_module_state`, if given, replaces
+        them first: a checkpoint's, or the training runners' for evaluation runners).
         """
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
+        if env_to_module_state is not None:
+            self.env_to_module_state = env_to_module_state
+        state = self.env_to_module_state
+        connectors = {} if state is None else {"env_to_module_state": state}
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, self.weights_seq_no)
+            self.local_env_runner.set_weights(weights, self.weights_seq_no, **connectors)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
+            self._env_to_module_ref = None if state is None else ray.put(state)
             self._collect_weight_deliveries()
             self._weight_deliveries += [
-                self.remote_env_runners[i].set_weights.remote(self._weights_ref, self.weights_seq_no)
+                self.remote_env_runners[i].set_weights.remote(
+                    self._weights_ref, self.weights_seq_no, **self._connector_kwargs())
                 for i, healthy in enumerate(self.health.healthy) if healthy]
+
+    def _connector_kwargs(self) -> dict[str, ray.ObjectRef]:
+        """The merged connector statistics for a runner call, if there are any (a
+        MultiAgentEnvRunner, which has no connectors, never gets them)."""
+        ref = self._env_to_module_ref
+        return {} if ref is None else {"env_to_module_state": ref}
+
+    def _merge_env_to_module_buffers(self, buffers: list | None) -> None:
+        """Add a runner's new connector statistics to the merged ones."""
+        if buffers is not None and self.env_to_module is not None:
+            self.env_to_module_state = self.env_to_module.merge_states(self.env_to_module_state,
+                                                                       [buffers])
 
     def _collect_weight_deliveries(self) -> None:
         """Take the answers of finished set_weights calls. A runner that died meanwhile needs
@@ -133,7 +161,7 @@ class EnvRunnerGroup:
 
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
-            self._weights_ref, self.weights_seq_no, **sample_kwargs)
+            self._weights_ref, self.weights_seq_no, **self._connector_kwargs(), **sample_kwargs)
 
     # -- synchronous sampling ---------------------------------------------------------------
 
@@ -146,7 +174,10 @@ class EnvRunnerGroup:
         """
         if self.local_env_runner is not None:
             runner = self.local_env_runner
-            return runner.sample(num_timesteps, num_episodes, explore), [runner.get_metrics()]
+            episodes = runner.sample(num_timesteps, num_episodes, explore)
+            if self.env_to_module is not None:  # (a MultiAgentEnvRunner has no connectors)
+                self._merge_env_to_module_buffers(runner.env_to_module.pop_buffers())
+            return episodes, [runner.get_metrics()]
         episodes: list[SingleAgentEpisode] = []
         metrics: list[dict] = []
         steps = done = 0  # env steps and finished episodes received so far
@@ -177,7 +208,9 @@ class EnvRunnerGroup:
         and return the results of those that are done, without waiting for the slowest runner.
         """
         if self.local_env_runner is not None:  # no actors: sample here, synchronously
-            return [self.local_env_runner.sample_and_get_metrics()]
+            result = self.local_env_runner.sample_and_get_metrics()
+            self._merge_env_to_module_buffers(result.env_to_module_buffers)
+            return [result]
         self._top_up_requests(max_requests_in_flight)
         refs = list(self._in_flight)
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
@@ -216,13 +249,16 @@ class EnvRunnerGroup:
         self._top_up_requests(max_requests_in_flight)
         return finished
 
-    def settle_async_sample(self, i: int, pid_or_error: int | Exception) -> None:
-        """Runner i's forwarded sample was consumed (its process id) or failed (the error, e.g. the
-        RayActorError its consumer met): counted and handled as `fetch_ready_async_samples` does."""
+    def settle_async_sample(self, i: int, pid_or_error: int | Exception,
+                            env_to_module_buffers: list | None = None) -> None:
+        """Runner i's forwarded sample was consumed (its process id, and the connector statistics
+        the sample carried, which are merged here) or failed (the error, e.g. the RayActorError its
+        consumer met): counted and handled as `fetch_ready_async_samples` does."""
         if isinstance(pid_or_error, Exception):
             self._handle_failure(i, pid_or_error)
         else:
             self.health.answered(i, pid_or_error)
+            self._merge_env_to_module_buffers(env_to_module_buffers)
 
     def _end_hung_requests(self) -> None:
         """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended
@@ -254,6 +290,7 @@ class EnvRunnerGroup:
             self._handle_failure(i, e)
             return None
         self.health.answered(i, result.pid)
+        self._merge_env_to_module_buffers(result.env_to_module_buffers)
         return result
 
     def _handle_failure(self, i: int, error: Exception) -> None:

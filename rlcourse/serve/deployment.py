@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from ray import serve
 from starlette.requests import Request
@@ -34,12 +35,17 @@ class PolicyDeployment:
                  batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S):
         import torch
 
-        from rlcourse.core.rl_module.module_loading import greedy_env_actions
+        from rlcourse.core.rl_module.module_loading import env_observation_space, greedy_env_actions
         from rlcourse.core.rl_module.rl_module import RLModule
 
         torch.set_num_threads(1)  # small batches: threads cost more than they give, on shared cores
         self.module = RLModule.from_checkpoint(checkpoint, allowed=allowed)
-        self.space = self.module.observation_space
+        # Requests hold raw env observations: the checkpoint's connectors (frozen) process them.
+        self.space = env_observation_space(self.module)
+        if not isinstance(self.space, gym.spaces.Box | gym.spaces.Discrete):
+            raise ValueError(f"The checkpoint {checkpoint}'s env observes {self.space}: requests "
+                             "carry Box or Discrete observations as JSON lists. Serve a policy of "
+                             "such an env, or act in Python with greedy_env_actions(module, obs).")
         self._greedy = greedy_env_actions
         self.batching = max_batch_size > 1
         self.act_batched.set_max_batch_size(max_batch_size)

@@ -84,6 +84,10 @@ def _check_environment(config: Any) -> None:
         fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
+    from rlcourse.connectors.clip_rewards import check_clip_rewards
+    problem = check_clip_rewards(config.clip_rewards)
+    if problem:
+        fail(config, "clip_rewards", problem)
 
 
 def _check_env_runners(config: Any) -> None:
@@ -107,6 +111,9 @@ def _check_env_runners(config: Any) -> None:
                                              for k, v in custom.items())):
         fail(config, "custom_resources_per_env_runner", "pass a dict of resource name -> amount, "
              "e.g. {'worker-node': 0.5}.")
+    if config.env_to_module_connector is not None and not callable(config.env_to_module_connector):
+        fail(config, "env_to_module_connector", "pass a function of the env that returns the "
+             "connectors, as in RLlib: lambda env: MeanStdFilter().")
 
 
 def _check_resources(config: Any) -> None:
@@ -224,3 +231,7 @@ def _check_multi_agent(config: Any) -> None:
     """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
     from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
     check_multi_agent_settings(config, fail)
+    for setting in ("env_to_module_connector", "clip_rewards"):
+        if config.is_multi_agent and getattr(config, setting) not in (None, False):
+            fail(config, setting, "rlcourse's MultiAgentEnvRunner applies no connectors: leave "
+                 f"{setting} unset for a multi-agent config.")

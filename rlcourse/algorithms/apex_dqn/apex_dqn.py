@@ -88,10 +88,14 @@ class ApexDQN(DQN):
                 for i, ref in group.fetch_ready_async_sample_refs(self._sample_requests_wanted()):
                     s = self._next_shard = (self._next_shard + 1) % len(self.replay_shards)
                     self._adds[self.replay_shards[s].add_sample.remote(ref)] = (i, s)
-                # 2. Stored samples: the shard answers with the runner's metrics (or its failure).
+                # 2. Stored samples: the shard answers with the runner's metrics and connector
+                # statistics (merged into the group's, sent with the next weights), or its failure.
                 for (i, s), answer in self._collect(self._adds):
-                    group.settle_async_sample(i, answer if isinstance(answer, Exception)
-                                              else answer["pid"])
+                    if isinstance(answer, Exception):
+                        group.settle_async_sample(i, answer)
+                    else:
+                        group.settle_async_sample(i, answer["pid"],
+                                                  answer["env_to_module_buffers"])
                     if not isinstance(answer, Exception):
                         runner_metrics.append(answer["metrics"])
                         self._shard_sizes[s] = answer["num_env_steps_stored"]

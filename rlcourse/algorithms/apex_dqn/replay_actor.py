@@ -64,9 +64,10 @@ class ReplayActor:
 
     def add_sample(self, sample: SampleResult) -> dict[str, Any]:
         """Store a runner's sample (Ray resolved its ObjectRef here); return what the driver needs:
-        the runner's metrics and process id, and this shard's size."""
+        the runner's metrics, process id and new connector statistics, and this shard's size."""
         self.buffer.add(sample.episodes)
         return {"metrics": sample.metrics, "pid": sample.pid,
+                "env_to_module_buffers": sample.env_to_module_buffers,
                 "num_env_steps_stored": len(self.buffer)}
 
     def sample(self, num_items: int, n_step: int, gamma: float) -> dict[str, np.ndarray]:

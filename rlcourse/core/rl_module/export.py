@@ -6,18 +6,62 @@
 
 torch.export traces the module's `forward_inference` into a graph of torch operations, with the
 batch size left free, and saves the graph with the weights. TorchScript (`torch.jit`) does the same
-job but is deprecated in favour of torch.export.
+job but is deprecated in favour of torch.export. A module loaded with env-to-module connectors
+(`module.env_to_module`, RLModule.from_checkpoint) takes raw env observations: a MeanStdFilter's
+frozen statistics, and FlattenObservations of a Box, become torch operations in the graph; other
+connectors cannot be traced, and export_policy refuses them rather than write a policy that
+expects observations the caller does not have.
 """
 
 import os
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
+from rlcourse.connectors.env_to_module.flatten_observations import FlattenObservations
+from rlcourse.connectors.env_to_module.mean_std_filter import EPSILON, MeanStdFilter
 from rlcourse.core.rl_module.default_model_config import env_action_offset
+from rlcourse.core.rl_module.module_loading import env_observation_space
 from rlcourse.core.rl_module.rl_module import RLModule
+from rlcourse.utils.validation import ConfigError
+
+
+class TracedConnector(nn.Module):
+    """One env-to-module connector as torch operations: FlattenObservations of a Box (a reshape),
+    or a MeanStdFilter with its statistics frozen in the graph."""
+
+    def __init__(self, connector: object):
+        super().__init__()
+        space = getattr(connector, "input_observation_space", None)
+        if isinstance(connector, MeanStdFilter) and connector.running_stats is None:
+            self.kind = "identity"  # Discrete observations: the filter leaves them as they are
+        elif isinstance(connector, MeanStdFilter):
+            self.kind, self.clip = "filter", connector.clip_by_value
+            stats = connector.running_stats
+            mean = stats.mean if connector.de_mean_to_zero else np.zeros_like(stats.mean)
+            scale = stats.std + EPSILON if connector.de_std_to_one else np.ones_like(stats.mean)
+            self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float64))
+            self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
+        elif isinstance(connector, FlattenObservations) and isinstance(space, gym.spaces.Box):
+            self.kind = "flatten"
+        else:
+            raise ConfigError("env_to_module_connector", connector, "export_policy traces only "
+                              "MeanStdFilter and FlattenObservations of a Box observation space; "
+                              "process observations with module.env_to_module and act with "
+                              "greedy_env_actions(module, obs) instead of exporting.", "env_runners")
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.kind == "flatten":
+            return obs.reshape(obs.shape[0], -1).to(torch.float32)
+        if self.kind == "identity":
+            return obs
+        out = (obs.to(torch.float64) - self.mean) / self.scale
+        if self.clip is not None:
+            out = torch.clamp(out, -self.clip, self.clip)
+        return out.to(torch.float32)
 
 
 class GreedyPolicy(nn.Module):
@@ -26,12 +70,16 @@ class GreedyPolicy(nn.Module):
     def __init__(self, module: RLModule):
         super().__init__()
         self.module = module
+        connectors = module.env_to_module.connectors if module.env_to_module is not None else []
+        self.connectors = nn.ModuleList(TracedConnector(c) for c in connectors)
         self.offset = env_action_offset(module.action_space)  # Discrete(n, start=k): add k
         space = module.action_space  # a Box's actions are clipped into its bounds, as runners do
         self.bounds = ((torch.as_tensor(space.low), torch.as_tensor(space.high))
                        if isinstance(space, gym.spaces.Box) else None)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        for connector in self.connectors:
+            obs = connector(obs)
         inputs = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
         actions = self.module.greedy_actions(inputs)
         if self.bounds is not None:
@@ -40,8 +88,9 @@ class GreedyPolicy(nn.Module):
 
 
 def example_batch(module: RLModule, size: int = 2) -> torch.Tensor:
-    """`size` observations from the module's observation space (a batch of 1 would fix the size)."""
-    space = module.observation_space
+    """`size` raw env observations (what the exported policy takes; a batch of 1 would fix the
+    size)."""
+    space = env_observation_space(module)
     return torch.as_tensor(space.sample()[None].repeat(size, 0) if space.shape
                            else [space.sample()] * size)
 

@@ -3,7 +3,9 @@
 Acting needs only the network: no Ray, no EnvRunners, no Learner and no optimizer. The checkpoint's
 config (read with the checkpoint allowlist of `checkpoint_contents.py`: no class is imported because
 the file names it) says which module class and model_config built the network; one env built here
-gives the spaces. Then the saved weights are loaded into a fresh module.
+gives the spaces. Then the saved weights are loaded into a fresh module. A config with an
+env_to_module_connector gets its connectors back with the statistics saved in the checkpoint,
+frozen (`module.env_to_module`), so raw env observations are processed as the runners processed them.
 """
 
 import os
@@ -13,6 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlcourse.connectors.env_to_module.env_to_module_pipeline import (
+    EnvToModulePipeline,
+    build_env_to_module_pipeline,
+)
 from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.registry import env_name, probe_spaces
@@ -20,10 +26,22 @@ from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint
 
 
+def frozen_env_to_module(config: Any, observation_space: Any, action_space: Any,
+                         state: list | None) -> EnvToModulePipeline | None:
+    """The config's env-to-module connectors with `state` (the checkpoint's merged statistics) and
+    statistics that never update; None when the config has no connectors."""
+    if config.env_to_module_connector is None:
+        return None
+    pipeline = build_env_to_module_pipeline(config, observation_space, action_space)
+    pipeline.update_stats = False
+    pipeline.set_state(state)
+    return pipeline
+
+
 def module_from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> RLModule:
     """The checkpoint's module with its trained weights, in eval mode. `allowed`: your own classes
-    and env creators the checkpoint names (a custom RLModule class, an env class); its callbacks
-    class is not needed, so never imported."""
+    and env creators the checkpoint names (a custom RLModule class, an env class, an
+    env_to_module_connector function); its callbacks class is not needed, so never imported."""
     state, tensors = read_checkpoint(path)
     source = f"The checkpoint {path}"
     if "config" not in state or "module" not in tensors.get("learner.pt", {}):
@@ -33,6 +51,10 @@ def module_from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ())
     config = config_from_json(state["config"], source, allowed, skip={"callbacks_class"})
     observation_space, action_space = probe_spaces(config.get_env_creator(), config.env_config,
                                                    env_name(config.env))
+    connectors = frozen_env_to_module(config, observation_space, action_space,
+                                      state.get("algorithm", {}).get("env_to_module_state"))
+    if connectors is not None:  # the module was built for what the connectors return
+        observation_space = connectors.observation_space
     module = build_module(config, observation_space, action_space)
     weights = tensors["learner.pt"]["module"]
     try:
@@ -40,12 +62,22 @@ def module_from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ())
     except RuntimeError as e:
         raise CheckpointError(f"{source}: its weights do not fit the network its config builds "
                               f"({e}). The file was edited or is from another rlcourse.") from None
+    module.env_to_module = connectors
     return module.eval()
 
 
-def greedy_env_actions(module: RLModule, observations: np.ndarray) -> np.ndarray:
-    """The env's actions for a batch of observations: the most likely action of the module's
-    `forward_inference` output (the mean for Box actions), as the env takes it (`to_env_actions`)."""
+def env_observation_space(module: RLModule) -> Any:
+    """The space of the raw env observations `greedy_env_actions` takes (before any connectors)."""
+    connectors = module.env_to_module
+    return module.observation_space if connectors is None else connectors.input_observation_space
+
+
+def greedy_env_actions(module: RLModule, observations: Any) -> np.ndarray:
+    """The env's actions for a batch of raw env observations: through the module's frozen
+    connectors (if any), then the most likely action of its `forward_inference` output (the mean
+    for Box actions), as the env takes it (`to_env_actions`)."""
+    if module.env_to_module is not None:
+        observations = module.env_to_module(observations)
     with torch.no_grad():
         out = module.forward_inference({"obs": torch.as_tensor(np.asarray(observations))})
         actions = module.greedy_actions(out["action_dist_inputs"]).numpy()

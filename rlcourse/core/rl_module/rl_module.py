@@ -25,6 +25,10 @@ _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 class RLModule(nn.Module):
     """Base class: subclasses build layers in `setup()` and implement `_forward`, `compute_values`."""
 
+    # A checkpoint's env-to-module connectors, frozen (set by RLModule.from_checkpoint): what
+    # greedy_env_actions and export_policy apply to raw env observations. None: none to apply.
+    env_to_module: Any = None
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, model_config: dict):
         super().__init__()
         self.observation_space = observation_space

@@ -1,0 +1,37 @@
+"""Reward clipping, set as in RLlib with `config.environment(clip_rewards=...)`.
+
+RLlib 2.60 has no connector for it on its new API stack: the setting lives in `environment()`
+(its old stack's ClipRewardAgentConnector read it). Here the EnvRunner clips the rewards it
+records in episodes, so the Learner trains on clipped rewards, while the episode returns it
+reports stay the env's own. None or False: no clipping (RLlib's None means "only for Atari";
+rlcourse runs no Atari); True: the sign of each reward (-1, 0 or 1); a number c: into [-c, c];
+a pair (low, high): into [low, high].
+"""
+
+from typing import Any
+
+import numpy as np
+
+
+def clip_rewards(rewards: np.ndarray, setting: Any) -> np.ndarray:
+    """`rewards` clipped as `setting` (config.clip_rewards) says."""
+    if setting is None or setting is False:
+        return rewards
+    if setting is True:
+        return np.sign(rewards).astype(rewards.dtype)
+    low, high = (-setting, setting) if isinstance(setting, int | float) else setting
+    return np.clip(rewards, low, high).astype(rewards.dtype)
+
+
+def check_clip_rewards(setting: Any) -> str | None:
+    """What is wrong with a clip_rewards setting, or None if it is fine."""
+    if setting is None or isinstance(setting, bool):
+        return None
+    if isinstance(setting, int | float):
+        return None if setting > 0 else "a number c clips into [-c, c]: use c > 0."
+    if (isinstance(setting, list | tuple) and len(setting) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in setting)
+            and setting[0] < setting[1]):
+        return None
+    return ("use None or False (no clipping), True (the reward's sign), a number c > 0 (clip into "
+            "[-c, c]) or a pair (low, high) with low < high.")

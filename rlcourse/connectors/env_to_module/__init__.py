@@ -1,0 +1,8 @@
+"""Env-to-module connectors (RLlib's `rllib/connectors/env_to_module/`): what runners apply to
+observations before the module's forward pass."""
+
+from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
+from rlcourse.connectors.env_to_module.flatten_observations import FlattenObservations
+from rlcourse.connectors.env_to_module.mean_std_filter import MeanStdFilter
+
+__all__ = ["EnvToModulePipeline", "FlattenObservations", "MeanStdFilter"]

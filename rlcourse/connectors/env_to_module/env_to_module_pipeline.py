@@ -1,0 +1,116 @@
+"""EnvToModulePipeline: the env-to-module connectors of a config, applied in order.
+
+`config.env_runners(env_to_module_connector=fn)` names a function, as in RLlib, that returns a
+connector or a list of them: `fn(env)`, or RLlib 2.60's `fn(env, spaces, device)` (any of them may
+be None: the Algorithm calls it with env=None to learn the module's observation space). A connector
+is a ConnectorV2 (MeanStdFilter, FlattenObservations) or any function `obs_batch -> obs_batch` that
+keeps the observation space. Each EnvRunner builds its own pipeline, runs every observation through
+it before the module's forward pass, and records the output in its episodes, so the Learner trains
+on (and bootstraps values from) what the policy saw.
+"""
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import concatenate, create_empty_array
+
+from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.utils.validation import ConfigError
+
+Connector = ConnectorV2 | Callable[[Any], np.ndarray]
+
+
+def _fail(value: Any, fix: str) -> None:
+    raise ConfigError("env_to_module_connector", value, fix, "env_runners")
+
+
+def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> list[Connector]:
+    """The connectors `factory` returns, called as RLlib does: (env, spaces, device), or with the
+    first arguments its signature takes."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: give it everything
+        parameters = []
+    kinds = [p.kind for p in parameters]
+    n = 3 if not kinds or inspect.Parameter.VAR_POSITIONAL in kinds else sum(
+        kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for kind in kinds)
+    result = factory(*(env, spaces, None)[:min(n, 3)])
+    connectors = list(result) if isinstance(result, list | tuple) else [result]
+    for connector in connectors:
+        if not callable(connector):
+            _fail(factory, f"it returned {connector!r}, which is not a connector: return a "
+                  "ConnectorV2 such as MeanStdFilter(), a function obs -> obs, or a list of them.")
+    return connectors
+
+
+class EnvToModulePipeline:
+    """The connectors in order; `observation_space` is what the module is built for."""
+
+    def __init__(self, connectors: list[Connector], input_observation_space: gym.Space,
+                 input_action_space: gym.Space, update_stats: bool = True):
+        self.connectors = connectors
+        self.update_stats = update_stats  # False in evaluation: statistics frozen
+        self.input_observation_space = input_observation_space
+        space = input_observation_space
+        for connector in connectors:
+            if isinstance(connector, ConnectorV2):
+                space = connector.recompute_output_observation_space(space, input_action_space)
+        self.observation_space = space
+
+    def __call__(self, observations: Any) -> Any:
+        for connector in self.connectors:
+            if isinstance(connector, ConnectorV2):
+                observations = connector(observations, update=self.update_stats)
+            else:
+                observations = connector(observations)
+        return observations
+
+    def process_items(self, items: list[Any]) -> list[Any] | np.ndarray:
+        """Single observations (the last ones of episodes that ended) through the connectors as
+        one batch, so the Learner bootstraps values from what the module would have seen."""
+        if not self.connectors:
+            return items
+        space = self.input_observation_space
+        return self(concatenate(space, items, create_empty_array(space, len(items))))
+
+    def _stateful(self) -> list[ConnectorV2]:
+        return [c for c in self.connectors if isinstance(c, ConnectorV2)]
+
+    def get_state(self) -> list[dict[str, Any]]:
+        """Each ConnectorV2's state, in order (plain data, for checkpoints)."""
+        return [c.get_state() for c in self._stateful()]
+
+    def set_state(self, states: list[dict[str, Any]] | None) -> None:
+        """Take `get_state()`'s or `merge_states()`'s result (None: nothing to take)."""
+        for connector, state in zip(self._stateful(), states or [], strict=False):
+            connector.set_state(state)
+
+    def pop_buffers(self) -> list[dict[str, Any]] | None:
+        """What the connectors learned since the last call; None if nothing."""
+        buffers = [c.pop_buffer() for c in self._stateful()]
+        return buffers if any(buffers) else None
+
+    def merge_states(self, base: list[dict[str, Any]] | None,
+                     buffers: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """`base` (the merged states so far, or None) plus several runners' `pop_buffers()`."""
+        connectors = self._stateful()
+        base = base or [{}] * len(connectors)
+        return [type(c).merge_states(b, [runner[k] for runner in buffers])
+                for k, (c, b) in enumerate(zip(connectors, base, strict=True))]
+
+
+def build_env_to_module_pipeline(config: Any, observation_space: gym.Space,
+                                 action_space: gym.Space, env: Any = None) -> EnvToModulePipeline:
+    """The pipeline of `config.env_to_module_connector` for these (single-env) spaces; frozen
+    statistics for an evaluation config (`config.in_evaluation`)."""
+    factory = config.env_to_module_connector
+    spaces = {"__env_single__": (observation_space, action_space)}
+    if env is not None:
+        spaces["__env__"] = (env.observation_space, env.action_space)
+    connectors = [] if factory is None else call_connector_factory(factory, env, spaces)
+    return EnvToModulePipeline(connectors, observation_space, action_space,
+                               update_stats=not config.in_evaluation)

@@ -1,0 +1,65 @@
+"""FlattenObservations: Dict and Tuple observations made one flat float vector per sub-env.
+
+As RLlib's: Box parts are flattened, Discrete parts one-hot encoded, MultiDiscrete parts one-hot
+encoded per dimension, in the order of the space's keys (gymnasium sorts a Dict's keys); nested
+Dicts and Tuples are flattened part by part. The module is built for the output space,
+Box(-inf, inf, (n,), float32), so the default MLP takes such envs.
+"""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.utils.validation import ConfigError
+
+
+def _flat_size(space: gym.Space) -> int:
+    if isinstance(space, gym.spaces.Box | gym.spaces.MultiBinary):
+        return int(np.prod(space.shape))
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return int(np.sum(space.nvec))
+    if isinstance(space, gym.spaces.Dict):
+        return sum(_flat_size(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return sum(_flat_size(s) for s in space.spaces)
+    raise ConfigError("env_to_module_connector", "FlattenObservations()", f"it flattens Box, "
+                      f"Discrete, MultiDiscrete, MultiBinary, Dict and Tuple spaces, not {space}.",
+                      "env_runners")
+
+
+def _one_hot(values: np.ndarray, n: int) -> np.ndarray:
+    return np.eye(n, dtype=np.float32)[values]
+
+
+def _flatten(batch: Any, space: gym.Space) -> list[np.ndarray]:
+    """[B, k] float32 pieces of a batch of `space` values, in the order of the space's parts."""
+    if isinstance(space, gym.spaces.Dict):
+        return [piece for key, sub in space.spaces.items() for piece in _flatten(batch[key], sub)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [piece for part, sub in zip(batch, space.spaces, strict=True)
+                for piece in _flatten(part, sub)]
+    values = np.asarray(batch)
+    if isinstance(space, gym.spaces.Discrete):
+        return [_one_hot(values.astype(np.int64) - int(space.start), int(space.n))]
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        values = values.reshape(len(values), -1) - np.asarray(space.start).reshape(1, -1)
+        nvec = np.asarray(space.nvec).reshape(-1)
+        return [_one_hot(values[:, j], int(n)) for j, n in enumerate(nvec)]
+    return [values.reshape(len(values), -1).astype(np.float32)]
+
+
+class FlattenObservations(ConnectorV2):
+    """Turn a batch of (possibly nested) Dict or Tuple observations into a [B, n] float32 array."""
+
+    def recompute_output_observation_space(self, input_observation_space: gym.Space,
+                                           input_action_space: gym.Space) -> gym.Space:
+        self.input_observation_space = input_observation_space
+        n = _flat_size(input_observation_space)
+        return gym.spaces.Box(-np.inf, np.inf, (n,), np.float32)
+
+    def __call__(self, observations: Any, *, update: bool = True) -> np.ndarray:
+        return np.concatenate(_flatten(observations, self.input_observation_space), axis=1)

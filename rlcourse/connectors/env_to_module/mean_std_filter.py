@@ -1,0 +1,149 @@
+"""MeanStdFilter: observations normalized to mean 0 and standard deviation 1 by running statistics.
+
+Each EnvRunner keeps two sets of statistics per observation element: `running_stats`, the ones it
+normalizes with, and `buffer`, what it saw since it last reported. The Algorithm adds every
+runner's buffer to its merged statistics (`merge_states`) and sends the result back with the next
+weights; a runner then normalizes with the merged statistics plus its own newer buffer. So all
+runners normalize alike, and no observation is counted twice. With `update=False` (evaluation
+runners, built with `config.in_evaluation`) the statistics stay as they are.
+
+The maths: Welford's running mean and sum of squared deviations (M2), and Chan et al.'s formula to
+merge two such summaries of disjoint data, which gives the same result as one pass over the union.
+"""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.env.env_state import from_plain, to_plain
+from rlcourse.utils.validation import ConfigError
+
+EPSILON = 1e-8  # added to the standard deviation, so a constant element does not divide by 0
+
+
+class RunningStat:
+    """Count, mean and M2 (sum of squared deviations from the mean) of arrays of one shape."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.n = 0
+        self.mean = np.zeros(shape, dtype=np.float64)
+        self.m2 = np.zeros(shape, dtype=np.float64)
+
+    @property
+    def std(self) -> np.ndarray:
+        """Sample standard deviation; 1 until two values were seen (nothing to scale by yet)."""
+        if self.n < 2:
+            return np.ones_like(self.mean)
+        return np.sqrt(self.m2 / (self.n - 1))
+
+    def push(self, batch: np.ndarray) -> None:
+        """Add a batch of values (first axis: the values)."""
+        batch = np.asarray(batch, dtype=np.float64)
+        other = RunningStat(self.mean.shape)
+        other.n, other.mean = len(batch), batch.mean(axis=0)
+        other.m2 = ((batch - other.mean) ** 2).sum(axis=0)
+        self.update(other)
+
+    def update(self, other: "RunningStat") -> None:
+        """Merge in the statistics of other values (Chan et al.'s parallel formula)."""
+        if other.n == 0:
+            return
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        self.mean = self.mean + delta * (other.n / n)
+        self.m2 = self.m2 + other.m2 + delta ** 2 * (self.n * other.n / n)
+        self.n = n
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"n": self.n, "mean": to_plain(self.mean), "m2": to_plain(self.m2)}
+
+    @staticmethod
+    def from_plain(state: dict[str, Any]) -> "RunningStat":
+        mean = from_plain(state["mean"])
+        stat = RunningStat(mean.shape)
+        stat.n, stat.mean, stat.m2 = int(state["n"]), mean, from_plain(state["m2"])
+        return stat
+
+
+class MeanStdFilter(ConnectorV2):
+    """Normalize Box observations by running mean and std, then clip to +-`clip_by_value` (RLlib's
+    default 10). Discrete observations pass unchanged; Dict and Tuple ones need FlattenObservations
+    first."""
+
+    def __init__(self, *, de_mean_to_zero: bool = True, de_std_to_one: bool = True,
+                 clip_by_value: float | None = 10.0, update_stats: bool = True):
+        if clip_by_value is not None and not (isinstance(clip_by_value, int | float)
+                                              and clip_by_value > 0):
+            raise ConfigError("clip_by_value", clip_by_value, "MeanStdFilter(clip_by_value=...) "
+                              "takes a positive number, or None for no clipping.")
+        self.de_mean_to_zero = de_mean_to_zero
+        self.de_std_to_one = de_std_to_one
+        self.clip_by_value = clip_by_value
+        self.update_stats = update_stats
+        self.running_stats: RunningStat | None = None  # None: observations it leaves as they are
+        self.buffer: RunningStat | None = None
+
+    def recompute_output_observation_space(self, input_observation_space: gym.Space,
+                                           input_action_space: gym.Space) -> gym.Space:
+        self.input_observation_space = space = input_observation_space
+        if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+            return space
+        if not isinstance(space, gym.spaces.Box):
+            raise ConfigError("env_to_module_connector", "MeanStdFilter()",
+                              f"MeanStdFilter normalizes Box observations, not {space}: put "
+                              "FlattenObservations() before it.", "env_runners")
+        self.running_stats, self.buffer = RunningStat(space.shape), RunningStat(space.shape)
+        bound = np.inf if self.clip_by_value is None else self.clip_by_value
+        return gym.spaces.Box(-bound, bound, space.shape, np.float32)
+
+    def __call__(self, observations: np.ndarray, *, update: bool = True) -> np.ndarray:
+        if self.running_stats is None:
+            return observations
+        observations = np.asarray(observations)
+        if update and self.update_stats:
+            self.running_stats.push(observations)
+            self.buffer.push(observations)
+        out = observations.astype(np.float64)
+        if self.de_mean_to_zero:
+            out = out - self.running_stats.mean
+        if self.de_std_to_one:
+            out = out / (self.running_stats.std + EPSILON)
+        if self.clip_by_value is not None:
+            out = np.clip(out, -self.clip_by_value, self.clip_by_value)
+        return out.astype(np.float32)
+
+    def get_state(self) -> dict[str, Any]:
+        if self.running_stats is None:
+            return {}
+        return {"running_stats": self.running_stats.to_plain(), "buffer": self.buffer.to_plain()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """A saved state (with "buffer") is taken as it is; merged statistics (without) become the
+        running statistics plus what this filter saw since it last reported."""
+        if self.running_stats is None or not state:
+            return
+        running = RunningStat.from_plain(state["running_stats"])
+        if "buffer" in state:
+            self.buffer = RunningStat.from_plain(state["buffer"])
+        else:
+            running.update(self.buffer)
+        self.running_stats = running
+
+    def pop_buffer(self) -> dict[str, Any]:
+        if self.running_stats is None or self.buffer.n == 0:
+            return {}
+        buffer, self.buffer = self.buffer, RunningStat(self.buffer.mean.shape)
+        return {"running_stats": buffer.to_plain()}
+
+    @staticmethod
+    def merge_states(base: dict[str, Any] | None, buffers: list[dict[str, Any]]) -> dict[str, Any]:
+        merged = RunningStat.from_plain(base["running_stats"]) if base else None
+        for buffer in filter(None, buffers):
+            stat = RunningStat.from_plain(buffer["running_stats"])
+            if merged is None:
+                merged = stat
+            else:
+                merged.update(stat)
+        return {} if merged is None else {"running_stats": merged.to_plain()}

@@ -213,14 +213,17 @@ class AlgorithmConfig:
                    evaluation_duration_unit: str = NotProvided,
                    evaluation_config: dict = NotProvided,
                    evaluation_num_env_runners: int = NotProvided,
-                   evaluation_parallel_to_training: bool = NotProvided) -> "AlgorithmConfig":
+                   evaluation_parallel_to_training: bool = NotProvided,
+                   in_evaluation: bool = NotProvided) -> "AlgorithmConfig":
         """Evaluate every `evaluation_interval` iterations (None: only when you call evaluate()).
 
         `evaluation_config` overrides settings for evaluation (by default greedy actions);
         `evaluation_num_env_runners=0` evaluates in this process, N > 0 on N runner actors of their
         own, which with `evaluation_parallel_to_training` sample while training runs.
+        `in_evaluation` (RLlib's flag) marks the evaluation runners' own config: the Algorithm sets
+        it, and their connectors then use the training statistics without updating them.
         """
-        return self._set(evaluation_interval=evaluation_interval,
+        return self._set(in_evaluation=in_evaluation, evaluation_interval=evaluation_interval,
                          evaluation_duration=evaluation_duration,
                          evaluation_duration_unit=evaluation_duration_unit,
                          evaluation_config=evaluation_config,

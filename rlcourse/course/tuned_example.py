@@ -57,7 +57,8 @@ _POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
 ALGORITHM_RESULT_KEYS = {
     "PPO": frozenset(_POLICY_GRADIENT_LOSSES + [
         "learners/default_policy/curr_kl_coeff", "learners/default_policy/mean_kl_loss",
-        "timers/env_runner_sampling_timer", "timers/learner_update_timer", "timers/synch_weights"]),
+        "learners/__all_modules__/num_env_steps_trained", "timers/env_runner_sampling_timer",
+        "timers/learner_update_timer", "timers/synch_weights"]),
     "IMPALA": frozenset(_POLICY_GRADIENT_LOSSES + [
         "learner_queue/num_drops_lifetime", "learner_queue/size", "timers/sample_and_learn"]
         + [f"learners/default_policy/{key}" for key in (

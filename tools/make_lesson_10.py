@@ -209,15 +209,15 @@ print(f"after {history.iterations[-1]} iterations ({history.seconds[-1]:.0f} s, 
     md("""
 The plot is this run's: the win rate against the heuristic (which `main` never trained against)
 and, as dotted lines, the iterations where a snapshot joined the league. Every game `main` plays
-trains it; the snapshots never change until they are replaced. How high can it go? This heuristic
-is strong on a small board: a perfect player, found by searching every game to its end, wins about
-84% of games against it here (it draws or loses the rest, because who starts is random and the
-heuristic never misses a win or a block). Compare the last line printed above with that. The
-dashed line at 0.8 is the course's goal for self-play: on this board it asks for nearly perfect
-play, which takes far longer training than a lesson has (and most likely a network that sees the
-board as a picture, a convolution, rather than a flat vector). `tests/test_self_play.py` checks
-that self-play raises the win rate well above the untrained policy's.
-
+trains it; the snapshots never change until they are replaced. How high can it go? Who starts is
+random, and the heuristic never misses a win or a block, but otherwise it plays at random. On this
+board a minimax player (one that searches every game to its end and assumes the best reply) wins
+about 84% of games against it; a player that also exploits the heuristic's random moves can win up
+to 95% (`benchmarks/self_play_ceiling.py` computes both exactly). Compare the last line printed above
+with that. The dashed line at 0.8 is the course's goal for self-play; reaching it takes longer
+training than a lesson has (and likely a larger entropy bonus, which keeps the league varied, or a
+network that sees the board as a picture, a convolution). `tests/test_self_play.py` checks that
+self-play raises the win rate well above the untrained policy's.
 """),
     md("""
 ## 4. The same in RLlib

@@ -6,6 +6,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
+# torch comes from PyTorch's CPU index: on Linux, PyPI's torch is the multi-GB CUDA build. The one
+# switch for a machine with an NVIDIA GPU: `make install TORCH_INDEX=https://download.pytorch.org/whl/cu128`
+# (any index with a CUDA build of the lock's torch version). torch goes in first without its
+# dependencies; the lock then installs them (a CUDA build's nvidia packages too) from the main index.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 # Debian's Chromium for the browser tests (Playwright drives it; its own browser download is not used).
 CHROMIUM ?= /usr/bin/chromium
 ROOT_USER := $(filter 0,$(shell id -u))
@@ -18,6 +24,7 @@ install: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet --no-deps --index-url $(TORCH_INDEX) "$(TORCH_PIN)"
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)

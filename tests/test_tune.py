@@ -80,7 +80,8 @@ def test_grid_sweep_trials_results_on_disk_and_best_checkpoint_loads(tmp_path):
     assert sorted(df["config/lr"]) == [3e-4, 1e-3]
     assert list(df["training_iteration"]) == [3, 3]
     for result in results:  # each trial's own lr reached its learner
-        assert result.metrics["learners"]["default_policy"]["curr_lr"] == result.config["lr"]
+        learner = result.metrics["learners"]["default_policy"]
+        assert learner["default_optimizer_learning_rate"] == result.config["lr"]
         trial_dir = Path(result.path)
         assert (trial_dir / "progress.csv").read_text().count("\n") == 4  # header + 3 iterations
         assert list(trial_dir.glob("events.out.tfevents.*"))  # TensorBoard reads these
@@ -227,7 +228,8 @@ def test_pbt_exploits_checkpoints_and_trains_with_the_perturbed_lr(tmp_path):
     assert any(r.metrics_dataframe["config/lr"].nunique() > 1 for r in results), "no exploit"
     for result in results:  # after an exploit, the learner trains with the trial's (new) lr
         df = result.metrics_dataframe
-        assert np.allclose(df["learners/default_policy/curr_lr"], df["config/lr"])
+        assert np.allclose(df["learners/default_policy/default_optimizer_learning_rate"],
+                           df["config/lr"])
 
 
 @pytest.mark.timeout(120)
@@ -240,7 +242,7 @@ def test_restoring_another_lr_keeps_the_weights_and_uses_the_new_lr(tmp_path, al
     target.restore_from_path(path)
     saved, restored = source.learner_group.get_weights(), target.learner_group.get_weights()
     assert all(np.array_equal(saved[k], restored[k]) for k in saved)
-    assert target.train()["learners"]["default_policy"]["curr_lr"] == 3e-3
+    assert target.train()["learners"]["default_policy"]["default_optimizer_learning_rate"] == 3e-3
 
 
 @pytest.mark.timeout(120)

@@ -259,7 +259,7 @@ identical = all(np.array_equal(learner_weights[0][name], learner_weights[1][name
 print(f"{len(learner_weights)} learners, {len(learner_weights[0])} weight tensors each; "
       f"identical after {len(learner_results)} iterations: {identical}")
 print("env steps trained per iteration (both shards):",
-      learner_results[-1]["learners"]["default_policy"]["num_env_steps_trained"])"""),
+      learner_results[-1]["learners"]["__all_modules__"]["num_env_steps_trained"])"""),
     md("""Here both learners share the same few cores (this machine's count is printed above), so two
 learners are not faster than one: they take turns on the cores and add an all-reduce per step. Data-parallel learning pays off when each learner has its own GPU or machine
 and the batch is large.

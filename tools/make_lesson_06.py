@@ -178,11 +178,11 @@ for iteration in range(1, 11):
     if iteration == STOP_AFTER + 1:
         cluster.stop_node("worker-1")
     result = algo.train()
-    runners = result["env_runners"]
+    runners, faults = result["env_runners"], result["fault_tolerance"]
     history.append({"nodes": algo.env_runner_group.get_node_names(), "seconds": result["timers"]["training_iteration"],
-                    "return": runners["episode_return_mean"], "restarts": runners["num_env_runner_restarts"]})
+                    "return": runners["episode_return_mean"], "restarts": faults["num_remote_worker_restarts"]})
     progress.update(f"iteration {iteration:2d} | runners on {history[-1]['nodes']} | "
-                    f"healthy {runners['num_healthy_env_runners']} | restarts {runners['num_env_runner_restarts']} | "
+                    f"healthy {faults['num_healthy_workers']} | restarts {faults['num_remote_worker_restarts']} | "
                     f"return {runners['episode_return_mean']:6.1f}")
 print("alive nodes:", cluster.alive_nodes(), "| processes left of worker-1:", cluster.processes("worker-1"))
 """),

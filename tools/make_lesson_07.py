@@ -242,8 +242,8 @@ print(f"{len(exploits)} exploits | {pbt.num_errors} errors | {pbt_seconds:.1f} s
 tune_plots.pbt_schedule(pbt)
 """),
     md("""
-The top plot is the lr each trial's optimizer used (`learners/default_policy/curr_lr`, from the
-trial's `progress.csv`). Read it from left to right: the trial that started with a tiny `lr` trails, so at a
+The top plot is the lr each trial's optimizer used
+(`learners/default_policy/default_optimizer_learning_rate`, RLlib's key, from the trial's `progress.csv`). Read it from left to right: the trial that started with a tiny `lr` trails, so at a
 perturbation point it jumps (star) to a copy of a leader with that leader's `lr` perturbed, and
 its return jumps with it: it now has the leader's weights, and goes on from the leader's iteration
 (its own history since is drawn dashed: it was abandoned). Exploring can also land on a poor `lr`

@@ -346,8 +346,8 @@ apex_config = (ApexDQNConfig().environment("CartPole-v1").debugging(seed=0)
 apex, apex_curve, apex_result = race(apex_config, budget_s=15)
 apex.stop()
 rates["Ape-X"] = apex_curve[-1, 1] / apex_curve[-1, 0]
-trained = {"DQN": dqn_result["num_env_steps_trained_lifetime"],
-           "Ape-X": apex_result["num_env_steps_trained_lifetime"]}
+trained = {name: result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+           for name, result in (("DQN", dqn_result), ("Ape-X", apex_result))}
 print(f"runners' epsilons: {np.round(apex_result['env_runners']['epsilons'], 4).tolist()}")
 for name, rows in (("DQN", dqn_curve), ("Ape-X", apex_curve)):
     print(f"{name:5s}: {rows[-1, 1]:7,.0f} env steps sampled, {trained[name]:7,d} replayed rows trained "

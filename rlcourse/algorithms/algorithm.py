@@ -23,6 +23,7 @@ import ray
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
 from rlcourse.core.learner.learner_group import LearnerGroup
+from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
@@ -201,6 +202,10 @@ class Algorithm:
         result["env_runners"].update(num_healthy_env_runners=group.num_healthy_env_runners,
                                      num_env_runner_restarts=group.num_env_runner_restarts,
                                      num_env_runner_failures=group.num_env_runner_failures)
+        result["fault_tolerance"] = {"num_healthy_workers": group.num_healthy_env_runners,
+                                     "num_remote_worker_restarts": group.num_env_runner_restarts}
+        result.setdefault("learners", {}).setdefault(ALL_MODULES, {})[
+            "num_env_steps_trained_lifetime"] = self.num_env_steps_trained_lifetime
         result.update({
             "training_iteration": self.iteration,
             "num_env_steps_sampled_throughput": result["env_runners"]["num_env_steps_sampled"] / elapsed,

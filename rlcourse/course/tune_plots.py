@@ -106,7 +106,8 @@ def pbt_exploits(experiment_path: str | Path) -> list[dict[str, Any]]:
     return exploits
 
 
-LR = "learners/default_policy/curr_lr"  # the lr the learner's optimizer used in that iteration
+# the lr the learner's optimizer used in that iteration (RLlib's key)
+LR = "learners/default_policy/default_optimizer_learning_rate"
 
 
 def pbt_history(result: Any) -> pd.DataFrame:

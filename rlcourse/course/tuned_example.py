@@ -48,8 +48,11 @@ RESULT_KEYS = frozenset(
     + ["training_iteration", "num_env_steps_sampled_lifetime", "num_env_steps_trained_lifetime",
        "num_env_steps_sampled_throughput", "num_env_steps_trained_throughput",
        "timers/training_iteration"]
-    + [f"learners/default_policy/{key}" for key in ("num_env_steps_trained", "curr_lr",
-                                                    "gradients_global_norm")])
+    + [f"fault_tolerance/{key}" for key in ("num_healthy_workers", "num_remote_worker_restarts")]
+    + ["learners/__all_modules__/num_env_steps_trained_lifetime"]
+    + [f"learners/default_policy/{key}" for key in ("num_env_steps_trained",
+                                                    "default_optimizer_learning_rate",
+                                                    "gradients_default_optimizer_global_norm")])
 _POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
                            for key in ("entropy", "policy_loss", "vf_loss", "total_loss")]
 # What each algorithm adds, by the Algorithm class its config builds. (DQN's and SAC's learner keys

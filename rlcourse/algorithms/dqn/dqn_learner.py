@@ -76,7 +76,7 @@ class DQNLearner(Learner):
             td_error = metrics.pop("td_error")
             self.optimizer.zero_grad(set_to_none=False)
             loss.backward()
-            metrics["gradients_global_norm"] = self.apply_gradients(len(td_error))
+            metrics["gradients_default_optimizer_global_norm"] = self.apply_gradients(len(td_error))
         self.num_updates += 1
         if (num_env_steps_sampled_lifetime - self.last_target_update_ts
                 >= self.config.target_network_update_freq):
@@ -84,7 +84,7 @@ class DQNLearner(Learner):
             self.last_target_update_ts = num_env_steps_sampled_lifetime
         results: dict[str, Any] = {name: float(value) for name, value in metrics.items()}
         results.update(td_error=td_error.numpy(), num_env_steps_trained=len(td_error),
-                       curr_lr=self.optimizer.param_groups[0]["lr"],
+                       default_optimizer_learning_rate=self.optimizer.param_groups[0]["lr"],
                        last_target_update_ts=self.last_target_update_ts)
         return results
 

@@ -117,7 +117,8 @@ class Learner:
                 self.optimizer.zero_grad(set_to_none=False)
                 loss.backward()
                 try:
-                    metrics["gradients_global_norm"] = self.apply_gradients(len(minibatch["actions"]))
+                    metrics["gradients_default_optimizer_global_norm"] = self.apply_gradients(
+                        len(minibatch["actions"]))
                 except NonFiniteUpdateError as e:
                     e.add_note("This learner's minibatch: " + ", ".join(
                         f"{name}={float(value):.4g}" for name, value in metrics.items()))
@@ -127,7 +128,7 @@ class Learner:
         self.num_updates += 1
         results = {name: float(np.mean(values)) for name, values in stats.items()}
         results["num_env_steps_trained"] = size
-        results["curr_lr"] = self.optimizer.param_groups[0]["lr"]
+        results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 
     def minibatch_indices(self, size: int, num_minibatches: int) -> list[torch.Tensor | slice]:

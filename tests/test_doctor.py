@@ -15,7 +15,7 @@ def test_the_command_passes_on_this_machine():
     out = subprocess.run([sys.executable, "-m", "rlcourse", "doctor"], capture_output=True,
                          text=True, timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
-    for name in ("Python", "Packages", "CPUs", "Memory", "/dev/shm", "Ray", "Widgets"):
+    for name in ("Python", "Packages", "torch", "CPUs", "Memory", "/dev/shm", "Ray", "Widgets"):
         assert name in out.stdout
     assert "Ready for the course." in out.stdout
 
@@ -26,6 +26,25 @@ def test_a_wrong_pin_is_named(tmp_path):
     check = doctor.check_packages(lock)
     assert check.status == "FAIL" and "numpy" in check.found and "0.0.1" in check.found
     assert "ray" not in check.found and "make lab" in check.fix
+
+
+def test_this_machines_torch_is_the_cpu_build():
+    assert not doctor.torch_is_cuda_build()
+    check = doctor.check_torch_build()
+    assert check.found.startswith("torch 2.13.0") and "CPU build" in check.found
+    assert check.status == ("WARN" if doctor.has_nvidia_gpu() else "OK")
+
+
+@pytest.mark.parametrize("cuda, gpu, status, fix", [
+    (True, False, "WARN", "rm -rf .venv && make install"),
+    (False, True, "WARN", "TORCH_INDEX=https://download.pytorch.org/whl/cu"),
+    (True, True, "OK", ""), (False, False, "OK", "")])
+def test_a_torch_build_that_does_not_suit_the_machine_warns_with_the_fix(monkeypatch, cuda, gpu,
+                                                                         status, fix):
+    monkeypatch.setattr(doctor, "torch_is_cuda_build", lambda: cuda)
+    monkeypatch.setattr(doctor, "has_nvidia_gpu", lambda: gpu)
+    check = doctor.check_torch_build()
+    assert check.status == status and fix in check.fix and bool(check.fix) == bool(fix)
 
 
 def test_too_little_memory_fails_and_one_cpu_warns(monkeypatch):

@@ -1,8 +1,9 @@
 """`rlcourse doctor`: a workshop pre-flight check of this machine, saying what to fix.
 
-Checks Python and every package against requirements.lock, the CPUs and memory this process may
-use (container limits included, as on Binder), /dev/shm (Ray's object store), that Ray starts and
-an actor answers, and that JupyterLab's widget extension is installed (the dashboards need it).
+Checks Python and every package against requirements.lock, that torch's build (CPU or CUDA) suits
+the machine, the CPUs and memory this process may use (container limits included, as on Binder),
+/dev/shm (Ray's object store), that Ray starts and an actor answers, and that JupyterLab's widget
+extension is installed (the dashboards need it).
 Run it from a terminal (`rlcourse doctor`) or a notebook cell (`from rlcourse.course.doctor import
 doctor; doctor()`).
 """
@@ -65,6 +66,30 @@ def check_packages(lock: Path = LOCK) -> Check:
         return Check("Packages", "OK", f"all pins of {lock.name} installed")
     return Check("Packages", "FAIL", "; ".join(wrong[:5]) + (" ..." if len(wrong) > 5 else ""),
                  "Run `make lab` (or `pip install -r requirements.lock`) in the course's folder.")
+
+
+def torch_is_cuda_build() -> bool:
+    """Whether the installed torch is a CUDA build: those require their nvidia-* packages."""
+    return any(r.startswith("nvidia-") for r in metadata.requires("torch") or [])
+
+
+def has_nvidia_gpu() -> bool:
+    """Whether an NVIDIA driver sees a GPU here (no torch import needed)."""
+    return Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi") is not None
+
+
+def check_torch_build() -> Check:
+    version, cuda, gpu = metadata.version("torch"), torch_is_cuda_build(), has_nvidia_gpu()
+    build = f"torch {version}, {'CUDA' if cuda else 'CPU'} build"
+    if cuda == gpu:
+        return Check("torch", "OK", build + (", NVIDIA GPU found" if gpu else ", no GPU here"))
+    if cuda:
+        return Check("torch", "WARN", build + " (several GB of nvidia packages) and no GPU here",
+                     "Reinstall the CPU build: `rm -rf .venv && make install` (TORCH_INDEX "
+                     "defaults to PyTorch's CPU index).")
+    return Check("torch", "WARN", build + ", but an NVIDIA GPU is here: learners cannot use it",
+                 "Install a CUDA build: `rm -rf .venv && make install "
+                 "TORCH_INDEX=https://download.pytorch.org/whl/cu128`.")
 
 
 def usable_cpus() -> float:
@@ -158,8 +183,8 @@ def check_widgets() -> Check:
                                       "JupyterLab; without it the dashboards show as text.")
 
 
-CHECKS = (check_python, check_packages, check_cpus, check_memory, check_shm, check_ray,
-          check_widgets)
+CHECKS = (check_python, check_packages, check_torch_build, check_cpus, check_memory, check_shm,
+          check_ray, check_widgets)
 
 
 def doctor() -> list[Check]:

@@ -99,12 +99,6 @@ def _check_env_runners(config: Any) -> None:
     check_number(config, "num_cpus_per_env_runner", 0, hint="Fractions such as 0.5 let several "
                  "runners share one core.")
     check_number(config, "num_gpus_per_env_runner", 0)
-    # Multi-agent specs may name a torch module class per module: not checked here.
-    if (config.num_gpus_per_env_runner > 0 and config.rl_module_class is None
-            and config.policies is None):
-        fail(config, "num_gpus_per_env_runner", "runners run the default module in NumPy, so "
-             "the GPU would sit idle. Set it to 0, or give a torch module class "
-             "(rl_module(rl_module_class=...)) that runners then run on their GPU.")
     if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
         fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
              "process) or 'ASYNC' (one subprocess per sub-env).")

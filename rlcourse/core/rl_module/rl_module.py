@@ -147,6 +147,13 @@ class DefaultActorCriticModule(RLModule):
             state = {k: v for k, v in state.items() if k.startswith("pi.")}
         return state
 
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """All weights, or only the policy's (what a runner holding this module gets)."""
+        if all(k.startswith("pi.") for k in state):
+            self.pi.load_state_dict({k[3:]: torch.tensor(v) for k, v in state.items()})
+        else:
+            super().set_state(state)
+
 
 def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
     """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:

@@ -10,6 +10,7 @@ from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.learner import learner as learner_module
+from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 from rlcourse.env.env_runner import EnvRunner
 from rlcourse.utils.framework import get_device, get_distributed_backend
@@ -200,3 +201,21 @@ def test_a_gpu_runner_runs_its_torch_module_on_cuda():
     runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
                        .get_state(inference_only=True))
     assert sum(map(len, runner.sample(num_timesteps=40))) >= 40
+
+
+@needs_cuda
+def test_two_learners_sharing_one_gpu_update_together(ray_session):
+    """0.5 GPU each: both learners on one device, all-reducing with gloo (NCCL would refuse)."""
+    config = _ppo().learners(num_learners=2, num_cpus_per_learner=0.5, num_gpus_per_learner=0.5)
+    runner = EnvRunner(config, config.get_env_creator())
+    group = LearnerGroup(config, *runner.get_spaces())
+    try:
+        runner.set_weights(group.get_weights(inference_only=True))
+        before = group.get_weights()
+        group.update(runner.sample(num_timesteps=200))
+        first, second = group.foreach_learner("get_weights")
+        assert any(not np.array_equal(first[k], before[k]) for k in before)
+        for key in first:
+            np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    finally:
+        group.stop()

@@ -68,8 +68,9 @@ class Learner:
         then copy rank 0's weights so all start identical."""
         torch.set_num_threads(num_threads)
         if host.startswith("127."):
-            # gloo otherwise uses the interface of the machine's hostname, which may not be loopback.
+            # gloo and NCCL otherwise use the interface of the machine's hostname, maybe not loopback.
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+            os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
         # The store takes over rank 0's listening socket (and closes it when it ends).
         listen_fd = self._store_socket.detach() if rank == 0 else None
         store = dist.TCPStore(host, port, world_size, is_master=rank == 0,

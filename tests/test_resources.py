@@ -6,12 +6,15 @@ import time
 
 import pytest
 import ray
+import torch
 from conftest import free_cpus_after_release
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
+# A GPU request fails only where there is none; on a machine with one, tests/test_gpu_learner.py uses it.
+no_gpu_here = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 
 
 def _config():
@@ -19,9 +22,12 @@ def _config():
 
 
 @pytest.mark.parametrize(("setter", "settings", "setting"), [
-    ("learners", {"num_learners": 0, "num_gpus_per_learner": 1}, "num_gpus_per_learner"),
-    ("learners", {"num_learners": 1, "num_gpus_per_learner": 1}, "num_gpus_per_learner"),
-    ("env_runners", {"num_env_runners": 1, "num_gpus_per_env_runner": 1}, "num_gpus_per_env_runner"),
+    pytest.param("learners", {"num_learners": 0, "num_gpus_per_learner": 1}, "num_gpus_per_learner",
+                 marks=no_gpu_here),
+    pytest.param("learners", {"num_learners": 1, "num_gpus_per_learner": 1}, "num_gpus_per_learner",
+                 marks=no_gpu_here),
+    pytest.param("env_runners", {"num_env_runners": 1, "num_gpus_per_env_runner": 1},
+                 "num_gpus_per_env_runner", marks=no_gpu_here),
     ("env_runners", {"num_env_runners": 3, "num_cpus_per_env_runner": 1}, "num_cpus_per_env_runner"),
     ("learners", {"num_learners": 2, "num_cpus_per_learner": 2}, "num_cpus_per_learner"),
 ])
@@ -49,6 +55,7 @@ except ConfigError as e:
 """
 
 
+@no_gpu_here
 def test_a_gpu_request_fails_fast_when_build_algo_starts_ray_itself():
     """No Ray yet: build_algo starts it, then checks the request (it must not check before)."""
     result = subprocess.run([sys.executable, "-c", GPU_LEARNER_IN_A_FRESH_PROCESS],

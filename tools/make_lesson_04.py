@@ -267,12 +267,13 @@ and the batch is large.
 ## 5. GPUs
 
 - `.learners(num_gpus_per_learner=1)`: each Learner actor reserves a GPU from Ray's scheduler
-  (with `num_learners=0`, the learner in the driver asks for the local one). RLlib's Learner then
-  moves its module and batches onto that GPU; rlcourse's Learner reserves it but computes on the
-  CPU: the course's networks are tiny, and its machines have no GPU to test with.
+  (with `num_learners=0`, the learner in the driver asks for the local one) and computes on it, as
+  RLlib's does: its module, optimizer state and batches live on that CUDA device (`Learner.device`).
+  Learners with a GPU each all-reduce with NCCL; two with 0.5 GPU share one, and use gloo. The
+  course's networks are tiny and often as fast on the CPU: `benchmarks/gpu_learner.py` measures both.
 - `.env_runners(num_gpus_per_env_runner=0.25)`: runners reserve (a fraction of) a GPU, for envs that
-  render or simulate on it, or for a large policy network. Small networks like ours are faster on the
-  runner's CPU.
+  render or simulate on it, or for a large torch policy network (a custom module runs there). The
+  default policy stays in NumPy: small networks like ours are faster on the runner's CPU.
 
 Ray waits forever for an actor whose resources no node has. `rlcourse` checks the request against
 the cluster when the algorithm is built, and fails at once, naming the setting and the fix:"""),

@@ -318,7 +318,7 @@ The algorithm code never changes; the config and where the driver runs do.
 | parallel sampling | laptop, 2-8 cores | `num_env_runners=N`, `num_cpus_per_env_runner=0.5`, `num_envs_per_env_runner=4` (vectorize first) | `init_ray(num_cpus=...)` |
 | a big machine | 32-96 cores | runners ≈ cores - 2; `learners(num_learners=0)` until the update is the bottleneck | same code |
 | a cluster | head + N workers | `resources(placement_strategy="SPREAD")`; `fault_tolerance(restart_failed_env_runners=True)` | `ray up` or KubeRay; run as a Ray Job; checkpoints on shared storage |
-| GPUs for learning | + GPU workers | `learners(num_learners=K, num_gpus_per_learner=1)` (RLlib trains on them; rlcourse only reserves them); runners stay on CPUs | a GPU node type in `cluster.yaml` / a GPU worker group |
+| GPUs for learning | + GPU workers | `learners(num_learners=K, num_gpus_per_learner=1)` (the learners train on them, as RLlib's do); runners stay on CPUs | a GPU node type in `cluster.yaml` / a GPU worker group |
 | pinned hardware | special nodes | `env_runners(custom_resources_per_env_runner={"big-box": 0.5})` | `ray start --resources='{"big-box": 1}'` on those nodes |
 
 ## Summary

@@ -176,9 +176,10 @@ class AlgorithmConfig:
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
         """0 learners: one Learner in this process; N > 0: N data-parallel Learner actors.
 
-        `num_gpus_per_learner` reserves GPUs with Ray's scheduler (and fails at build time where
-        there are none); the Learner itself computes on the CPU, where the course's small networks
-        are fast."""
+        `num_gpus_per_learner`: each Learner reserves this many GPUs and keeps its module,
+        optimizer state and batches on its CUDA device (0.5: two learners share one GPU); it fails
+        at build time where there is none. The course's small networks are often as fast on the
+        CPU: measure with benchmarks/gpu_learner.py."""
         return self._set(num_learners=num_learners, num_cpus_per_learner=num_cpus_per_learner,
                          num_gpus_per_learner=num_gpus_per_learner)
 

@@ -50,12 +50,16 @@ class SampleResult:
 
 
 def build_inference_module(config, observation_space, action_space, seed: int | None):
-    """NumPy for the default module (no torch in this process); torch for a custom module class."""
+    """NumPy for the default module (no torch in this process); torch for a custom module class,
+    on the runner's GPU where it was given one (`num_gpus_per_env_runner`)."""
     if config.rl_module_class is None:
         numpy_class = import_attr(config.default_inference_module_class)
         return numpy_class(space_info(observation_space, action_space), config.get_model_config(),
                            seed)
+    from rlcourse.utils.framework import get_device  # imports torch: this runner holds torch anyway
+
     module = config.rl_module_class(observation_space, action_space, config.get_model_config())
+    module.to(get_device(config, config.num_gpus_per_env_runner, "num_gpus_per_env_runner"))
     return module.get_inference_module(seed)
 
 

@@ -189,6 +189,12 @@ def env_runner_options(config, group: PlacementGroup | None, i: int) -> dict:
     return options
 
 
+def learner_options(config) -> dict:
+    """Ray actor options of each Learner actor: its CPUs and GPUs (a fraction such as 0.5 lets two
+    learners share one GPU). The learner computes on the GPU it reserves (`get_device`)."""
+    return {"num_cpus": config.num_cpus_per_learner, "num_gpus": config.num_gpus_per_learner}
+
+
 def bundle_options(group: PlacementGroup | None, i: int) -> dict:
     """Actor options that put an actor into bundle `i` of `group` (none without a group)."""
     if group is None:

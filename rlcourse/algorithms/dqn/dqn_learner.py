@@ -70,7 +70,8 @@ class DQNLearner(Learner):
                           ) -> dict[str, Any]:
         """One step on `batch`; then the target update, if due. Returns loss statistics and the
         per-row `td_error` (NumPy) for the buffer's priorities."""
-        tensors = {key: torch.tensor(batch[key]) for key in BATCH_KEYS}  # copies: Ray's are read-only
+        # Copies on the learner's device (Ray's arrays are read-only).
+        tensors = {key: torch.tensor(batch[key], device=self.device) for key in BATCH_KEYS}
         with one_torch_thread():
             loss, metrics = self.compute_loss(tensors)
             td_error = metrics.pop("td_error")
@@ -83,7 +84,7 @@ class DQNLearner(Learner):
             self.module.update_target(self.config.tau)
             self.last_target_update_ts = num_env_steps_sampled_lifetime
         results: dict[str, Any] = {name: float(value) for name, value in metrics.items()}
-        results.update(td_error=td_error.numpy(), num_env_steps_trained=len(td_error),
+        results.update(td_error=td_error.cpu().numpy(), num_env_steps_trained=len(td_error),
                        default_optimizer_learning_rate=self.optimizer.param_groups[0]["lr"],
                        last_target_update_ts=self.last_target_update_ts)
         return results

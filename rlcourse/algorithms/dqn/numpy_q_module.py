@@ -102,4 +102,5 @@ class TorchQInferenceModule(EpsilonGreedy):
         import torch
 
         with torch.no_grad():
-            return self.module.compute_q_values(torch.as_tensor(obs)).numpy()
+            obs = torch.as_tensor(obs, device=self.module.device)
+            return self.module.compute_q_values(obs).cpu().numpy()

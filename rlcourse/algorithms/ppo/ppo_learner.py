@@ -18,9 +18,9 @@ class PPOLearner(Learner):
     def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor]:
         """Flatten the chunks, compute values (bootstrap observations too), GAE, normalize."""
         flat = flatten_episodes(episodes)
+        all_obs = self.to_device(flat["all_obs"])  # on the learner's device once, for both uses
         with torch.no_grad():
-            all_values = self.module.compute_values({"obs": torch.as_tensor(flat["all_obs"])})
-        all_values = all_values.numpy()
+            all_values = self.module.compute_values({"obs": all_obs}).cpu().numpy()
         index = flat["obs_index"]
         advantages, value_targets = compute_gae(
             flat["rewards"], all_values[index], all_values[index + 1], flat["terminateds"],
@@ -31,11 +31,11 @@ class PPOLearner(Learner):
         mean = total / count
         std = np.sqrt(max(total_sq / count - mean**2, 0.0))
         advantages = (advantages - mean) / (std + 1e-8)
-        return {"obs": torch.as_tensor(flat["all_obs"][index]),
-                "actions": torch.as_tensor(flat["actions"]),
-                "action_logp": torch.as_tensor(flat["action_logp"]),
-                "advantages": torch.as_tensor(advantages, dtype=torch.float32),
-                "value_targets": torch.as_tensor(value_targets, dtype=torch.float32)}
+        return {"obs": all_obs[self.to_device(index)],
+                "actions": self.to_device(flat["actions"]),
+                "action_logp": self.to_device(flat["action_logp"]),
+                "advantages": self.to_device(advantages, torch.float32),
+                "value_targets": self.to_device(value_targets, torch.float32)}
 
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config

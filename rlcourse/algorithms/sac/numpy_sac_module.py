@@ -79,6 +79,7 @@ class TorchSACInferenceModule(SquashedGaussian):
         import torch
 
         with torch.no_grad():
-            inputs = self.module.forward_inference({"obs": torch.as_tensor(obs)})
+            obs = torch.as_tensor(obs, device=self.module.device)
+            inputs = self.module.forward_inference({"obs": obs})
         mean, log_std = inputs["action_dist_inputs"].chunk(2, dim=-1)
-        return mean.numpy(), log_std.numpy()
+        return mean.cpu().numpy(), log_std.cpu().numpy()

@@ -4,6 +4,8 @@
 minibatch SGD on `compute_loss`. When several Learners run as Ray actors (see LearnerGroup), they are
 joined by torch.distributed: each holds a shard of the batch, and after every backward pass they
 all-reduce their gradients, so every Learner takes the same step with the same weights.
+A Learner given a GPU (`num_gpus_per_learner > 0`) keeps its module, optimizer state and batches on
+`self.device` (picked once, by `get_device`); weights leave it as CPU NumPy arrays.
 """
 
 import copy
@@ -20,6 +22,7 @@ import torch.distributed as dist
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.framework import get_device, get_distributed_backend
 
 
 class NonFiniteUpdateError(FloatingPointError):
@@ -33,7 +36,8 @@ class Learner:
         self.config = config
         if config.seed is not None:
             torch.manual_seed(config.seed)
-        self.module = build_module(config, observation_space, action_space)
+        self.device = get_device(config, config.num_gpus_per_learner)
+        self.module = build_module(config, observation_space, action_space).to(self.device)
         self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1
@@ -60,16 +64,21 @@ class Learner:
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
                           num_threads: int = 1) -> None:
-        """Join the gloo process group, then copy rank 0's weights so all start identical."""
+        """Join the process group (NCCL between whole GPUs, else gloo: `get_distributed_backend`),
+        then copy rank 0's weights so all start identical."""
         torch.set_num_threads(num_threads)
         if host.startswith("127."):
-            # gloo otherwise uses the interface of the machine's hostname, which may not be loopback.
+            # gloo and NCCL otherwise use the interface of the machine's hostname, maybe not loopback.
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+            os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
         # The store takes over rank 0's listening socket (and closes it when it ends).
         listen_fd = self._store_socket.detach() if rank == 0 else None
         store = dist.TCPStore(host, port, world_size, is_master=rank == 0,
                               master_listen_fd=listen_fd)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
+        backend = get_distributed_backend(self.device.type, self.config.num_gpus_per_learner)
+        if backend == "nccl":
+            torch.cuda.set_device(self.device)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size)
         self.join_group(rank, world_size)
 
     def join_group(self, rank: int, world_size: int) -> None:
@@ -84,13 +93,20 @@ class Learner:
         """Sum `values` over all learners (identity for a single learner)."""
         if self.world_size == 1:
             return values
-        tensor = torch.as_tensor(values, dtype=torch.float64)
+        tensor = torch.as_tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(tensor)
-        return tensor.numpy()
+        return tensor.cpu().numpy()
+
+    def to_device(self, value: np.ndarray | torch.Tensor, dtype: torch.dtype | None = None
+                  ) -> torch.Tensor:
+        """A tensor on this learner's device (NumPy arrays are copied there once)."""
+        return torch.as_tensor(value, dtype=dtype, device=self.device)
 
     # -- the update -------------------------------------------------------------------------
 
-    def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor]:
+    def build_batch(self, episodes: list[SingleAgentEpisode]
+                    ) -> dict[str, torch.Tensor | np.ndarray]:
+        """The update's batch (tensors or arrays); `update` moves it to `self.device`, once."""
         raise NotImplementedError
 
     def compute_loss(self, batch: dict[str, torch.Tensor]
@@ -105,11 +121,11 @@ class Learner:
         All learners must take the same number of steps, so `num_minibatches` comes from the
         config (train_batch_size_per_learner / minibatch_size), not from this shard's size.
         """
-        batch = self.build_batch(episodes)
+        batch = {k: self.to_device(v) for k, v in self.build_batch(episodes).items()}
         size = len(batch["actions"])
         if num_minibatches is None:
             num_minibatches = self.config.get_num_minibatches_per_epoch()
-        stats: dict[str, list[float]] = {}
+        stats: dict[str, list[torch.Tensor | float]] = {}
         for _ in range(self.config.num_epochs):
             for index in self.minibatch_indices(size, num_minibatches):
                 minibatch = {k: v[index] for k, v in batch.items()}
@@ -123,17 +139,21 @@ class Learner:
                     e.add_note("This learner's minibatch: " + ", ".join(
                         f"{name}={float(value):.4g}" for name, value in metrics.items()))
                     raise
-                for name, value in metrics.items():
-                    stats.setdefault(name, []).append(float(value))
+                for name, value in metrics.items():  # read back once, after the last step
+                    stats.setdefault(name, []).append(value)
         self.num_updates += 1
-        results = {name: float(np.mean(values)) for name, values in stats.items()}
+        results = {name: self._mean(values) for name, values in stats.items()}
         results["num_env_steps_trained"] = size
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 
+    def _mean(self, values: list[torch.Tensor | float]) -> float:
+        """The mean of per-minibatch statistics, read from the device in one copy."""
+        return float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
+
     def minibatch_indices(self, size: int, num_minibatches: int) -> list[torch.Tensor | slice]:
         """A shuffled split of the batch; learners that need steps in order override this."""
-        permutation = torch.from_numpy(self.rng.permutation(size))
+        permutation = self.to_device(self.rng.permutation(size))
         return list(torch.tensor_split(permutation, num_minibatches))
 
     def apply_gradients(self, minibatch_size: int) -> float:
@@ -146,7 +166,7 @@ class Learner:
         if self.world_size > 1:
             # One all-reduce: every gradient times this shard's size, plus the size itself.
             flat = torch.cat([p.grad.reshape(-1) * minibatch_size for p in params]
-                             + [torch.tensor([float(minibatch_size)])])
+                             + [self.to_device([float(minibatch_size)])])
             dist.all_reduce(flat)
             flat = flat[:-1] / flat[-1]
             offset = 0
@@ -181,14 +201,16 @@ class Learner:
 
     def get_state(self) -> dict[str, Any]:
         """Everything an update depends on. `module`, `optimizer` and `torch_rng` hold tensors
-        (saved with torch); the rest is plain data (saved as JSON)."""
+        (saved with torch, on the CPU: a GPU learner's checkpoint loads anywhere); the rest is plain
+        data (saved as JSON)."""
         # Copies, not the live tensors: the caller may save them while the next update runs.
-        return {"module": copy.deepcopy(self.module.state_dict()),
-                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+        return {"module": to_cpu(self.module.state_dict()),
+                "optimizer": to_cpu(self.optimizer.state_dict()),
                 "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
                 "num_updates": self.num_updates}
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Load a `get_state`; torch copies the tensors onto this learner's device."""
         self.module.load_state_dict(state["module"])
         self.optimizer.load_state_dict(state["optimizer"])
         # The learning rate is this config's, not the checkpoint's: Population Based Training
@@ -198,3 +220,14 @@ class Learner:
         torch.set_rng_state(state["torch_rng"])
         self.rng = from_plain(state["rng"])
         self.num_updates = state["num_updates"]
+
+
+def to_cpu(state: Any) -> Any:
+    """A deep copy of a (nested) state dict with every tensor on the CPU."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().to("cpu", copy=True)
+    if isinstance(state, dict):
+        return {k: to_cpu(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(to_cpu(v) for v in state)
+    return copy.deepcopy(state)

@@ -1,8 +1,8 @@
 """LearnerGroup: one Learner in this process, or N Learner actors doing data-parallel updates.
 
 With N > 0 the batch is split into N shards of about equal size, each Learner actor updates on its
-shard, and torch.distributed (gloo) all-reduces the gradients after every backward pass, so all N
-hold the same weights after each step (see `Learner.apply_gradients`).
+shard, and torch.distributed (NCCL between whole GPUs, else gloo) all-reduces the gradients after
+every backward pass, so all N hold the same weights after each step (see `Learner.apply_gradients`).
 Multi-agent (`module_spec` given): each learner is a MultiAgentLearner, and `update` first splits the
 MultiAgentEpisodes into each trainable module's agent episodes (multi_agent_batch.py).
 This module does not import torch: the Learner class named by the config does.
@@ -22,6 +22,7 @@ from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
 from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.imports import import_attr
+from rlcourse.utils.resources import learner_options
 from rlcourse.utils.validation import ConfigError
 
 STARTUP_TIMEOUT_S = 180
@@ -69,8 +70,7 @@ class LearnerGroup:
         if config.num_learners == 0:
             self.local_learner = learner_cls(*args)
             return
-        remote_cls = ray.remote(learner_cls).options(num_cpus=config.num_cpus_per_learner,
-                                                     num_gpus=config.num_gpus_per_learner)
+        remote_cls = ray.remote(learner_cls).options(**learner_options(config))
         self.remote_learners = [remote_cls.remote(*args) for _ in range(config.num_learners)]
         host, port = ray.get(self.remote_learners[0].open_store_socket.remote(),
                              timeout=STARTUP_TIMEOUT_S)

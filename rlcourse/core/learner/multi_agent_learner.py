@@ -8,13 +8,12 @@ never touched. Data-parallel copies share one torch.distributed group; every cop
 modules in the same order, so their all-reduces pair up.
 """
 
-import copy
 from typing import Any
 
 import numpy as np
 import torch
 
-from rlcourse.core.learner.learner import Learner
+from rlcourse.core.learner.learner import Learner, to_cpu
 from rlcourse.core.rl_module.multi_rl_module import MultiRLModule
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
 from rlcourse.env.multi_agent_episode import ModuleID
@@ -69,7 +68,7 @@ class MultiAgentLearner:
         """The Learner state of a single module, with every part keyed by module id, except
         `module` (one state dict, "<module_id>.<name>") and `torch_rng` (one per process)."""
         states = {mid: learner.get_state() for mid, learner in self.learners.items()}
-        return {"module": copy.deepcopy(self.module.state_dict()),
+        return {"module": to_cpu(self.module.state_dict()),
                 "optimizer": {mid: state.pop("optimizer") for mid, state in states.items()},
                 "torch_rng": torch.get_rng_state(),
                 "rng": {mid: state.pop("rng") for mid, state in states.items()},

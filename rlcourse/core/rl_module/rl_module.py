@@ -75,6 +75,11 @@ class RLModule(nn.Module):
             return action_dist_inputs.argmax(dim=-1)
         return action_dist_inputs.chunk(2, dim=-1)[0]
 
+    @property
+    def device(self) -> torch.device:
+        """Where the module's weights are (the CPU for a module without any)."""
+        return next(self.parameters(), torch.empty(0)).device
+
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """Weights as NumPy arrays: what runners and checkpoints receive."""
         return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
@@ -142,6 +147,13 @@ class DefaultActorCriticModule(RLModule):
             state = {k: v for k, v in state.items() if k.startswith("pi.")}
         return state
 
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """All weights, or only the policy's (what a runner holding this module gets)."""
+        if all(k.startswith("pi.") for k in state):
+            self.pi.load_state_dict({k[3:]: torch.tensor(v) for k, v in state.items()})
+        else:
+            super().set_state(state)
+
 
 def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
     """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
@@ -162,11 +174,12 @@ class TorchInferenceModule:
         self.module.set_state(state)
 
     def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        dist_inputs = self.module.forward_exploration({"obs": torch.as_tensor(obs)})
+        obs = torch.as_tensor(obs, device=self.module.device)
+        dist_inputs = self.module.forward_exploration({"obs": obs})
         dist = self.module.get_action_dist(dist_inputs["action_dist_inputs"])
         actions = dist.sample()
-        return {"actions": actions.numpy(), "action_logp": dist.log_prob(actions).numpy()}
+        return {"actions": actions.cpu().numpy(), "action_logp": dist.log_prob(actions).cpu().numpy()}
 
     def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        out = self.module.forward_inference({"obs": torch.as_tensor(obs)})
-        return {"actions": self.module.greedy_actions(out["action_dist_inputs"]).numpy()}
+        out = self.module.forward_inference({"obs": torch.as_tensor(obs, device=self.module.device)})
+        return {"actions": self.module.greedy_actions(out["action_dist_inputs"]).cpu().numpy()}

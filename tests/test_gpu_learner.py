@@ -1,0 +1,221 @@
+"""GPU learners and runners: the device is picked in one place, and everything a Learner computes
+with lives on it. The device path runs here on the CPU; the CUDA cases run where CUDA exists."""
+
+import numpy as np
+import pytest
+import torch
+
+from rlcourse.algorithms.dqn import DQNConfig
+from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.learner import learner as learner_module
+from rlcourse.core.learner.learner_group import LearnerGroup
+from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+from rlcourse.env.env_runner import EnvRunner
+from rlcourse.utils.framework import get_device, get_distributed_backend
+from rlcourse.utils.imports import import_attr
+from rlcourse.utils.resources import env_runner_options, learner_options, trial_bundles
+from rlcourse.utils.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(120)
+
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize(("device_type", "num_gpus", "backend"), [
+    ("cpu", 0, "gloo"), ("cuda", 1, "nccl"), ("cuda", 2, "nccl"),
+    ("cuda", 0.5, "gloo"),  # two learners on one GPU: NCCL refuses two ranks on one device
+])
+def test_backend_is_nccl_only_between_whole_gpus(device_type, num_gpus, backend):
+    assert get_distributed_backend(device_type, num_gpus) == backend
+
+
+def test_no_gpu_requested_means_the_cpu():
+    assert get_device(PPOConfig(), 0) == torch.device("cpu")
+
+
+def test_a_gpu_request_means_this_process_cuda_device(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert get_device(PPOConfig(), 0.5) == torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize(("setting", "setter"), [("num_gpus_per_learner", "learners"),
+                                                 ("num_gpus_per_env_runner", "env_runners")])
+def test_a_gpu_request_without_cuda_fails_naming_the_setting(setting, setter, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError) as err:
+        get_device(PPOConfig(), 1, setting)
+    assert err.value.setting == setting and f"config.{setter}({setting}=...)" in str(err.value)
+
+
+def test_a_gpu_learner_without_cuda_fails_when_built(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = _ppo().learners(num_gpus_per_learner=1)
+    with pytest.raises(ConfigError, match="num_gpus_per_learner"):
+        import_attr(config.learner_class)(config, *_spaces(config))
+
+
+# -- everything on the learner's device, through the same code path a GPU learner takes -------
+
+def _ppo(config=None):
+    return ((config or PPOConfig()).environment("CartPole-v1").debugging(seed=1)
+            .env_runners(num_envs_per_env_runner=2)
+            .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))
+
+
+def _spaces(config):
+    return EnvRunner(config, config.get_env_creator()).get_spaces()
+
+
+def _learner(config, device_type, monkeypatch):
+    """A learner built with `num_gpus_per_learner` for `device_type`; get_device is spied on."""
+    calls = []
+
+    def spy(config, num_gpus, *args):
+        calls.append(num_gpus)
+        return get_device(config, num_gpus, *args)
+
+    monkeypatch.setattr(learner_module, "get_device", spy)
+    config = config.learners(num_gpus_per_learner=1 if device_type == "cuda" else 0)
+    learner = import_attr(config.learner_class)(config, *_spaces(config))
+    assert calls == [config.num_gpus_per_learner]  # the one place that picks the device
+    assert learner.device.type == device_type
+    return learner
+
+
+def _record_batches(learner, monkeypatch) -> list[dict]:
+    """Every minibatch compute_loss sees."""
+    seen = []
+    compute_loss = learner.compute_loss
+
+    def recording(batch):
+        seen.append(batch)
+        return compute_loss(batch)
+
+    monkeypatch.setattr(learner, "compute_loss", recording)
+    return seen
+
+
+def _assert_on_device(learner, batches):
+    device = learner.device
+    assert all(p.device == device for p in learner.module.parameters())
+    state = [t for s in learner.optimizer.state.values() for t in s.values()
+             if isinstance(t, torch.Tensor)]
+    assert state and all(t.device == device for t in state)  # Adam's moments and step counts
+    assert batches and all(t.device == device for b in batches for t in b.values()
+                           if isinstance(t, torch.Tensor))
+    weights = learner.get_weights()  # what runners get: CPU NumPy
+    assert all(isinstance(w, np.ndarray) for w in weights.values())
+    saved = learner.get_state()  # what checkpoints get: CPU tensors, loadable anywhere
+    assert all(t.device.type == "cpu" for t in saved["module"].values())
+    assert all(t.device.type == "cpu" for s in saved["optimizer"]["state"].values()
+               for t in s.values())
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+
+
+@pytest.mark.parametrize("device_type", DEVICES)
+@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig])
+def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
+        config_class, device_type, monkeypatch):
+    config = _ppo(config_class())
+    learner = _learner(config, device_type, monkeypatch)
+    batches = _record_batches(learner, monkeypatch)
+    runner = EnvRunner(config, config.get_env_creator())
+    runner.set_weights(learner.get_weights(inference_only=True))
+    before = learner.get_weights()
+    results = learner.update(runner.sample(num_timesteps=200))
+    assert np.isfinite(results["total_loss"])
+    assert any(not np.array_equal(before[k], v) for k, v in learner.get_weights().items())
+    _assert_on_device(learner, batches)
+    learner.set_state(learner.get_state())  # a CPU checkpoint goes back onto the device
+    _assert_on_device(learner, batches)
+
+
+@pytest.mark.parametrize("device_type", DEVICES)
+def test_replay_learners_keep_module_optimizer_and_batches_on_their_device(device_type,
+                                                                           monkeypatch):
+    config = DQNConfig().environment("CartPole-v1").debugging(seed=1)
+    learner = _learner(config, device_type, monkeypatch)
+    assert isinstance(learner, DQNLearner)
+    batches = _record_batches(learner, monkeypatch)
+    rng = np.random.default_rng(0)
+    n = 32
+    batch = {"obs": rng.normal(size=(n, 4)).astype(np.float32), "actions": rng.integers(0, 2, n),
+             "rewards": np.ones(n, np.float32), "new_obs": rng.normal(size=(n, 4)).astype(np.float32),
+             "terminateds": np.zeros(n, bool), "n_step": np.ones(n, np.int64),
+             "weights": np.ones(n, np.float32)}
+    assert set(batch) == set(BATCH_KEYS)
+    results = learner.update_from_batch(batch, num_env_steps_sampled_lifetime=n)
+    assert isinstance(results["td_error"], np.ndarray) and results["td_error"].shape == (n,)
+    _assert_on_device(learner, batches)
+
+
+# -- Ray's resource requests, read from the options the actors would be built with -----------
+
+def test_gpu_learner_actors_ask_ray_for_their_gpus():
+    config = _ppo().learners(num_learners=2, num_cpus_per_learner=0.5, num_gpus_per_learner=0.5)
+    assert learner_options(config) == {"num_cpus": 0.5, "num_gpus": 0.5}
+    assert trial_bundles(config)[1:] == [{"CPU": 0.5, "GPU": 0.5}] * 2  # a Tune trial reserves them
+    local = _ppo().learners(num_learners=0, num_gpus_per_learner=1)
+    assert trial_bundles(local)[0] == {"CPU": 1, "GPU": 1}  # the local learner's: the main process
+
+
+def test_gpu_runner_actors_ask_ray_for_their_gpus():
+    config = _ppo().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5,
+                                num_gpus_per_env_runner=0.25)
+    options = env_runner_options(config, None, 0)
+    assert (options["num_cpus"], options["num_gpus"]) == (0.5, 0.25)
+
+
+# -- runners: NumPy by default, a torch module on the runner's device ------------------------
+
+def test_a_runner_keeps_a_custom_torch_module_on_its_device():
+    config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule)
+    runner = EnvRunner(config, config.get_env_creator())
+    assert runner.module.module.device == torch.device("cpu")
+    runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
+                       .get_state(inference_only=True))
+    episodes = runner.sample(num_timesteps=20)
+    assert sum(map(len, episodes)) >= 20
+
+
+def test_a_gpu_runner_with_a_torch_module_but_no_cuda_fails_naming_the_setting(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule).env_runners(
+        num_gpus_per_env_runner=1)
+    with pytest.raises(ConfigError) as err:
+        EnvRunner(config, config.get_env_creator())
+    assert err.value.setting == "num_gpus_per_env_runner"
+
+
+@needs_cuda
+def test_a_gpu_runner_runs_its_torch_module_on_cuda():
+    config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule).env_runners(
+        num_gpus_per_env_runner=0.5)
+    runner = EnvRunner(config, config.get_env_creator())
+    assert runner.module.module.device.type == "cuda"
+    runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
+                       .get_state(inference_only=True))
+    assert sum(map(len, runner.sample(num_timesteps=40))) >= 40
+
+
+@needs_cuda
+def test_two_learners_sharing_one_gpu_update_together(ray_session):
+    """0.5 GPU each: both learners on one device, all-reducing with gloo (NCCL would refuse)."""
+    config = _ppo().learners(num_learners=2, num_cpus_per_learner=0.5, num_gpus_per_learner=0.5)
+    runner = EnvRunner(config, config.get_env_creator())
+    group = LearnerGroup(config, *runner.get_spaces())
+    try:
+        runner.set_weights(group.get_weights(inference_only=True))
+        before = group.get_weights()
+        group.update(runner.sample(num_timesteps=200))
+        first, second = group.foreach_learner("get_weights")
+        assert any(not np.array_equal(first[k], before[k]) for k in before)
+        for key in first:
+            np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    finally:
+        group.stop()

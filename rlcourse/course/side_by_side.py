@@ -185,7 +185,7 @@ def plot_runs(runs: list[Run], target: float | None = None, title: str = "") -> 
         label = "rlcourse" if one.package == "rlcourse" else "RLlib"
         axes[0].plot(one.env_steps, one.returns, marker=".", label=label)
         axes[1].plot(one.seconds, one.returns, marker=".", label=label)
-    for axis, xlabel in zip(axes, ("env steps sampled", "wall seconds (build included)")):
+    for axis, xlabel in zip(axes, ("env steps sampled", "wall seconds (build included)"), strict=True):
         if target is not None:
             axis.axhline(target, color="grey", linestyle="--", linewidth=1)
         axis.set_xlabel(xlabel)

@@ -354,7 +354,7 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 | `rlcourse/env/env_runner.py`, `rlcourse/env/single_agent_env_runner.py` | `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
 | `rlcourse/env/env_runner_group.py` | `env/env_runner_group.py` | |
 | `rlcourse/env/single_agent_episode.py`, `rlcourse/env/multi_agent_episode.py` | `env/single_agent_episode.py`, `env/multi_agent_episode.py` | |
-| `rlcourse/env/registry.py` (`register_env`) | `ray/tune/registry.py` (`register_env`) | |
+| `rlcourse/env/registry.py` (`register_env`) | Ray Tune's `ray/tune/registry.py` (`register_env`) | outside RLlib: Tune's registry |
 | `rlcourse/core/rl_module/rl_module.py` | `core/rl_module/rl_module.py`, `algorithms/ppo/default_ppo_rl_module.py` | rlcourse's runners use `numpy_mlp.py` instead of torch |
 | `rlcourse/core/learner/learner.py`, `learner_group.py` | `core/learner/learner.py`, `learner_group.py` | |
 | `rlcourse/connectors/env_to_module/` | `connectors/env_to_module/` | a list of callables here; pipelines with many more pieces there |
@@ -367,8 +367,9 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 these exceptions met in this course: RLlib's `min_time_s_per_iteration`,
 `circular_buffer_num_batches` / `circular_buffer_iterations_per_batch` (IMPALA),
 `num_aggregator_actors_per_learner` and `vf_share_layers` have no rlcourse counterpart (rlcourse
-refuses them by name); RLlib's old names (`num_rollout_workers`, `sgd_minibatch_size`, ...) are
-refused by both (RLlib warns, rlcourse fails, naming the new one). **Result keys**: section 6
+refuses them by name). RLlib's old names fail in rlcourse with the new name to use; RLlib 2.60
+itself refuses some (`num_rollout_workers`, `sgd_minibatch_size`) but only warns about others and
+goes on (`num_sgd_iter`). **Result keys**: section 6
 printed them; the course reads only keys RLlib also reports, at the same paths (IMPALA's learner
 keys aside: RLlib's `pi_loss`, `vf_loss` summed and `mean_vf_loss`, against rlcourse's
 `policy_loss` and `vf_loss` as means). RLlib also reports what Tune reads (`time_total_s`,

@@ -70,6 +70,7 @@ def first_reaching(rows: np.ndarray, target: float) -> tuple[int, float] | None:
 
 
 def check_package(package: str) -> str:
+    """`package` if it is one side_by_side runs on ("rlcourse" or "ray.rllib"); else a ValueError."""
     if package not in NAMES:
         raise ValueError(f"package must be one of {list(PACKAGES)}, got {package!r}: the same config "
                          "function runs on rlcourse or on RLlib ('ray.rllib').")

@@ -188,8 +188,11 @@ sampling or the learner update, makes the difference in this run. RLlib runs eac
 its **connector pipelines** (env-to-module, module-to-env; then learner connectors that build the
 batch and compute GAE), general pieces that handle every case it supports (multi-agent, recurrent
 state, frame stacking, ...), a torch module forward pass and many more metrics; rlcourse runs only
-what the course needs, with its default network in NumPy. Which library needed fewer env steps
-varies with the seed: read the left plot, not only the ratio.
+what the course needs, with its default network in NumPy. The ratio is of wall time to the same
+return, so it also carries how many env steps each library needed: the left plot shows that, and
+the env steps per second printed above show the cost per step alone. With the same settings the
+two still differ in their random numbers and in details of their implementations, so they need
+not need the same number of env steps; one seed is one sample (lesson 07 says why).
 
 ## 4. IMPALA
 
@@ -251,9 +254,9 @@ equally, as an untrained one does). With `num_env_runners=0` IMPALA loses what m
 (runners sampling while the learner learns, lesson 05): both libraries here sample and learn in
 turn in one process, the Binder-sized setting. RLlib 2.60's IMPALA runs with
 `num_env_runners=0`, but when this lesson was written it learned little in its budget with these
-settings: a return near a random policy's (about 22) after 20 s here, and about 30 after 23,000 env
-steps in 70 s with one runner actor (`num_cpus_per_env_runner=0.5`) instead, where rlcourse had
-passed 150 at about 45,000. We found no setting shared by both libraries that changes that, and a
+settings: a return below 30 (a random policy's is about 22) after 20 s here, and about 30 after
+23,000 env steps in 70 s with one runner actor (`num_cpus_per_env_runner=0.5`) instead, where
+rlcourse had passed 150 at about 45,000. We found no setting shared by both libraries that changes that, and a
 longer run does not fit this lesson's two minutes, so here RLlib's IMPALA is compared in throughput,
 not in learning. Lesson 05 shows the asynchronous version on rlcourse.
 Note also a result key with the same name and another meaning: RLlib's IMPALA logs `vf_loss` summed

@@ -192,7 +192,10 @@ what the course needs, with its default network in NumPy. The ratio is of wall t
 return, so it also carries how many env steps each library needed: the left plot shows that, and
 the env steps per second printed above show the cost per step alone. With the same settings the
 two still differ in their random numbers and in details of their implementations, so they need
-not need the same number of env steps; one seed is one sample (lesson 07 says why).
+not need the same number of env steps; one seed is one sample (lesson 07 says why). When this
+lesson was written, RLlib needed fewer env steps than rlcourse to reach 200 on each of seeds 0, 1
+and 2, and more wall time on each (`benchmarks/rllib_side_by_side.py` prints both per seed); which
+implementation detail makes the per-step difference is not traced here.
 
 ## 4. IMPALA
 

@@ -42,6 +42,7 @@ CONTEXT = {
     "pole_wobble": ("08_serving_a_policy.ipynb", {}),
     "dqn_target": ("09_off_policy.ipynb", {}),
     "self_play_mapping": ("10_multi_agent.ipynb", {}),
+    "time_to_return": ("11_graduating_to_rllib.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__
             if hasattr(getattr(exercises, name), "exercise_name")}

@@ -2,6 +2,7 @@
 
 import time
 
+import numpy as np
 import pytest
 import ray
 
@@ -60,3 +61,12 @@ def runner_module_in_a_fresh_process(config_class: str, env: str) -> tuple[str, 
     assert out.returncode == 0, out.stderr
     module_name, torch_imported = out.stdout.split()
     return module_name, torch_imported == "True"
+
+
+def assert_learners_updated_together(group, before: dict) -> None:
+    """Data-parallel learners moved away from `before` and hold identical weights (one all-reduced
+    step each)."""
+    first, second = group.foreach_learner("get_weights")
+    assert any(not np.array_equal(first[k], before[k]) for k in before)
+    for key in first:
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)

@@ -4,6 +4,7 @@ with lives on it. The device path runs here on the CPU; the CUDA cases run where
 import numpy as np
 import pytest
 import torch
+from conftest import assert_learners_updated_together
 
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner
@@ -213,9 +214,6 @@ def test_two_learners_sharing_one_gpu_update_together(ray_session):
         runner.set_weights(group.get_weights(inference_only=True))
         before = group.get_weights()
         group.update(runner.sample(num_timesteps=200))
-        first, second = group.foreach_learner("get_weights")
-        assert any(not np.array_equal(first[k], before[k]) for k in before)
-        for key in first:
-            np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+        assert_learners_updated_together(group, before)
     finally:
         group.stop()

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import assert_learners_updated_together
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
@@ -68,9 +69,6 @@ def test_all_learners_hold_identical_weights_after_updates(ray_session):
             group.update(episodes)
             runner.set_weights(group.get_weights(inference_only=True))
             episodes = runner.sample(num_timesteps=800)
-        first, second = group.foreach_learner("get_weights")
-        assert any(not np.array_equal(first[k], before[k]) for k in before)
-        for key in first:
-            np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+        assert_learners_updated_together(group, before)
     finally:
         group.stop()

@@ -1,13 +1,16 @@
 """Self-play (rlcourse/course/self_play.py): the league's mapping, the snapshot callback, the win rate
 against the heuristic, and (learning) a league-trained policy beating the heuristic."""
 
+import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import torch
 
-from rlcourse.course.multi_agent_envs import PLAYERS, heuristic_action
+from rlcourse.course.action_masking import MASKED_LOGIT, ActionMaskingModule
+from rlcourse.course.multi_agent_envs import PLAYERS, ConnectFour, heuristic_action
 from rlcourse.course.self_play import (
     MAIN,
     SNAPSHOTS,
@@ -142,6 +145,41 @@ def test_the_callback_copies_main_into_the_oldest_slot_only_when_main_wins_enoug
     assert same(learner_weights(tiny_algo, SNAPSHOTS[2]), main)
 
 
+def boards_with_full_columns(num: int, seed: int = 0) -> np.ndarray:
+    """Random 4 x 4 boards (flat, row 0 on top) where some columns are full."""
+    boards = np.random.default_rng(seed).choice([-1.0, 1.0], (num, 4, 4)).astype(np.float32)
+    boards[:, 0, ::2] = 0.0  # columns 0 and 2 have room, 1 and 3 are full
+    return boards.reshape(num, 16)
+
+
+def test_the_masking_module_never_plays_a_full_column_and_runners_mask_alike():
+    env = ConnectFour(TINY)
+    module = ActionMaskingModule(env.observation_spaces[PLAYERS[0]], env.action_spaces[PLAYERS[0]],
+                                 {"fcnet_hiddens": [16], "fcnet_activation": "tanh"})
+    boards = boards_with_full_columns(64)
+    logits = module.forward_inference({"obs": torch.as_tensor(boards)})["action_dist_inputs"]
+    assert (logits[:, 1::2] == MASKED_LOGIT).all() and (logits[:, ::2] > MASKED_LOGIT).all()
+    dist = module.get_action_dist(logits)
+    assert set(dist.sample((20,)).unique().tolist()) <= {0, 2}
+    assert torch.isfinite(dist.entropy()).all() and (dist.entropy() <= np.log(2) + 1e-6).all()
+    runner = module.get_inference_module(seed=0)  # what an EnvRunner acts with: NumPy
+    runner.set_state(module.get_state(inference_only=True))
+    np.testing.assert_allclose(runner.action_dist_inputs(boards), logits.numpy(), rtol=1e-5)
+    assert set(runner.forward_exploration(boards)["actions"].tolist()) <= {0, 2}
+
+
+def test_the_callbacks_state_is_the_leagues_bookkeeping(tiny_algo):
+    """What a checkpoint keeps of the callback (Algorithm.get_state saves Callbacks.get_state)."""
+    callback = tiny_algo.callbacks
+    callback.on_train_result(algorithm=tiny_algo, result=fake_result(
+        tiny_algo, 1.0, tiny_algo.config.metrics_num_episodes_for_smoothing, 1))
+    state = callback.get_state()
+    assert state == {"num_snapshots": 1, "snapshot_iterations": [1], "episodes_since_snapshot": 0}
+    fresh = SelfPlayCallback()
+    fresh.set_state(json.loads(json.dumps(state)))
+    assert fresh.get_state() == state  # so the next copy goes to main_v1, not main_v0 again
+
+
 def test_training_records_snapshots_and_the_win_rate(tiny_algo, capsys):
     history = train_self_play(tiny_algo, num_iterations=2, eval_games=20, eval_interval=1)
     assert history.iterations == [1, 2] and len(history.win_rates) == 2
@@ -150,6 +188,16 @@ def test_training_records_snapshots_and_the_win_rate(tiny_algo, capsys):
     assert "win rate vs heuristic" in capsys.readouterr().out
     with pytest.raises(ValueError, match="num_iterations, time_budget_s"):
         train_self_play(tiny_algo)
+
+
+def test_keep_best_ends_with_the_weights_of_the_best_evaluation(tiny_algo):
+    history = train_self_play(tiny_algo, num_iterations=4, eval_games=40, seed=5, keep_best=True,
+                              verbose=False)
+    best = max(history.win_rates)
+    assert history.best_iteration == max(i for i, w in zip(history.iterations, history.win_rates,
+                                                           strict=True) if w == best)
+    # the same games again (greedy play, same seeds): the kept weights score that best
+    assert play_vs_heuristic(tiny_algo, TINY, 40, seed=5 + history.best_iteration).win_rate == best
 
 
 @pytest.mark.learning

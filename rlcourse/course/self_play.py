@@ -21,6 +21,7 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
+from rlcourse.course.action_masking import ActionMaskingModule
 from rlcourse.course.multi_agent_envs import PLAYERS, ConnectFour, heuristic_action
 
 MAIN = "main"
@@ -53,6 +54,17 @@ class SelfPlayCallback(Callbacks):
         self.snapshot_iterations: list[int] = []
         self.episodes_since_snapshot = 0
 
+    def get_state(self) -> dict[str, Any]:
+        """The league's bookkeeping, for checkpoints (the snapshots' weights are the Learner's)."""
+        return {"num_snapshots": self.num_snapshots,
+                "snapshot_iterations": list(self.snapshot_iterations),
+                "episodes_since_snapshot": self.episodes_since_snapshot}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.num_snapshots = state.get("num_snapshots", 0)
+        self.snapshot_iterations = list(state.get("snapshot_iterations", []))
+        self.episodes_since_snapshot = state.get("episodes_since_snapshot", 0)
+
     def on_algorithm_init(self, *, algorithm: Algorithm, **kwargs: Any) -> None:
         main = algorithm.get_module(MAIN).get_state()
         algorithm.set_module_weights({slot: main for slot in SNAPSHOTS})
@@ -79,7 +91,8 @@ def league_policies(env_config: dict) -> dict[str, RLModuleSpec]:
     env = ConnectFour(env_config)
     spaces = {"observation_space": env.observation_spaces[PLAYERS[0]],
               "action_space": env.action_spaces[PLAYERS[0]]}
-    return {mid: RLModuleSpec(**spaces) for mid in (MAIN, *SNAPSHOTS)}
+    return {mid: RLModuleSpec(module_class=ActionMaskingModule, **spaces)
+            for mid in (MAIN, *SNAPSHOTS)}
 
 
 def self_play_config(env_config: dict, seed: int | None = 0) -> PPOConfig:
@@ -174,18 +187,25 @@ class SelfPlayHistory:
     win_rates: list[float] = field(default_factory=list)
     draw_rates: list[float] = field(default_factory=list)
     snapshot_iterations: list[int] = field(default_factory=list)
+    best_iteration: int | None = None  # keep_best: the evaluation whose weights main ended with
 
 
 def train_self_play(algo: Algorithm, num_iterations: int | None = None,
                     time_budget_s: float | None = None, stop_win_rate: float | None = None,
                     eval_games: int = 200, eval_interval: int = 1, seed: int = 0,
-                    verbose: bool = True) -> SelfPlayHistory:
+                    keep_best: bool = False, verbose: bool = True) -> SelfPlayHistory:
     """Train until `num_iterations`, `time_budget_s` or a win rate of `stop_win_rate` against the
-    heuristic (whichever comes first), measuring that win rate every `eval_interval` iterations."""
+    heuristic (whichever comes first), measuring that win rate every `eval_interval` iterations.
+
+    With `keep_best`, main ends with the weights of its best evaluation (the latest of equals), as
+    RLlib's checkpoint_score_attribute keeps the best checkpoint: self-play's win rate against an
+    outside opponent goes up and down as the league changes. The best of many noisy evaluations
+    flatters it, so measure the kept policy again on fresh games."""
     if num_iterations is None and time_budget_s is None:
         raise ValueError("train_self_play(): give num_iterations, time_budget_s, or both.")
     env_config = algo.config.env_config
     history, start = SelfPlayHistory(), time.perf_counter()
+    best_win_rate, best_weights = -1.0, None
     while True:
         result = algo.train()
         iteration, elapsed = result["training_iteration"], time.perf_counter() - start
@@ -199,12 +219,16 @@ def train_self_play(algo: Algorithm, num_iterations: int | None = None,
             history.seconds.append(round(elapsed, 1))
             history.win_rates.append(outcomes.win_rate)
             history.draw_rates.append(outcomes.draws / eval_games)
+            if keep_best and outcomes.win_rate >= best_win_rate:
+                best_win_rate, best_weights = outcomes.win_rate, algo.get_module(MAIN).get_state()
+                history.best_iteration = iteration
             if verbose:
                 print(f"iter {iteration:3d}  {elapsed:5.1f} s  win rate vs heuristic "
                       f"{outcomes.win_rate:.2f} (draws {outcomes.draws / eval_games:.2f})  "
                       f"vs league {result['self_play']['league_return_mean']:+.2f}  "
                       f"snapshots {result['self_play']['num_snapshots']}", flush=True)
-            if stop_win_rate is not None and outcomes.win_rate >= stop_win_rate:
-                return history
+            done = done or (stop_win_rate is not None and outcomes.win_rate >= stop_win_rate)
         if done:
+            if best_weights is not None and history.best_iteration != history.iterations[-1]:
+                algo.set_module_weights({MAIN: best_weights})
             return history

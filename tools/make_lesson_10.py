@@ -185,26 +185,32 @@ Now train. `self_play_config` is PPO on a small ConnectFour board (4 x 4, three 
 game small enough to learn something in a lesson; the default board is 6 x 7, four in a
 row) with the league as policies, your mapping, and `SelfPlayCallback`: after each iteration, if
 `main` won about 90% of its recent games against the league (a mean return above 0.8), its weights
-are copied over the oldest snapshot, so the opponents grow stronger with it. Every 20 iterations
-`main` plays 200 greedy games against a fixed **heuristic** (win if it can, else block the
-opponent's three, else a random column near the centre). The heuristic never plays in training:
-it only measures progress.
+are copied over the oldest snapshot, so the opponents grow stronger with it. The league's modules
+mask illegal moves (`ActionMaskingModule`: a full column's logit is pushed to -1e9, so no game is
+lost, or spent learning, by playing into one). Every 5 iterations `main` plays 200 greedy games
+against a fixed **heuristic** (win if it can, else block the opponent's three, else a random column
+near the centre). The heuristic never plays in training: it only measures progress. Self-play's win
+rate against an outside opponent goes up and down as the league changes, so `keep_best=True` ends
+the run with the weights of the best evaluation (RLlib keeps a best checkpoint the same way); the
+best of many noisy evaluations flatters it, so it is measured again on 400 games no evaluation played.
 """),
     code("""
 from rlcourse.course.self_play import play_vs_heuristic, self_play_config, train_self_play
 
 BOARD = {"rows": 4, "cols": 4, "connect": 3}
+FRESH = 100_000  # seeds of games no evaluation plays (those use seed + iteration)
 config = self_play_config(BOARD).multi_agent(policy_mapping_fn=self_play_mapping)
 algo = config.build_algo()
-before = play_vs_heuristic(algo, BOARD, num_games=400, seed=1)
-history = train_self_play(algo, num_iterations=200, eval_interval=20)
-after = play_vs_heuristic(algo, BOARD, num_games=400, seed=1)
+before = play_vs_heuristic(algo, BOARD, num_games=400, seed=FRESH)
+history = train_self_play(algo, time_budget_s=50, eval_interval=5, keep_best=True)
+after = play_vs_heuristic(algo, BOARD, num_games=400, seed=FRESH)  # the kept main, fresh games
 algo.stop()
 multi_agent_diagrams.plot_win_rate(history.iterations, history.win_rates,
                                    history.snapshot_iterations, goal=0.8)
 print(f"against the heuristic, 400 games: untrained {before}, win rate {before.win_rate:.2f}")
-print(f"after {history.iterations[-1]} iterations ({history.seconds[-1]:.0f} s, "
-      f"{history.env_steps[-1]:,} env steps): {after}, win rate {after.win_rate:.2f}")
+print(f"trained {history.iterations[-1]} iterations ({history.seconds[-1]:.0f} s, "
+      f"{history.env_steps[-1]:,} env steps); kept iteration {history.best_iteration}: {after}, "
+      f"win rate {after.win_rate:.2f}")
 """),
     md("""
 The plot is this run's: the win rate against the heuristic (which `main` never trained against)

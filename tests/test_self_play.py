@@ -201,6 +201,8 @@ def test_keep_best_ends_with_the_weights_of_the_best_evaluation(tiny_algo):
 
 
 FRESH_SEED = 100_000  # seeds of games no evaluation in training plays (those use seed + iteration)
+LEARNING_ITERATIONS = 200  # 1.6 M env steps, about 3 minutes per seed on a busy 2-core machine
+MIN_WIN_RATE = 0.8  # issue 17's goal
 
 
 @pytest.fixture

@@ -172,6 +172,34 @@ def test_a_resumed_run_reports_the_same_custom_metrics(algo_factory, tmp_path):
     assert expected["episodes_counted"] == expected["num_episodes_lifetime"]
 
 
+class ResultCounter(Callbacks):
+    """Counts train() results; checkpoints keep the count (Callbacks.get_state / set_state)."""
+
+    def __init__(self):
+        self.results = 0
+
+    def on_train_result(self, *, result, **kwargs):
+        self.results += 1
+
+    def get_state(self):
+        return {"results": self.results}
+
+    def set_state(self, state):
+        self.results = state["results"]
+
+
+def test_a_checkpoint_keeps_the_callbacks_state(algo_factory, tmp_path):
+    algo = algo_factory(_config().callbacks(ResultCounter))
+    algo.train()
+    algo.train()
+    path = algo.save_to_path(tmp_path / "ckpt")
+    restored = algo_factory(_config().callbacks(ResultCounter))
+    restored.restore_from_path(path)
+    assert restored.callbacks.results == 2
+    restored.train()
+    assert restored.callbacks.results == 3
+
+
 class Unsaveable(Callbacks):
     def on_episode_start(self, *, episode, **kwargs):
         episode.custom_data["tracker"] = object()

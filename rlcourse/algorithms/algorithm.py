@@ -337,6 +337,7 @@ class Algorithm:
             # Evaluation envs go on too, so a resumed run evaluates (and picks a best) as before.
             "evaluation_env_runners": (self.eval_env_runner_group.get_state()
                                        if self.eval_env_runner_group else None),
+            "callbacks": self.callbacks.get_state(),
         }
         return state, {"learner.pt": tensors}
 
@@ -364,6 +365,7 @@ class Algorithm:
         self.episode_stats.set_state(algo)
         self.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
         self.env_runner_group.set_state(state["env_runners"])
+        self.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
         if evaluation is not None and eval_group is not None:
             eval_group.set_state(evaluation)
         self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),

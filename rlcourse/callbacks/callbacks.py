@@ -52,5 +52,14 @@ class Callbacks:
         """After Ray restarted failed runner actors and they answered their health probe
         (indices count from 0 within their EnvRunnerGroup)."""
 
+    def get_state(self) -> dict[str, Any]:
+        """What checkpoints keep of this object, as plain data (JSON): say, a self-play league's
+        bookkeeping. Nothing by default."""
+        return {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Take back what `get_state` returned, when a checkpoint is restored (before
+        `on_checkpoint_loaded`)."""
+
     def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
         """After `restore_from_path` or `Algorithm.from_checkpoint` restored a checkpoint."""

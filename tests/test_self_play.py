@@ -217,12 +217,14 @@ def one_torch_thread():
 
 @pytest.mark.learning
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_self_play_beats_the_heuristic(algo_factory, one_torch_thread, seed):
+def test_self_play_beats_the_heuristic(algo_factory, one_torch_thread):
     """Pure self-play: main, which only ever plays itself and its snapshots, keeps its best
     evaluated weights and then wins at least MIN_WIN_RATE of 400 fresh games against the heuristic.
     (On this board a minimax player wins 84% of games against it, the best possible player 95%:
-    benchmarks/self_play_ceiling.py; benchmarks/self_play_win_rate.py prints these runs.)"""
+    benchmarks/self_play_ceiling.py.) One seed here; benchmarks/self_play_win_rate.py runs seeds
+    0-2 (0.870, 0.875, 0.880 when measured). Runs are not bit-for-bit repeatable: the league's
+    mapping picks opponents from episode ids, which are random as in RLlib."""
+    seed = 0
     algo = algo_factory(self_play_config(TINY, seed=seed))
     before = win_rate_vs_heuristic(algo, TINY, 400, seed=FRESH_SEED)
     history = train_self_play(algo, num_iterations=LEARNING_ITERATIONS, eval_interval=5,

@@ -48,9 +48,11 @@ PROBE = textwrap.dedent("""
 
 INTRUDER = textwrap.dedent("""
     import sys
+    import ray
     from rlcourse.utils.resources import init_ray
     init_ray(address=sys.argv[1])  # joins at 127.0.0.1 (plain ray.init would not even find it)
-    print("connected")
+    print("connected", flush=True)
+    ray.shutdown()  # explicitly: once, a driver left to Ray's exit-time finalizers hung for 120 s
 """)
 
 

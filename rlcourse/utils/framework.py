@@ -27,7 +27,9 @@ def get_device(config: Any, num_gpus_requested: float, setting: str = "num_gpus_
         raise ConfigError(setting, num_gpus_requested, "this process was given a GPU but torch "
                           f"sees no CUDA device (torch {torch.__version__}, CUDA build: "
                           f"{torch.version.cuda is not None}). Set {setting}=0 to compute on the "
-                          "CPU, or install a CUDA build of torch.", setter_of(config, setting))
+                          "CPU, or install a CUDA build of torch (`rm -rf .venv && make install "
+                          "TORCH_INDEX=https://download.pytorch.org/whl/cu128`).",
+                          setter_of(config, setting))
     return torch.device("cuda", 0)
 
 

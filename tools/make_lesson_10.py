@@ -224,10 +224,9 @@ with that: it is what this lesson's 50 seconds bought, measured on fresh games (
 two busy cores: 57 iterations, 456,000 env steps, 0.75). The dashed line at
 0.8 is the course's goal for self-play, and it takes longer training than a lesson has: the
 learning test (`tests/test_self_play.py`) trains 200 iterations (1.6 M env steps, about 3 minutes
-on two busy cores) on each of seeds 0, 1 and 2, keeps the best evaluated `main` and asserts that it
-wins at least 80% of 400 fresh games; `benchmarks/self_play_win_rate.py` prints those runs
-(measured: 0.870, 0.875 and 0.880,
-182-201 s of training each).
+on two busy cores), keeps the best evaluated `main` and asserts that it wins at least 80% of 400
+fresh games; `benchmarks/self_play_win_rate.py` runs the same for seeds 0, 1 and 2 (measured: 0.870,
+0.875 and 0.880, 182-201 s of training each).
 """),
     md("""
 ## 4. The same in RLlib

@@ -78,7 +78,9 @@ class RLModule(nn.Module):
     @property
     def device(self) -> torch.device:
         """Where the module's weights are (the CPU for a module without any)."""
-        return next(self.parameters(), torch.empty(0)).device
+        for parameter in self.parameters():
+            return parameter.device
+        return torch.device("cpu")
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """Weights as NumPy arrays: what runners and checkpoints receive."""

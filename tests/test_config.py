@@ -29,7 +29,8 @@ SETTER_CALLS = [
     ("learners", {"num_learners": 2, "num_cpus_per_learner": 0.5}),
     ("training", {"gamma": 0.95, "lr": 1e-4, "minibatch_size": 64, "lambda_": 0.9,
                   "clip_param": 0.3, "entropy_coeff": 0.01}),
-    ("rl_module", {"model_config": {"fcnet_hiddens": [32], "fcnet_activation": "relu"}}),
+    ("rl_module", {"model_config": {"fcnet_hiddens": [32], "fcnet_activation": "relu",
+                                    "vf_share_layers": False}}),
     ("evaluation", {"evaluation_interval": 5, "evaluation_duration": 3,
                     "evaluation_duration_unit": "timesteps", "evaluation_num_env_runners": 1,
                     "evaluation_parallel_to_training": True}),
@@ -122,14 +123,19 @@ def test_from_dict_refuses_unknown_settings():
 
 # -- model_config ----------------------------------------------------------------------------
 
-def test_default_model_config():
-    assert PPOConfig().model_config == {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
+def test_default_model_config_is_rllibs():
+    assert PPOConfig().model_config == {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
+                                        "vf_share_layers": True}
+
+
+RLLIB_MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh", "vf_share_layers": True}
 
 
 @pytest.mark.parametrize("given, expected", [
-    ({"fcnet_hiddens": [32]}, {"fcnet_hiddens": [32], "fcnet_activation": "tanh"}),
-    ({"fcnet_activation": "relu"}, {"fcnet_hiddens": [64, 64], "fcnet_activation": "relu"}),
-    ({"custom_key": 1}, {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "custom_key": 1}),
+    ({"fcnet_hiddens": [32]}, {**RLLIB_MODEL, "fcnet_hiddens": [32]}),
+    ({"fcnet_activation": "relu"}, {**RLLIB_MODEL, "fcnet_activation": "relu"}),
+    ({"vf_share_layers": False}, {**RLLIB_MODEL, "vf_share_layers": False}),
+    ({"custom_key": 1}, {**RLLIB_MODEL, "custom_key": 1}),
 ])
 def test_rl_module_merges_model_config_with_the_defaults(given, expected):
     assert PPOConfig().rl_module(model_config=given).model_config == expected
@@ -399,6 +405,7 @@ def test_supported_custom_spaces_build(algo_factory):
     config = (PPOConfig()
               .environment(SpacesEnv, env_config={"obs": gym.spaces.Discrete(5),
                                                   "act": gym.spaces.Box(-1, 1, (2,))})
+              .env_runners(num_env_runners=0)
               .training(train_batch_size_per_learner=32, minibatch_size=16)
               .rl_module(model_config={"fcnet_hiddens": [8]}))
     algo = algo_factory(config)

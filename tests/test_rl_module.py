@@ -16,9 +16,10 @@ SPACES = {
 }
 
 
-def _modules(obs_space, act_space, activation="tanh"):
+def _modules(obs_space, act_space, activation="tanh", vf_share_layers=True):
     config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [32, 16],
-                                                 "fcnet_activation": activation})
+                                                 "fcnet_activation": activation,
+                                                 "vf_share_layers": vf_share_layers})
     torch.manual_seed(0)
     module = build_module(config, obs_space, act_space)
     for p in module.parameters():  # make outputs far from uniform so differences would show
@@ -30,9 +31,10 @@ def _modules(obs_space, act_space, activation="tanh"):
 
 @pytest.mark.parametrize("name", sorted(SPACES))
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
-def test_numpy_inference_matches_torch(name, activation):
+@pytest.mark.parametrize("vf_share_layers", [True, False])
+def test_numpy_inference_matches_torch(name, activation, vf_share_layers):
     obs_space, act_space = SPACES[name]
-    module, runner_module = _modules(obs_space, act_space, activation)
+    module, runner_module = _modules(obs_space, act_space, activation, vf_share_layers)
     obs_space.seed(1)
     obs = np.stack([obs_space.sample() for _ in range(64)])
     with torch.no_grad():
@@ -58,11 +60,37 @@ def test_sampled_action_frequencies_follow_the_torch_distribution():
     np.testing.assert_allclose(counts / counts.sum(), probs, atol=0.02)
 
 
-def test_inference_state_holds_only_the_policy():
-    module, _ = _modules(*SPACES["box_obs_discrete_actions"])
+@pytest.mark.parametrize("vf_share_layers", [True, False])
+def test_inference_state_holds_only_the_policy(vf_share_layers):
+    module, _ = _modules(*SPACES["box_obs_discrete_actions"], vf_share_layers=vf_share_layers)
     state = module.get_state(inference_only=True)
-    assert state and all(k.startswith("pi.") for k in state)
+    assert state and all(k.startswith(("encoder.", "pi.")) for k in state)
+    assert any(k.startswith("encoder.") for k in state) == vf_share_layers
     assert any(k.startswith("vf.") for k in module.get_state())
+    # A module given only the policy's weights (a runner's) acts as the full one.
+    other, _ = _modules(*SPACES["box_obs_discrete_actions"], vf_share_layers=vf_share_layers)
+    other.set_state(state)
+    obs = torch.zeros(3, 4)
+    torch.testing.assert_close(other.forward_inference({"obs": obs})["action_dist_inputs"],
+                               module.forward_inference({"obs": obs})["action_dist_inputs"])
+    with pytest.raises(RuntimeError, match="do not fit"):
+        other.set_state({**state, "pi.9.weight": np.zeros((2, 2), np.float32)})
+
+
+@pytest.mark.parametrize("vf_share_layers", [True, False])
+def test_the_value_loss_trains_the_encoder_only_when_layers_are_shared(vf_share_layers):
+    """RLlib's vf_share_layers: one encoder under both heads, or two networks."""
+    module, _ = _modules(*SPACES["box_obs_discrete_actions"], vf_share_layers=vf_share_layers)
+    batch = {"obs": torch.randn(5, 4)}
+    out = module.forward_train(batch)
+    values = module.compute_values(batch, out.get("embeddings"))
+    torch.testing.assert_close(values, module.compute_values(batch))  # embeddings only save work
+    values.sum().backward()
+    policy_grads = [p.grad for name, p in module.named_parameters() if name.startswith("pi.")]
+    encoder_grads = [p.grad for name, p in module.named_parameters() if name.startswith("encoder.")]
+    assert all(g is None for g in policy_grads)
+    assert bool(encoder_grads) == vf_share_layers
+    assert all(g is not None and g.abs().sum() > 0 for g in encoder_grads)
 
 
 class TinyModule(RLModule):
@@ -75,7 +103,7 @@ class TinyModule(RLModule):
     def _forward(self, batch):
         return {"action_dist_inputs": self.logits(batch["obs"].float())}
 
-    def compute_values(self, batch):
+    def compute_values(self, batch, embeddings=None):
         return self.value(batch["obs"].float()).squeeze(-1)
 
 

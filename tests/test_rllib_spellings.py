@@ -101,13 +101,18 @@ def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():
 
     config = PPOConfig().environment("CartPole-v1").rl_module(
         model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="relu"))
-    assert config.model_config == {"fcnet_hiddens": [32], "fcnet_activation": "relu"}
+    assert config.model_config == {"fcnet_hiddens": [32], "fcnet_activation": "relu",
+                                   "vf_share_layers": True}
     assert type(config.model_config) is dict  # saved in checkpoints as a plain dict
     config.validate()
     unsupported = PPOConfig().environment("CartPole-v1").rl_module(
-        model_config=DefaultModelConfig(vf_share_layers=True))
-    with pytest.raises(ConfigError, match=r"no settings \['vf_share_layers'\]"):
+        model_config=DefaultModelConfig(use_lstm=True))
+    with pytest.raises(ConfigError, match=r"no settings \['use_lstm'\]"):
         unsupported.validate()
+    not_a_bool = PPOConfig().environment("CartPole-v1").rl_module(
+        model_config=DefaultModelConfig(vf_share_layers="yes"))
+    with pytest.raises(ConfigError, match="vf_share_layers must be True"):
+        not_a_bool.validate()
 
 
 def test_rl_module_spec_sets_the_module_class_and_model_config():
@@ -120,7 +125,7 @@ def test_rl_module_spec_sets_the_module_class_and_model_config():
     env = gym.make("CartPole-v1")
     module = RLModuleSpec(observation_space=env.observation_space, action_space=env.action_space,
                           model_config={"fcnet_hiddens": [8]}).build()
-    assert isinstance(module, DefaultActorCriticModule) and module.pi[0].out_features == 8
+    assert isinstance(module, DefaultActorCriticModule) and module.encoder[0].out_features == 8
     with pytest.raises(ConfigError, match="spaces from its env"):
         PPOConfig().rl_module(rl_module_spec=RLModuleSpec(observation_space=env.observation_space))
     with pytest.raises(ConfigError, match="not both"):

@@ -21,10 +21,10 @@ class ActionMaskingModule(DefaultActorCriticModule):
     """The default MLP actor-critic for a board whose action n is legal while observation n is 0."""
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        obs = self._obs(batch)
-        logits = self.pi(obs)
-        full = obs[:, :logits.shape[-1]] != 0
-        return {"action_dist_inputs": logits.masked_fill(full, MASKED_LOGIT)}
+        out = super()._forward(batch)
+        logits = out["action_dist_inputs"]
+        full = self._obs(batch)[:, :logits.shape[-1]] != 0
+        return {**out, "action_dist_inputs": logits.masked_fill(full, MASKED_LOGIT)}
 
     def get_inference_module(self, seed: int | None = None) -> "NumpyActionMaskingModule":
         """Runners act in NumPy, as with the default module (fast on small batches)."""

@@ -105,8 +105,10 @@ def self_play_config(env_config: dict, seed: int | None = 0) -> PPOConfig:
             .environment("ConnectFour", env_config=env_config)
             .env_runners(num_env_runners=0, num_envs_per_env_runner=16)
             .training(lr=1e-3, train_batch_size_per_learner=8000, minibatch_size=250,
-                      num_epochs=8, entropy_coeff=0.1, gamma=0.99)
-            .rl_module(model_config={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"})
+                      num_epochs=8, entropy_coeff=0.1, gamma=0.99, lambda_=0.95, clip_param=0.2,
+                      vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+            .rl_module(model_config={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
+                                     "vf_share_layers": False})
             .multi_agent(policies=league_policies(env_config),
                          policy_mapping_fn=self_play_mapping, policies_to_train={MAIN})
             .callbacks(SelfPlayCallback)

@@ -215,6 +215,9 @@ def _check_rl_module(config: Any) -> None:
              "sizes, e.g. [256, 256].")
     if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
         fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
+    if not isinstance(config.model_config.get("vf_share_layers", False), bool):
+        fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
+             "the hidden layers) or False (two separate networks).")
 
 
 def _check_callbacks(config: Any) -> None:

@@ -16,8 +16,9 @@ config = (
     .resources(num_cpus_for_main_process=1)
     .training(lr=tune.grid_search([3e-4, 1e-3, 3e-3]), train_batch_size_per_learner=1000,
               minibatch_size=250, num_epochs=6, gamma=0.99, lambda_=0.95, clip_param=0.2,
-              vf_clip_param=1000.0, vf_loss_coeff=0.5, grad_clip=0.5)
-    .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
+              vf_clip_param=1000.0, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
+                             "vf_share_layers": False})
 )
 
 stop = {"env_runners/episode_return_mean": 450, "num_env_steps_sampled_lifetime": 100_000}

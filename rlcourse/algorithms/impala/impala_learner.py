@@ -22,10 +22,13 @@ class IMPALALearner(Learner):
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config
         index = batch["obs_index"]
-        all_values = self.module.compute_values({"obs": batch["all_obs"]})
+        # One forward pass over every observation, bootstrap ones included; the value head reuses
+        # the policy's encoder output when the two share layers.
+        all_obs = {"obs": batch["all_obs"]}
+        out = self.module.forward_train(all_obs)
+        all_values = self.module.compute_values(all_obs, out.get("embeddings"))
         values = all_values[index]
-        dist = self.module.get_action_dist(
-            self.module.forward_train({"obs": batch["all_obs"][index]})["action_dist_inputs"])
+        dist = self.module.get_action_dist(out["action_dist_inputs"][index])
         target_logp = dist.log_prob(batch["actions"])
         # V-trace runs in NumPy: its inputs come back from the learner's device, its targets go there.
         behaviour_logp = to_numpy(batch["action_logp"])

@@ -39,14 +39,15 @@ class PPOLearner(Learner):
 
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config
-        dist = self.module.get_action_dist(self.module.forward_train(batch)["action_dist_inputs"])
+        out = self.module.forward_train(batch)
+        dist = self.module.get_action_dist(out["action_dist_inputs"])
         logp = dist.log_prob(batch["actions"])
         log_ratio = logp - batch["action_logp"]
         ratio = log_ratio.exp()
         adv = batch["advantages"]
         surrogate = torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv)
         policy_loss = -surrogate.mean()
-        values = self.module.compute_values(batch)
+        values = self.module.compute_values(batch, out.get("embeddings"))
         vf_loss = (values - batch["value_targets"]).pow(2).clamp(max=cfg.vf_clip_param).mean()
         entropy = dist.entropy().mean()
         # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator).

@@ -24,6 +24,13 @@ def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
     return np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
 
 
+def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
+    """`prefix.i` for each linear layer of an nn.Sequential in `state`, in order."""
+    indices = sorted(int(k.split(".")[1]) for k in state
+                     if k.startswith(f"{prefix}.") and k.endswith(".weight"))
+    return [f"{prefix}.{i}" for i in indices]
+
+
 class NumpyMLPModule:
     """Policy network of the default actor-critic, forward only. Weights come from `set_state`."""
 
@@ -34,11 +41,11 @@ class NumpyMLPModule:
         self.rng = np.random.default_rng(seed)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Take the torch module's `pi.*` arrays; transpose once here, not on every call."""
-        indices = sorted(int(k.split(".")[1]) for k in state
-                         if k.startswith("pi.") and k.endswith(".weight"))
-        self.layers = [(np.ascontiguousarray(state[f"pi.{i}.weight"].T, dtype=np.float32),
-                        np.asarray(state[f"pi.{i}.bias"], dtype=np.float32)) for i in indices]
+        """Take the torch module's `encoder.*` and `pi.*` arrays: one chain of linear layers with the
+        activation between them. Transpose once here, not on every call."""
+        self.layers = [(np.ascontiguousarray(state[f"{name}.weight"].T, dtype=np.float32),
+                        np.asarray(state[f"{name}.bias"], dtype=np.float32))
+                       for prefix in ("encoder", "pi") for name in _linear_layers(state, prefix)]
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Logits (Discrete) or means and log-stds (Box) for a batch of observations."""

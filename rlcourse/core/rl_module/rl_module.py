@@ -20,6 +20,7 @@ from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec 
 from rlcourse.utils.imports import import_attr
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
+INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
 
 
 class RLModule(nn.Module):
@@ -44,8 +45,10 @@ class RLModule(nn.Module):
         """Return {"action_dist_inputs": ...} for batch["obs"]."""
         raise NotImplementedError
 
-    def compute_values(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Value estimates V(obs), shape [B]."""
+    def compute_values(self, batch: dict[str, torch.Tensor],
+                       embeddings: torch.Tensor | None = None) -> torch.Tensor:
+        """Value estimates V(obs), shape [B]; `embeddings`: what `forward_train` returned under
+        that key, for a module whose value head shares its encoder (RLlib's signature)."""
         raise NotImplementedError
 
     def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -119,14 +122,31 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
 
 
 class DefaultActorCriticModule(RLModule):
-    """Separate policy (`pi`) and value (`vf`) MLPs, `model_config["fcnet_hiddens"]` wide."""
+    """RLlib's default actor-critic MLP, `model_config["fcnet_hiddens"]` wide.
+
+    `vf_share_layers=True` (RLlib's default): one `encoder` feeds a linear policy head `pi` and a
+    linear value head `vf`, so the value loss shapes the policy's features too. False: `pi` and `vf`
+    are two separate MLPs and `encoder` is empty. Runners get `encoder.*` and `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
-        self.pi = mlp([self.info.obs_dim, *hiddens, self.info.dist_inputs_dim], act)
-        self.vf = mlp([self.info.obs_dim, *hiddens, 1], act)
+        # Checkpoints written before vf_share_layers existed hold two separate networks.
+        self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
+        if self.vf_share_layers:
+            # Each encoder layer ends with its activation: encoder + pi is one MLP (the runner's).
+            sizes = [self.info.obs_dim, *hiddens]
+            self.encoder = nn.Sequential(*(layer for n_in, n_out in zip(sizes[:-1], sizes[1:])
+                                           for layer in (nn.Linear(n_in, n_out),
+                                                         _TORCH_ACTIVATIONS[act]())))
+            features = hiddens[-1] if hiddens else self.info.obs_dim
+            self.pi = mlp([features, self.info.dist_inputs_dim], act)
+            self.vf = mlp([features, 1], act)
+        else:
+            self.encoder = nn.Sequential()
+            self.pi = mlp([self.info.obs_dim, *hiddens, self.info.dist_inputs_dim], act)
+            self.vf = mlp([self.info.obs_dim, *hiddens, 1], act)
         # Small last-layer weights start the policy near uniform (as CleanRL and RLlib do).
         nn.init.normal_(self.pi[-1].weight, std=0.01)
         nn.init.zeros_(self.pi[-1].bias)
@@ -138,23 +158,33 @@ class DefaultActorCriticModule(RLModule):
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {"action_dist_inputs": self.pi(self._obs(batch))}
+        embeddings = self.encoder(self._obs(batch))
+        return {"action_dist_inputs": self.pi(embeddings), "embeddings": embeddings}
 
-    def compute_values(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.vf(self._obs(batch)).squeeze(-1)
+    def compute_values(self, batch: dict[str, torch.Tensor],
+                       embeddings: torch.Tensor | None = None) -> torch.Tensor:
+        """V(obs); pass `forward_train`'s `embeddings` to reuse the shared encoder's pass (RLlib's
+        `ValueFunctionAPI`). With separate networks the value MLP reads the observations."""
+        if embeddings is None or not self.vf_share_layers:
+            embeddings = self.encoder(self._obs(batch))
+        return self.vf(embeddings).squeeze(-1)
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         state = super().get_state()
-        if inference_only:  # runners never need the value network
-            state = {k: v for k, v in state.items() if k.startswith("pi.")}
+        if inference_only:  # runners never need the value head
+            state = {k: v for k, v in state.items() if k.startswith(INFERENCE_PREFIXES)}
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """All weights, or only the policy's (what a runner holding this module gets)."""
-        if all(k.startswith("pi.") for k in state):
-            self.pi.load_state_dict({k[3:]: torch.tensor(v) for k, v in state.items()})
-        else:
+        if not all(k.startswith(INFERENCE_PREFIXES) for k in state):
             super().set_state(state)
+            return
+        missing, unexpected = self.load_state_dict({k: torch.tensor(v) for k, v in state.items()},
+                                                   strict=False)
+        if unexpected or any(k.startswith(INFERENCE_PREFIXES) for k in missing):
+            raise RuntimeError(f"These policy weights do not fit this module: unexpected "
+                               f"{unexpected}, missing {missing}.")
 
 
 def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:

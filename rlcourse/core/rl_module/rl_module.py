@@ -6,6 +6,7 @@ The default module is an MLP actor-critic sized from the spaces; runners run its
 (`numpy_mlp.py`). A custom subclass runs on the runners in torch, via `TorchInferenceModule`.
 """
 
+import itertools
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -136,10 +137,9 @@ class DefaultActorCriticModule(RLModule):
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:
             # Each encoder layer ends with its activation: encoder + pi is one MLP (the runner's).
-            sizes = [self.info.obs_dim, *hiddens]
-            self.encoder = nn.Sequential(*(layer for n_in, n_out in zip(sizes[:-1], sizes[1:])
-                                           for layer in (nn.Linear(n_in, n_out),
-                                                         _TORCH_ACTIVATIONS[act]())))
+            self.encoder = nn.Sequential(*(
+                layer for n_in, n_out in itertools.pairwise([self.info.obs_dim, *hiddens])
+                for layer in (nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[act]())))
             features = hiddens[-1] if hiddens else self.info.obs_dim
             self.pi = mlp([features, self.info.dist_inputs_dim], act)
             self.vf = mlp([features, 1], act)

@@ -18,6 +18,7 @@ from ray.rllib.algorithms.sac import SACConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.utils import metrics as rllib_metrics
 
+import rlcourse
 from rlcourse import PPOConfig
 from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
@@ -139,6 +140,35 @@ def test_every_setting_the_lessons_pass_is_an_rllib_setting():
 def test_the_default_models_settings_are_rllibs():
     rllib_fields = {field.name for field in dataclasses.fields(DefaultModelConfig)}
     assert set(DEFAULT_MODEL_CONFIG) <= rllib_fields
+
+
+# Every setting of PPO's and IMPALA's whose default the course changed to RLlib's (issue 18): an
+# RLlib example run with only its import changed must get the same algorithm.
+DEFAULT_SETTINGS = {
+    "PPOConfig": ["lr", "train_batch_size_per_learner", "minibatch_size", "num_epochs", "gamma",
+                  "lambda_", "clip_param", "vf_clip_param", "vf_loss_coeff", "entropy_coeff",
+                  "use_kl_loss", "kl_coeff", "kl_target", "grad_clip", "num_env_runners",
+                  "num_envs_per_env_runner", "rollout_fragment_length",
+                  "metrics_num_episodes_for_smoothing"],
+    "IMPALAConfig": ["lr", "train_batch_size_per_learner", "minibatch_size", "num_epochs", "gamma",
+                     "grad_clip", "vtrace", "vtrace_clip_rho_threshold",
+                     "vtrace_clip_pg_rho_threshold", "vf_loss_coeff", "entropy_coeff",
+                     "broadcast_interval", "learner_queue_size", "num_env_runners",
+                     "rollout_fragment_length", "max_requests_in_flight_per_env_runner"],
+}
+
+
+@pytest.mark.parametrize("config_name", sorted(DEFAULT_SETTINGS))
+def test_ppo_and_impala_defaults_are_rllibs(config_name):
+    ours = getattr(rlcourse, config_name)()
+    theirs = {"PPOConfig": RLlibPPOConfig, "IMPALAConfig": IMPALAConfig}[config_name]()
+    differ = {name: (getattr(ours, name), getattr(theirs, name))
+              for name in DEFAULT_SETTINGS[config_name]
+              if getattr(ours, name) != getattr(theirs, name)}
+    assert differ == {}
+    # The default network: RLlib's DefaultModelConfig under the algorithm's own model_config.
+    rllib_model = {**dataclasses.asdict(DefaultModelConfig()), **theirs.model_config}
+    assert {key: rllib_model[key] for key in ours.model_config} == ours.model_config
 
 
 @pytest.mark.parametrize("lesson, path", TAUGHT_RESULT_KEYS,

@@ -40,6 +40,8 @@ class AlgorithmConfig:
     # The module built when rl_module_class is None: torch on learners, its NumPy form on runners.
     default_rl_module_class = "rlcourse.core.rl_module.rl_module:DefaultActorCriticModule"
     default_inference_module_class = "rlcourse.core.rl_module.numpy_mlp:NumpyMLPModule"
+    # The default module's settings; rl_module(model_config=...) changes only the keys it names.
+    default_model_config: dict = DEFAULT_MODEL_CONFIG
 
     def __init__(self) -> None:
         # environment()
@@ -74,7 +76,7 @@ class AlgorithmConfig:
         self.num_epochs = 10
         self.grad_clip: float | None = None
         # rl_module()
-        self.model_config: dict = copy.deepcopy(DEFAULT_MODEL_CONFIG)
+        self.model_config: dict = copy.deepcopy(self.default_model_config)
         self.rl_module_class: type | None = None
         # evaluation()
         self.evaluation_interval: int | None = None
@@ -205,7 +207,7 @@ class AlgorithmConfig:
                                   "model_config / rl_module_class, not both.", "rl_module")
             return self.rl_module(**settings_from_spec(rl_module_spec))
         if model_config is not NotProvided:
-            model_config = copy.deepcopy({**DEFAULT_MODEL_CONFIG, **model_config})
+            model_config = copy.deepcopy({**self.default_model_config, **model_config})
         return self._set(model_config=model_config, rl_module_class=rl_module_class)
 
     @checked_settings

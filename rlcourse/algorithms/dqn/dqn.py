@@ -31,6 +31,9 @@ class DQNConfig(AlgorithmConfig):
     learner_class = "rlcourse.algorithms.dqn.dqn_learner:DQNLearner"
     default_rl_module_class = "rlcourse.algorithms.dqn.dqn_rl_module:DefaultDQNModule"
     default_inference_module_class = "rlcourse.algorithms.dqn.numpy_q_module:NumpyQModule"
+    # Not RLlib's [256, 256]: the CartPole figures above were measured with [64, 64], which updates
+    # several times faster on two cores. (vf_share_layers is PPO's and IMPALA's: DQN has no vf.)
+    default_model_config = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 
     def __init__(self) -> None:
         super().__init__()

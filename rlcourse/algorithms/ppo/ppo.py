@@ -8,6 +8,7 @@ from typing import Any
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
+from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.utils.validation import check_bool, check_number
 
 
@@ -18,6 +19,8 @@ class PPOConfig(AlgorithmConfig):
 
     algo_class = "rlcourse.algorithms.ppo.ppo:PPO"
     learner_class = "rlcourse.algorithms.ppo.ppo_learner:PPOLearner"
+    # RLlib's PPO keeps the policy and value networks apart (its DefaultModelConfig shares them).
+    default_model_config = {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
 
     def __init__(self) -> None:
         super().__init__()

@@ -6,7 +6,33 @@ import numpy as np
 import pytest
 import ray
 
+from rlcourse.algorithms.impala.impala import IMPALAConfig
+from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.resources import init_ray
+
+# PPOConfig's and IMPALAConfig's defaults are RLlib's, sized for long runs on many machines (PPO:
+# 4,000-step batches, 30 epochs of 128-row minibatches, 2 runner actors). Unit tests check how
+# things work, not how well a big run learns: they start from these small settings, one runner in
+# this process and two small networks, and set on top whatever they test.
+SMALL_PPO_TRAINING = {"lr": 1e-3, "train_batch_size_per_learner": 2000, "minibatch_size": 250,
+                      "num_epochs": 6, "grad_clip": 0.5, "lambda_": 0.95, "clip_param": 0.2,
+                      "vf_loss_coeff": 0.5, "use_kl_loss": False}
+SMALL_MODEL = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "vf_share_layers": False}
+
+
+def small_ppo(config_class: type[PPOConfig] = PPOConfig) -> PPOConfig:
+    """A PPOConfig (or subclass) sized for a unit test (see above)."""
+    return (config_class().env_runners(num_env_runners=0).training(**SMALL_PPO_TRAINING)
+            .rl_module(model_config=SMALL_MODEL))
+
+
+def small_impala(config_class: type[IMPALAConfig] = IMPALAConfig) -> IMPALAConfig:
+    """An IMPALAConfig (or subclass) sized for a unit test: the course's CartPole settings, one
+    runner in this process."""
+    return (config_class()
+            .env_runners(num_env_runners=0, max_requests_in_flight_per_env_runner=2)
+            .training(lr=1e-3, learner_queue_size=4)
+            .rl_module(model_config=SMALL_MODEL))
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray.cloudpickle
+from conftest import small_ppo
 from fault_envs import CountingEnv
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.registry import register_env
 from rlcourse.utils.validation import ConfigError
 
@@ -48,7 +48,7 @@ class OffsetEnv(gym.Env):
 @pytest.mark.parametrize("num_env_runners", [0, 1])
 def test_discrete_spaces_with_a_start_train_and_act_inside_the_space(num_env_runners, ray_session,
                                                                      algo_factory):
-    config = (PPOConfig().environment(OffsetEnv).training(**SMALL_BATCH)
+    config = (small_ppo().environment(OffsetEnv).training(**SMALL_BATCH)
               .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2,
                            num_cpus_per_env_runner=0.5)
               .evaluation(evaluation_duration=2))
@@ -97,7 +97,7 @@ class OldSeedEnv(OldStepEnv):
                                            (OldStepEnv, r"step\(\) returned a tuple of 4 values"),
                                            (OldSeedEnv, r"reset\(seed=0\) failed")])
 def test_old_gym_api_envs_fail_at_build_time_naming_the_env_and_the_api(env, what):
-    config = PPOConfig().environment(env)
+    config = small_ppo().environment(env)
     with pytest.raises(TypeError, match=what) as err:
         config.build_algo()
     message = str(err.value)
@@ -113,7 +113,7 @@ def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_se
         return env
 
     register_env("shape_per_worker", creator)
-    config = (PPOConfig().environment("shape_per_worker")
+    config = (small_ppo().environment("shape_per_worker")
               .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5))
     with pytest.raises(ValueError, match=r"'shape_per_worker' on EnvRunner 2 has observation_space "
                                          r"Box\(.*\(3,\).*values, not shapes"):
@@ -122,7 +122,7 @@ def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_se
 
 def test_a_batch_too_small_for_its_learners_names_the_settings(ray_session, algo_factory):
     """One sub-env whose episodes never end gives one chunk: nothing for the second learner."""
-    config = (PPOConfig().environment(CountingEnv, env_config={"never_ends": True})
+    config = (small_ppo().environment(CountingEnv, env_config={"never_ends": True})
               .training(train_batch_size_per_learner=8, minibatch_size=4, num_epochs=1)
               .learners(num_learners=2, num_cpus_per_learner=0.5))
     algo = algo_factory(config)

@@ -10,9 +10,9 @@ import fault_envs
 import numpy as np
 import pytest
 import ray.cloudpickle
+from conftest import small_ppo
 from fault_envs import CountingEnv
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_runner import EnvRunner
@@ -59,7 +59,7 @@ class EpisodeRecorder(Callbacks):
 
 
 def _config(**env_runners):
-    return (PPOConfig().environment("CartPole-v1").training(**SMALL).debugging(seed=0)
+    return (small_ppo().environment("CartPole-v1").training(**SMALL).debugging(seed=0)
             .callbacks(EpisodeRecorder)
             .env_runners(rollout_fragment_length=25, num_envs_per_env_runner=3, **env_runners))
 
@@ -121,7 +121,7 @@ def test_a_broken_episode_takes_its_custom_data_with_it(algo_factory):
     """Sub-envs that crash are rebuilt and their episode dropped: the next episode's hooks must not
     get the dropped one's custom_data."""
     algo = algo_factory(
-        PPOConfig().environment(CountingEnv, env_config={"failure_rate": 0.02})
+        small_ppo().environment(CountingEnv, env_config={"failure_rate": 0.02})
         .training(**SMALL).callbacks(StepCounter)
         .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=25)
         .fault_tolerance(restart_failed_sub_environments=True))
@@ -154,7 +154,7 @@ def test_a_custom_metric_named_like_a_built_in_one_is_refused(algo_factory):
         def on_episode_end(self, *, metrics_logger, **kwargs):
             metrics_logger.log_value("episode_return_mean", 1.0)
 
-    algo = algo_factory(PPOConfig().environment("CartPole-v1").training(**SMALL).callbacks(Clash))
+    algo = algo_factory(small_ppo().environment("CartPole-v1").training(**SMALL).callbacks(Clash))
     with pytest.raises(ValueError, match="'episode_return_mean'.*built-in.*another name"):
         algo.train()
 
@@ -206,7 +206,7 @@ class Unsaveable(Callbacks):
 
 
 def test_custom_data_a_checkpoint_cannot_hold_fails_the_save_naming_it(algo_factory, tmp_path):
-    algo = algo_factory(PPOConfig().environment("CartPole-v1").training(**SMALL)
+    algo = algo_factory(small_ppo().environment("CartPole-v1").training(**SMALL)
                         .callbacks(Unsaveable))
     algo.train()
     with pytest.raises(TypeError, match=r"episode.custom_data holds.*keep numbers"):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import small_impala, small_ppo
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.impala.impala import IMPALAConfig
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError, read_checkpoint
@@ -21,7 +21,7 @@ SMALL = {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs
 
 
 def _config(hiddens=(8,), num_envs=2, seed=0):
-    return (PPOConfig().environment("CartPole-v1").training(**SMALL).debugging(seed=seed)
+    return (small_ppo().environment("CartPole-v1").training(**SMALL).debugging(seed=seed)
             .rl_module(model_config={"fcnet_hiddens": list(hiddens), "fcnet_activation": "tanh"})
             .env_runners(num_envs_per_env_runner=num_envs))
 
@@ -57,7 +57,7 @@ def _assert_unchanged(algo, before: dict) -> None:
 @pytest.mark.parametrize("config, match", [
     (_config(hiddens=(16,)), r"network differs.*model_config"),
     (_config(num_envs=3), r"sub-envs with \[\d+, \d+\] layers.*num_envs_per_env_runner"),
-    (IMPALAConfig().environment("CartPole-v1").training(train_batch_size_per_learner=200)
+    (small_impala().environment("CartPole-v1").training(train_batch_size_per_learner=200)
      .rl_module(model_config={"fcnet_hiddens": [8], "fcnet_activation": "tanh"}),
      r"is of 'rlcourse.algorithms.ppo.ppo:PPOConfig'.*IMPALAConfig"),
 ], ids=["network_size", "sub_env_count", "algorithm"])

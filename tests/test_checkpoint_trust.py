@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import small_ppo
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks import Callbacks
 from rlcourse.utils.checkpoint_contents import PACKAGE_CLASSES, config_from_json
 from rlcourse.utils.checkpoints import STATE_FILE, STATE_JSON, CheckpointError, read_checkpoint
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    config = PPOConfig().environment("CartPole-v1").training(train_batch_size_per_learner=200,
+    config = small_ppo().environment("CartPole-v1").training(train_batch_size_per_learner=200,
                                                              minibatch_size=100, num_epochs=1)
     with config.build_algo() as algo:
         return Path(algo.save_to_path(tmp_path_factory.mktemp("saved") / "ckpt"))

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import small_ppo
 from fault_envs import CountingEnv
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.registry import register_env
 from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError, read_checkpoint
 
@@ -27,7 +27,7 @@ SMALL = {"train_batch_size_per_learner": 500, "minibatch_size": 100, "num_epochs
 
 
 def _config(seed=3):
-    return (PPOConfig().environment("CartPole-v1").training(**SMALL).debugging(seed=seed)
+    return (small_ppo().environment("CartPole-v1").training(**SMALL).debugging(seed=seed)
             .env_runners(num_envs_per_env_runner=2))
 
 
@@ -85,7 +85,7 @@ def test_restore_continues_counters_and_metrics(tmp_path):
 
 
 def test_restore_continues_the_sub_env_restart_count(tmp_path):
-    config = (PPOConfig().environment(CountingEnv, env_config={"failure_rate": 0.01})
+    config = (small_ppo().environment(CountingEnv, env_config={"failure_rate": 0.01})
               .training(**SMALL).fault_tolerance(restart_failed_sub_environments=True)
               .debugging(seed=0))
     with config.build_algo() as algo:
@@ -204,7 +204,7 @@ def test_loading_cannot_run_code_even_with_matching_checksums(broken, tmp_path, 
 
 def test_a_lambda_env_cannot_be_saved_and_the_error_says_what_to_do(tmp_path):
     import gymnasium as gym
-    config = PPOConfig().environment(lambda ctx: gym.make("CartPole-v1"))
+    config = small_ppo().environment(lambda ctx: gym.make("CartPole-v1"))
     with config.build_algo() as algo, pytest.raises(CheckpointError, match="config.env=.*register_env"):
         algo.save_to_path(tmp_path / "ckpt")
     assert not (tmp_path / "ckpt").exists()
@@ -218,7 +218,7 @@ def _make_cartpole(ctx):
 def test_registered_env_names_and_module_level_creators_round_trip(tmp_path):
     register_env("checkpointed-cartpole", _make_cartpole)
     for env in ("checkpointed-cartpole", _make_cartpole):
-        with PPOConfig().environment(env).training(**SMALL).build_algo() as algo:
+        with small_ppo().environment(env).training(**SMALL).build_algo() as algo:
             path = algo.save_to_path(tmp_path / "ckpt")
         restored = Algorithm.from_checkpoint(path, allowed=[_make_cartpole])
         try:

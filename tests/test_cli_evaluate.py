@@ -5,9 +5,9 @@ import re
 
 import numpy as np
 import pytest
+from conftest import small_ppo
 from PIL import Image
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.course import evaluate
 from rlcourse.course.cli import main as cli_main
 from rlcourse.course.envs import LatencyBoundCartPole
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def checkpoint(path, env, env_config=None) -> str:
-    config = (PPOConfig().environment(env, env_config=env_config or {})
+    config = (small_ppo().environment(env, env_config=env_config or {})
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     with config.build_algo() as algo:
         algo.train()

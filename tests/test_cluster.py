@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 import ray
+from conftest import small_impala, small_ppo
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 import rlcourse.course.cluster
 from rlcourse.algorithms.impala.impala import IMPALAConfig
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.course.cluster import LocalCluster
 from rlcourse.course.train_job import build_config, build_parser, format_result
 from rlcourse.utils.resources import init_ray
@@ -43,7 +43,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def algo(cluster):
-    config = (PPOConfig().environment("CartPole-v1").debugging(seed=0)
+    config = (small_ppo().environment("CartPole-v1").debugging(seed=0)
               .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
               .resources(placement_strategy="SPREAD")
               .fault_tolerance(env_runner_health_probe_timeout_s=60)  # slow restarts on busy CI
@@ -121,6 +121,8 @@ def test_a_submitted_job_trains_on_a_new_worker_and_its_logs_are_read_back(clust
     job_id = client.submit_job(entrypoint=(
         "python -m rlcourse train --algo ppo --num-env-runners 2 --num-envs-per-env-runner 2 "
         "--placement-strategy STRICT_SPREAD --stop-return 40 --max-iterations 30 --seed 0 "
+        "--set lr=1e-3 train_batch_size_per_learner=2000 minibatch_size=250 num_epochs=6 "
+        "'model_config={fcnet_hiddens: [64, 64]}' "
         f"--checkpoint-dir {tmp_path / 'checkpoint'}"))
     deadline = time.monotonic() + 240
     while not (status := client.get_job_status(job_id)).is_terminal():
@@ -177,8 +179,23 @@ def test_train_job_options_become_the_config():
     assert isinstance(config, IMPALAConfig) and config.env == "Pendulum-v1"
     assert (config.num_env_runners, config.num_cpus_per_env_runner) == (3, 0.25)
     assert (config.placement_strategy, config.seed) == ("SPREAD", 7)
+    assert config.lr == small_impala().lr  # the algorithm's own (RLlib's) defaults otherwise
     with pytest.raises(SystemExit):  # argparse rejects an unknown algorithm
         build_parser().parse_args(["--algo", "a3c"])
+
+
+def test_train_job_set_changes_any_setting_through_its_setter():
+    args = build_parser().parse_args([
+        "--algo", "ppo", "--set", "lr=3e-3", "num_epochs=6", "use_kl_loss=false",
+        "model_config={fcnet_hiddens: [64, 64], vf_share_layers: false}"])
+    config = build_config(args)
+    assert (config.lr, config.num_epochs, config.use_kl_loss) == (3e-3, 6, False)
+    assert config.model_config["fcnet_hiddens"] == [64, 64]
+    assert config.model_config["vf_share_layers"] is False
+    with pytest.raises(ValueError, match="num_sgd_iter"):  # a misspelt name is named, with the fix
+        build_config(build_parser().parse_args(["--set", "num_sgd_iter=6"]))
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        build_config(build_parser().parse_args(["--set", "lr"]))
 
 
 def test_train_job_prints_one_readable_line_per_iteration():

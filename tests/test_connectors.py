@@ -5,10 +5,10 @@ bad settings refused with a ConfigError that names them."""
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.connectors.clip_rewards import clip_rewards
 from rlcourse.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
@@ -58,8 +58,8 @@ def mean_std_filter(env, spaces=None, device=None):
     return MeanStdFilter()
 
 
-def small_ppo(env="CartPole-v1", **env_runners):
-    return (PPOConfig().environment(env)
+def filtered_ppo(env="CartPole-v1", **env_runners):
+    return (small_ppo().environment(env)
             .env_runners(env_to_module_connector=mean_std_filter, **env_runners)
             .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
             .debugging(seed=0))
@@ -125,7 +125,7 @@ def test_the_filter_normalizes_clips_and_takes_merged_statistics_plus_its_own_ne
 # -- runners ------------------------------------------------------------------------------------
 
 def test_episodes_hold_what_the_module_saw_final_observations_included():
-    config = (PPOConfig().environment(CounterEnv)
+    config = (small_ppo().environment(CounterEnv)
               .env_runners(num_envs_per_env_runner=2, env_to_module_connector=mean_std_filter))
     runner = EnvRunner(config)
     episodes = runner.sample(num_timesteps=20)
@@ -149,7 +149,7 @@ def test_episodes_hold_what_the_module_saw_final_observations_included():
 def test_remote_runners_hold_the_same_merged_statistics_after_an_iteration(ray_session,
                                                                          algo_factory):
     # A lambda travels to the runner actors by value (they cannot import this test module).
-    algo = algo_factory(small_ppo(num_env_runners=2, num_cpus_per_env_runner=0.5).env_runners(
+    algo = algo_factory(filtered_ppo(num_env_runners=2, num_cpus_per_env_runner=0.5).env_runners(
         env_to_module_connector=lambda env: MeanStdFilter()))
     group = algo.env_runner_group
     for _ in range(2):
@@ -166,7 +166,7 @@ def test_remote_runners_hold_the_same_merged_statistics_after_an_iteration(ray_s
 def test_checkpoints_keep_the_statistics_and_evaluation_leaves_them_unchanged(ray_session,
                                                                             algo_factory,
                                                                             tmp_path):
-    config = small_ppo().evaluation(evaluation_interval=1, evaluation_duration=3)
+    config = filtered_ppo().evaluation(evaluation_interval=1, evaluation_duration=3)
     algo = algo_factory(config)
     algo.train()  # with an evaluation: it must not change the statistics
     group, eval_runner = algo.env_runner_group, algo.eval_env_runner_group.local_env_runner
@@ -204,7 +204,7 @@ def test_flatten_observations_one_hots_and_concatenates_in_the_spaces_order():
 
 
 def test_a_dict_observation_env_trains_with_flatten_observations(algo_factory):
-    config = (PPOConfig().environment(DictEnv)
+    config = (small_ppo().environment(DictEnv)
               .env_runners(env_to_module_connector=lambda env: [FlattenObservations(),
                                                                 MeanStdFilter()])
               .training(train_batch_size_per_learner=50, minibatch_size=25, num_epochs=1))
@@ -230,7 +230,7 @@ def test_clip_rewards(setting, expected):
 
 
 def test_episodes_hold_clipped_rewards_and_returns_stay_the_envs():
-    config = (PPOConfig().environment(CounterEnv, env_config={"reward": 3.0}, clip_rewards=1.0))
+    config = (small_ppo().environment(CounterEnv, env_config={"reward": 3.0}, clip_rewards=1.0))
     runner = EnvRunner(config)
     episodes = runner.sample(num_episodes=2)
     assert all(np.all(e.rewards == 1.0) for e in episodes)
@@ -249,7 +249,7 @@ def test_episodes_hold_clipped_rewards_and_returns_stay_the_envs():
 ])
 def test_bad_settings_are_refused_at_validate(configure, setting):
     with pytest.raises(ConfigError, match=setting) as info:
-        configure(PPOConfig().environment("CartPole-v1")).validate()
+        configure(small_ppo().environment("CartPole-v1")).validate()
     assert info.value.setting == setting
 
 
@@ -259,21 +259,21 @@ def test_bad_settings_are_refused_at_validate(configure, setting):
     (lambda env: MeanStdFilter(clip_by_value=0), "clip_by_value", "positive"),
 ])
 def test_bad_connectors_are_refused_at_build(factory, setting, words):
-    config = PPOConfig().environment("CartPole-v1").env_runners(env_to_module_connector=factory)
+    config = small_ppo().environment("CartPole-v1").env_runners(env_to_module_connector=factory)
     with pytest.raises(ConfigError, match=words) as info:
         config.build_algo()
     assert info.value.setting == setting
 
 
 def test_mean_std_filter_on_a_dict_space_asks_for_flatten_observations():
-    config = PPOConfig().environment(DictEnv).env_runners(
+    config = small_ppo().environment(DictEnv).env_runners(
         env_to_module_connector=lambda env: MeanStdFilter())
     with pytest.raises(ConfigError, match="FlattenObservations"):
         config.build_algo()
 
 
 def test_a_multi_agent_config_refuses_connectors():
-    config = PPOConfig().environment("ConnectFour").multi_agent(
+    config = small_ppo().environment("ConnectFour").multi_agent(
         policies={"main"}, policy_mapping_fn=lambda agent_id, episode, **kw: "main")
     for configured in (config.copy().env_runners(env_to_module_connector=mean_std_filter),
                        config.copy().environment(clip_rewards=True)):
@@ -282,7 +282,7 @@ def test_a_multi_agent_config_refuses_connectors():
 
 
 def test_checkpoint_state_is_plain_data():
-    runner = EnvRunner(small_ppo(num_envs_per_env_runner=2))
+    runner = EnvRunner(filtered_ppo(num_envs_per_env_runner=2))
     runner.sample(num_timesteps=10)
     state = runner.get_state()["env_to_module"][0]
     assert from_plain(state["running_stats"]["mean"]).shape == (4,)

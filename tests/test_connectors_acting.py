@@ -6,10 +6,10 @@ process they refuse, naming the setting."""
 import numpy as np
 import pytest
 import torch
+from conftest import small_ppo
 from test_connectors import DictEnv, mean_std_filter
 
 import rlcourse.course.evaluate as evaluate
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
 from rlcourse.core.rl_module.export import export_policy
@@ -31,7 +31,7 @@ def flatten_and_filter(env, spaces=None, device=None):
 
 
 def small_config(env, factory):
-    return (PPOConfig().environment(env).env_runners(env_to_module_connector=factory)
+    return (small_ppo().environment(env).env_runners(env_to_module_connector=factory)
             .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
             .debugging(seed=0))
 

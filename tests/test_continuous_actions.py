@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import ray
 import torch
+from conftest import small_ppo
 
-from rlcourse.algorithms.ppo import PPOConfig
 from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.export import export_policy
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
@@ -56,7 +56,7 @@ def test_to_env_actions_clips_boxes_and_shifts_discrete_starts():
 
 
 def test_a_box_policy_acts_inside_the_bounds_everywhere(ray_session, algo_factory, tmp_path: Path):
-    config = (PPOConfig().environment(NarrowBoxEnv)
+    config = (small_ppo().environment(NarrowBoxEnv)
               .env_runners(num_env_runners=1, num_envs_per_env_runner=4,
                            num_cpus_per_env_runner=0.5)
               .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1)

@@ -4,8 +4,8 @@ import math
 
 import matplotlib
 import pytest
+from conftest import small_ppo
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.course.dashboard import TrainingDashboard, train
 
 matplotlib.use("Agg")
@@ -121,7 +121,7 @@ def test_train_stops_at_the_target_or_the_budget():
 
 @pytest.mark.timeout(300)
 def test_dashboard_follows_a_real_algorithm():
-    config = (PPOConfig().environment("CartPole-v1")
+    config = (small_ppo().environment("CartPole-v1")
               .training(train_batch_size_per_learner=500, minibatch_size=250, num_epochs=1)
               .debugging(seed=0))
     dashboard = TrainingDashboard(max_iterations=3)

@@ -12,9 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from conftest import small_ppo
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_runner import EnvRunner
@@ -59,7 +59,7 @@ class CountingEnv(gym.Env):
 
 
 def make_config(num_envs=1, fragment=5, mode="SYNC", **env_config):
-    return (PPOConfig()
+    return (small_ppo()
             .environment(CountingEnv, env_config=env_config)
             .env_runners(num_envs_per_env_runner=num_envs, rollout_fragment_length=fragment,
                          gym_env_vectorize_mode=mode)
@@ -296,7 +296,7 @@ def test_explore_true_samples_and_config_explore_false_is_the_default(make_runne
 
 def test_discrete_observations_returned_as_python_ints_train():
     """FrozenLake returns ints: final observations join the episode's int64 array."""
-    config = (PPOConfig().environment("FrozenLake-v1").debugging(seed=0)
+    config = (small_ppo().environment("FrozenLake-v1").debugging(seed=0)
               .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1))
     with config.build_algo() as algo:
         result = algo.train()
@@ -306,7 +306,7 @@ def test_discrete_observations_returned_as_python_ints_train():
 LOCAL_BUILD = """
 import ray
 from rlcourse import PPOConfig
-config = PPOConfig().environment("CartPole-v1").training(train_batch_size_per_learner=400,
+config = small_ppo().environment("CartPole-v1").training(train_batch_size_per_learner=400,
                                                          minibatch_size=100, num_epochs=1)
 with config.build_algo() as algo:
     algo.train()

@@ -4,9 +4,9 @@ and that PPO learns it on runner actors (which import it from rlcourse.course.en
 import warnings
 
 import pytest
+from conftest import small_ppo
 from gymnasium.utils.env_checker import check_env
 
-from rlcourse import PPOConfig
 from rlcourse.course.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
 from rlcourse.env.env_context import EnvContext
 
@@ -106,7 +106,7 @@ def test_render_draws_the_agent_on_its_cell():
 @pytest.mark.learning
 @pytest.mark.timeout(300)
 def test_ppo_learns_gridworld_on_runner_actors(ray_session, algo_factory):
-    config = (PPOConfig()
+    config = (small_ppo()
               .environment(GridWorld, env_config={"size": 5})
               .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
               .debugging(seed=0))

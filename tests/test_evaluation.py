@@ -6,6 +6,7 @@ import time
 import fault_envs
 import pytest
 import ray.cloudpickle
+from conftest import small_ppo
 from fault_envs import CountingEnv
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -38,7 +39,7 @@ class Hooks(Callbacks):
 
 
 def test_evaluation_runs_every_interval_greedily_and_hooks_see_it(algo_factory):
-    config = (PPOConfig().environment(CountingEnv).training(**SMALL).callbacks(Hooks)
+    config = (small_ppo().environment(CountingEnv).training(**SMALL).callbacks(Hooks)
               .evaluation(evaluation_interval=2, evaluation_duration=4))
     algo = algo_factory(config)
     results = [algo.train() for _ in range(4)]
@@ -55,7 +56,7 @@ def test_evaluation_runs_every_interval_greedily_and_hooks_see_it(algo_factory):
 
 
 def test_evaluation_by_timesteps_on_its_own_runner_actor(ray_session, algo_factory):
-    config = (PPOConfig().environment("CartPole-v1").training(**SMALL)
+    config = (small_ppo().environment("CartPole-v1").training(**SMALL)
               .evaluation(evaluation_interval=1, evaluation_duration=600,
                           evaluation_duration_unit="timesteps", evaluation_num_env_runners=1,
                           evaluation_config={"explore": False, "num_envs_per_env_runner": 2})
@@ -81,7 +82,7 @@ class SlowPPOConfig(PPOConfig):
 
 def test_parallel_evaluation_overlaps_training(ray_session, algo_factory):
     """A 1 s update and a ~1 s evaluation (slow eval env) take about 1 s together, not 2 s."""
-    config = (SlowPPOConfig().environment(CountingEnv).training(**SMALL)
+    config = (small_ppo(SlowPPOConfig).environment(CountingEnv).training(**SMALL)
               .evaluation(evaluation_interval=1, evaluation_duration=100,
                           evaluation_duration_unit="timesteps", evaluation_num_env_runners=1,
                           evaluation_parallel_to_training=True,

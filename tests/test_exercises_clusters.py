@@ -1,8 +1,8 @@
 """The cluster checkers accept right answers and name the typical mistakes."""
 
 import pytest
+from conftest import small_ppo
 
-from rlcourse import PPOConfig
 from rlcourse.course.exercises import (
     ExerciseError,
     check_survivable_placement,
@@ -15,7 +15,7 @@ HEAD = "127.0.0.1:6379"
 
 
 def runners(n=2, cpus=0.5, strategy="SPREAD", pin=None, env="CartPole-v1", envs=4):
-    config = (PPOConfig().environment(env)
+    config = (small_ppo().environment(env)
               .env_runners(num_env_runners=n, num_cpus_per_env_runner=cpus,
                            num_envs_per_env_runner=envs,
                            custom_resources_per_env_runner=pin or {})

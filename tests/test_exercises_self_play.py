@@ -6,9 +6,9 @@ import random
 import zlib
 
 import pytest
+from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.course.exercises import ExerciseError, check_self_play_mapping
 from rlcourse.course.exercises.common import solution_source
@@ -129,7 +129,7 @@ def test_the_reference_mapping_drives_a_real_runner():
     spaces = (env.get_observation_space("player_0"), env.get_action_space("player_0"))
     policies = {"main": None, **{o: RLModuleSpec(observation_space=spaces[0],
                                                   action_space=spaces[1]) for o in OPPONENTS}}
-    config = (PPOConfig().environment("ConnectFour", env_config={"rows": 4, "cols": 4, "connect": 3})
+    config = (small_ppo().environment("ConnectFour", env_config={"rows": 4, "cols": 4, "connect": 3})
               .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=5)
               .rl_module(model_config={"fcnet_hiddens": [8]}).debugging(seed=0)
               .multi_agent(policies=policies, policy_mapping_fn=reference_self_play_mapping(),

@@ -13,6 +13,7 @@ import numpy as np
 import psutil
 import pytest
 import ray.cloudpickle
+from conftest import small_ppo
 from fault_envs import CountingEnv
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -66,7 +67,7 @@ class RecordingPPOConfig(PPOConfig):
 def test_ppo_survives_20_runner_kills_and_still_learns(ray_session, algo_factory):
     """SIGKILL a runner process at 20 random moments; each restart is counted, learning goes on."""
     CountRecreated.recreated = []
-    config = (PPOConfig().environment("CartPole-v1").debugging(seed=0).callbacks(CountRecreated)
+    config = (small_ppo().environment("CartPole-v1").debugging(seed=0).callbacks(CountRecreated)
               .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5))
     algo = algo_factory(config)
     group = algo.env_runner_group
@@ -99,7 +100,7 @@ def test_ppo_survives_20_runner_kills_and_still_learns(ray_session, algo_factory
 
 def test_failing_sub_envs_are_rebuilt_and_broken_episodes_never_trained(ray_session, algo_factory):
     """An env raising on ~1% of steps: every trained chunk is an exact, gapless piece of one episode."""
-    config = (RecordingPPOConfig().environment(CountingEnv, env_config={"failure_rate": 0.01})
+    config = (small_ppo(RecordingPPOConfig).environment(CountingEnv, env_config={"failure_rate": 0.01})
               .env_runners(num_env_runners=1, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
               .training(**SMALL_BATCH).fault_tolerance(restart_failed_sub_environments=True)
               .debugging(seed=0))
@@ -123,7 +124,7 @@ def test_failing_sub_envs_are_rebuilt_and_broken_episodes_never_trained(ray_sess
 @pytest.mark.parametrize("num_env_runners", [0, 1])
 def test_without_sub_env_restarts_the_env_error_surfaces_with_its_traceback(
         num_env_runners, ray_session, algo_factory):
-    config = (PPOConfig().environment(CountingEnv, env_config={"failure_rate": 0.05})
+    config = (small_ppo().environment(CountingEnv, env_config={"failure_rate": 0.05})
               .env_runners(num_env_runners=num_env_runners, num_cpus_per_env_runner=0.5)
               .training(**SMALL_BATCH))
     algo = algo_factory(config)
@@ -135,7 +136,7 @@ def test_without_sub_env_restarts_the_env_error_surfaces_with_its_traceback(
 
 
 def test_without_restarts_training_goes_on_with_the_healthy_runners(ray_session, algo_factory):
-    config = (PPOConfig().environment("CartPole-v1")
+    config = (small_ppo().environment("CartPole-v1")
               .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5).training(**SMALL_BATCH)
               .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True))
     algo = algo_factory(config)
@@ -150,7 +151,7 @@ def test_without_restarts_training_goes_on_with_the_healthy_runners(ray_session,
 
 
 def test_without_restarts_or_ignoring_a_runner_failure_is_a_clear_error(ray_session, algo_factory):
-    config = (PPOConfig().environment("CartPole-v1")
+    config = (small_ppo().environment("CartPole-v1")
               .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5).training(**SMALL_BATCH)
               .fault_tolerance(restart_failed_env_runners=False))
     algo = algo_factory(config)
@@ -165,7 +166,7 @@ def test_a_hung_runner_is_ended_after_sample_timeout_s_and_restarted(tmp_path, r
                                                                      algo_factory):
     """The first runner process hangs in step(); after sample_timeout_s it is killed and restarted,
     its share of the batch is sampled again, and the iteration completes."""
-    config = (PPOConfig().environment(CountingEnv, env_config={"hang_marker": str(tmp_path / "hung")})
+    config = (small_ppo().environment(CountingEnv, env_config={"hang_marker": str(tmp_path / "hung")})
               .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5, sample_timeout_s=3)
               .training(**SMALL_BATCH))
     algo = algo_factory(config)
@@ -179,7 +180,7 @@ def test_a_hung_runner_is_ended_after_sample_timeout_s_and_restarted(tmp_path, r
 
 
 def test_a_dead_learner_is_a_clear_error(ray_session, algo_factory):
-    config = (PPOConfig().environment("CartPole-v1").training(**SMALL_BATCH)
+    config = (small_ppo().environment("CartPole-v1").training(**SMALL_BATCH)
               .learners(num_learners=2, num_cpus_per_learner=0.5))
     algo = algo_factory(config)
     algo.train()

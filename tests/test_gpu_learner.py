@@ -4,7 +4,7 @@ with lives on it. The device path runs here on the CPU; the CUDA cases run where
 import numpy as np
 import pytest
 import torch
-from conftest import assert_learners_updated_together
+from conftest import assert_learners_updated_together, small_ppo
 
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner
@@ -34,12 +34,12 @@ def test_backend_is_nccl_only_between_whole_gpus(device_type, num_gpus, backend)
 
 
 def test_no_gpu_requested_means_the_cpu():
-    assert get_device(PPOConfig(), 0) == torch.device("cpu")
+    assert get_device(small_ppo(), 0) == torch.device("cpu")
 
 
 def test_a_gpu_request_means_this_process_cuda_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert get_device(PPOConfig(), 0.5) == torch.device("cuda", 0)
+    assert get_device(small_ppo(), 0.5) == torch.device("cuda", 0)
 
 
 @pytest.mark.parametrize(("setting", "setter"), [("num_gpus_per_learner", "learners"),
@@ -47,7 +47,7 @@ def test_a_gpu_request_means_this_process_cuda_device(monkeypatch):
 def test_a_gpu_request_without_cuda_fails_naming_the_setting(setting, setter, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ConfigError) as err:
-        get_device(PPOConfig(), 1, setting)
+        get_device(small_ppo(), 1, setting)
     assert err.value.setting == setting and f"config.{setter}({setting}=...)" in str(err.value)
 
 
@@ -61,7 +61,7 @@ def test_a_gpu_learner_without_cuda_fails_when_built(monkeypatch):
 # -- everything on the learner's device, through the same code path a GPU learner takes -------
 
 def _ppo(config=None):
-    return ((config or PPOConfig()).environment("CartPole-v1").debugging(seed=1)
+    return ((config or small_ppo()).environment("CartPole-v1").debugging(seed=1)
             .env_runners(num_envs_per_env_runner=2)
             .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))
 

@@ -7,9 +7,9 @@ import time
 import fault_envs
 import pytest
 import ray.cloudpickle
+from conftest import small_impala, small_ppo
 from fault_envs import CountingEnv
 
-from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.env_runner_health import EnvRunnerFailure
 from rlcourse.env.sample_timeout import SampleTimeoutError
@@ -24,7 +24,7 @@ SMALL_BATCH = {"train_batch_size_per_learner": 400, "minibatch_size": 200, "num_
 
 
 def config_for(num_env_runners: int, **env_config) -> PPOConfig:
-    return (PPOConfig().environment(CountingEnv, env_config=env_config)
+    return (small_ppo().environment(CountingEnv, env_config=env_config)
             .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2,
                          num_cpus_per_env_runner=0.5)
             .training(**SMALL_BATCH))
@@ -49,7 +49,7 @@ def test_a_sub_env_that_always_raises_is_not_rebuilt_forever(num_env_runners, ra
     config_for(1, hang_always=True),
     # IMPALA keeps requests in flight without a ray.get timeout: a runner that owes an answer for
     # sample_timeout_s is failed all the same.
-    IMPALAConfig().environment(CountingEnv, env_config={"hang_always": True})
+    small_impala().environment(CountingEnv, env_config={"hang_always": True})
     .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5)
     .training(train_batch_size_per_learner=200),
 ], ids=["ppo", "impala_async"])
@@ -67,7 +67,7 @@ def test_a_runner_whose_env_always_hangs_ends_the_run(algo_config, ray_session, 
 
 
 def test_default_settings_end_an_always_hanging_env_within_minutes():
-    config = PPOConfig()
+    config = small_ppo()
     bound_s = config.num_consecutive_env_runner_failures_tolerance * (
         config.sample_timeout_s + config.env_runner_health_probe_timeout_s)
     assert bound_s <= 10 * 60

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 import ray.cloudpickle
+from conftest import small_impala
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner
@@ -111,16 +112,16 @@ def test_impala_solves_cartpole(runners, ray_session, algo_factory):
     ({"minibatch_size": 100}, "minibatch_size"),  # IMPALA cannot split a batch for V-trace
 ])
 def test_bad_settings_are_named(settings, setting):
-    config = IMPALAConfig().environment("CartPole-v1").training(**settings)
+    config = small_impala().environment("CartPole-v1").training(**settings)
     with pytest.raises(ConfigError) as err:
         config.validate()
     assert err.value.setting == setting and setting in str(err.value)
 
 
 def test_requests_in_flight_are_an_env_runners_setting_as_in_rllib():
-    config = IMPALAConfig().environment("CartPole-v1").env_runners(
+    config = small_impala().environment("CartPole-v1").env_runners(
         max_requests_in_flight_per_env_runner=0)
     with pytest.raises(ConfigError, match="max_requests_in_flight_per_env_runner=0"):
         config.validate()
     with pytest.raises(ConfigError, match=r"set with config.env_runners\(max_requests_in_flight"):
-        IMPALAConfig().training(max_requests_in_flight_per_env_runner=2)
+        small_impala().training(max_requests_in_flight_per_env_runner=2)

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-from conftest import assert_learners_updated_together
+from conftest import assert_learners_updated_together, small_ppo
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.core.learner.learner_group import LearnerGroup, shard_episodes
 from rlcourse.env.env_runner import EnvRunner
@@ -14,7 +13,7 @@ pytestmark = pytest.mark.timeout(300)
 
 def _config(**training):
     settings = {"train_batch_size_per_learner": 400, "minibatch_size": 400, "num_epochs": 1, **training}
-    return (PPOConfig().environment("CartPole-v1").debugging(seed=3)
+    return (small_ppo().environment("CartPole-v1").debugging(seed=3)
             .env_runners(num_envs_per_env_runner=4)
             .learners(num_learners=2, num_cpus_per_learner=0.5)
             .training(**settings))

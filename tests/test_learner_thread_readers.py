@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 import torch
+from conftest import small_impala
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner
@@ -47,7 +48,7 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # runner actors
 
 def test_checkpoints_evaluations_and_modules_taken_during_updates_belong_to_one_update(
         ray_session, algo_factory, tmp_path):
-    config = (FingerprintIMPALAConfig().environment("CartPole-v1").debugging(seed=0)
+    config = (small_impala(FingerprintIMPALAConfig).environment("CartPole-v1").debugging(seed=0)
               .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
               .training(train_batch_size_per_learner=100)
               .evaluation(evaluation_duration=2))
@@ -76,7 +77,7 @@ def test_a_restore_numbers_the_next_updates_after_the_restored_weights(ray_sessi
                                                                        tmp_path):
     """After a restore, IMPALA's runners must take the learner's next weights (versions go on from
     the restored one), and policy lag stays a small non-negative number of updates."""
-    config = (IMPALAConfig().environment("CartPole-v1").debugging(seed=1)
+    config = (small_impala().environment("CartPole-v1").debugging(seed=1)
               .env_runners(num_env_runners=1, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
               .training(train_batch_size_per_learner=100))
     trained = algo_factory(config)

@@ -5,8 +5,7 @@ reaches 400 within 200k env steps.
 """
 
 import pytest
-
-from rlcourse.algorithms.ppo.ppo import PPOConfig
+from conftest import small_ppo
 
 pytestmark = [pytest.mark.learning, pytest.mark.timeout(400)]
 
@@ -30,7 +29,7 @@ def train_until(algo, target: float, max_env_steps: int) -> dict:
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_ppo_solves_cartpole(layout, ray_session, algo_factory):
     runners, learners = LAYOUTS[layout]["num_env_runners"], LAYOUTS[layout]["num_learners"]
-    config = (PPOConfig().environment("CartPole-v1").debugging(seed=1)
+    config = (small_ppo().environment("CartPole-v1").debugging(seed=1)
               .env_runners(num_env_runners=runners, num_envs_per_env_runner=4,
                            num_cpus_per_env_runner=0.5)
               .learners(num_learners=learners, num_cpus_per_learner=0.5))

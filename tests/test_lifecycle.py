@@ -3,6 +3,7 @@ starts a Ray behind the learner's back."""
 
 import pytest
 import ray
+from conftest import small_ppo
 
 from rlcourse.algorithms.algorithm import AlgorithmStopped
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -14,7 +15,7 @@ SMALL_BATCH = {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_
 
 
 def small_config(num_env_runners: int = 0) -> PPOConfig:
-    return (PPOConfig().environment("CartPole-v1").training(**SMALL_BATCH)
+    return (small_ppo().environment("CartPole-v1").training(**SMALL_BATCH)
             .env_runners(num_env_runners=num_env_runners, num_cpus_per_env_runner=0.5))
 
 

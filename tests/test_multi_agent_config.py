@@ -5,10 +5,10 @@ refusing it."""
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.utils.validation import ConfigError
 
@@ -20,18 +20,18 @@ def self_play(agent_id, episode, **kwargs):
 
 
 def config(**settings):
-    return PPOConfig().environment("ConnectFour").multi_agent(**settings)
+    return small_ppo().environment("ConnectFour").multi_agent(**settings)
 
 
 def test_settings_are_kept_and_travel_through_dicts():
     c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play,
                policies_to_train=["main"])
     c.validate()
-    assert c.is_multi_agent and not PPOConfig().is_multi_agent
+    assert c.is_multi_agent and not small_ppo().is_multi_agent
     copy = AlgorithmConfig.from_dict(c.to_dict())
     assert copy.policies == {"main", "opponent"} and copy.policy_mapping_fn is self_play
     assert copy.policies_to_train == ["main"]
-    d = PPOConfig().environment("ConnectFour").update_from_dict(
+    d = small_ppo().environment("ConnectFour").update_from_dict(
         {"policies": {"main"}, "policy_mapping_fn": lambda a, e: "main"})
     d.validate()
     assert d.policies == {"main"}
@@ -58,7 +58,7 @@ def test_bad_settings_fail_at_validate_naming_setting_and_fix(settings, setting,
 
 
 def test_the_default_policy_needs_no_mapping_fn():
-    c = PPOConfig().environment("MeetingGrid").multi_agent(policies={"default_policy"})
+    c = small_ppo().environment("MeetingGrid").multi_agent(policies={"default_policy"})
     c.validate()
     spec = c.get_multi_rl_module_spec()
     assert spec.module_ids == ["default_policy"]
@@ -81,7 +81,7 @@ def test_get_multi_rl_module_spec_refuses_unknown_ids_wrong_spaces_and_single_ag
     c = config(policies={"main": small, "opponent": None}, policy_mapping_fn=self_play)
     with pytest.raises(ValueError, match="Agent 'player_0'.*policy 'main'.*multi_agent"):
         c.get_multi_rl_module_spec()
-    c = PPOConfig().environment("CartPole-v1").multi_agent(policies={"default_policy"})
+    c = small_ppo().environment("CartPole-v1").multi_agent(policies={"default_policy"})
     with pytest.raises(TypeError, match="not a MultiAgentEnv"):
         c.get_multi_rl_module_spec()
 

@@ -10,9 +10,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray
+from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.multi_agent_env import MultiAgentEnv
@@ -35,7 +35,7 @@ def numpy_weights(obs_dim: int, out_dim: int, seed: int = 0, hidden: int = 8) ->
 
 
 def make_config(env, env_config=None, policies=None, mapping=None, num_envs=1, fragment=10):
-    config = (PPOConfig().environment(env, env_config=env_config or {})
+    config = (small_ppo().environment(env, env_config=env_config or {})
               .env_runners(num_envs_per_env_runner=num_envs, rollout_fragment_length=fragment)
               .rl_module(model_config={"fcnet_hiddens": [8]}).debugging(seed=0))
     return config.multi_agent(policies=policies, policy_mapping_fn=mapping)
@@ -230,7 +230,7 @@ def test_the_runner_imports_no_torch():
         import rlcourse.course.multi_agent_envs
         from rlcourse.algorithms.ppo.ppo import PPOConfig
         from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
-        config = PPOConfig().environment("MultiAgentCartPole", env_config={"num_agents": 2})
+        config = small_ppo().environment("MultiAgentCartPole", env_config={"num_agents": 2})
         config.validate()
         runner = MultiAgentEnvRunner(config, config.get_env_creator())
         rng = np.random.default_rng(0)

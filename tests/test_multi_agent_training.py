@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 import torch
+from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(300)
@@ -31,7 +31,7 @@ def separate(agent_id, episode, **kwargs):
 
 
 def cartpole(mapping=separate, policies=("p0", "p1"), **training):
-    return (PPOConfig().environment("MultiAgentCartPole", env_config={"num_agents": 2})
+    return (small_ppo().environment("MultiAgentCartPole", env_config={"num_agents": 2})
             .env_runners(num_envs_per_env_runner=4)
             .training(**{**CARTPOLE_PPO, **training})
             .multi_agent(policies=set(policies), policy_mapping_fn=mapping)

@@ -8,6 +8,7 @@ import fault_envs
 import numpy as np
 import pytest
 import ray.cloudpickle
+from conftest import small_ppo
 from fault_envs import BadValueEnv
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -24,7 +25,7 @@ SMALL_BATCH = {"train_batch_size_per_learner": 400, "minibatch_size": 200, "num_
 
 
 def config_for(bad: str, num_env_runners: int, **env_config) -> PPOConfig:
-    return (PPOConfig().environment(BadValueEnv, env_config={"bad": bad, **env_config})
+    return (small_ppo().environment(BadValueEnv, env_config={"bad": bad, **env_config})
             .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=3,
                          num_cpus_per_env_runner=0.5)
             .training(**SMALL_BATCH).debugging(seed=0))
@@ -88,7 +89,7 @@ class NaNLossConfig(PPOConfig):
 
 
 def test_a_non_finite_loss_stops_the_learner_before_the_weights_change(algo_factory):
-    algo = algo_factory(NaNLossConfig().environment("CartPole-v1").training(**SMALL_BATCH))
+    algo = algo_factory(small_ppo(NaNLossConfig).environment("CartPole-v1").training(**SMALL_BATCH))
     weights = algo.learner_group.get_weights()
     with pytest.raises(NonFiniteUpdateError, match="grad_clip") as err:
         algo.train()

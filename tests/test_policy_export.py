@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import small_ppo
 from test_bad_input import OffsetEnv
 from test_rl_module import TinyModule
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.export import export_policy
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
@@ -35,7 +35,7 @@ ENVS = {"CartPole-v1": np.random.default_rng(0).uniform(-0.3, 0.3, (64, 4)).asty
 @pytest.fixture(scope="module", params=list(ENVS), ids=["cartpole", "discrete-start"])
 def trained(request, tmp_path_factory):
     """(algorithm, checkpoint path, observations): a local PPO after one iteration, saved."""
-    config = (PPOConfig().environment(request.param)
+    config = (small_ppo().environment(request.param)
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     algo = config.build_algo()
     algo.train()
@@ -107,7 +107,7 @@ def test_a_missing_or_damaged_checkpoint_names_the_file(trained, tmp_path):
 def test_a_custom_module_class_must_be_allowed(tmp_path):
     """The allowlist: the module class a checkpoint names is imported only if the caller allows it;
     `TinyModule.from_checkpoint(path)` allows its own class."""
-    config = (PPOConfig().environment("CartPole-v1").rl_module(rl_module_class=TinyModule)
+    config = (small_ppo().environment("CartPole-v1").rl_module(rl_module_class=TinyModule)
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     with config.build_algo() as algo:
         path = algo.save_to_path(tmp_path / "ckpt")
@@ -126,7 +126,7 @@ class MyCallbacks(Callbacks):
 
 
 def test_a_module_loads_without_the_callbacks_its_algorithm_trained_with(tmp_path):
-    config = (PPOConfig().environment("CartPole-v1").callbacks(MyCallbacks)
+    config = (small_ppo().environment("CartPole-v1").callbacks(MyCallbacks)
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     with config.build_algo() as algo:
         path = algo.save_to_path(tmp_path / "ckpt")

@@ -7,9 +7,8 @@ import time
 import pytest
 import ray
 import torch
-from conftest import free_cpus_after_release
+from conftest import free_cpus_after_release, small_ppo
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
@@ -18,7 +17,7 @@ no_gpu_here = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine
 
 
 def _config():
-    return PPOConfig().environment("CartPole-v1")
+    return small_ppo().environment("CartPole-v1")
 
 
 @pytest.mark.parametrize(("setter", "settings", "setting"), [
@@ -46,7 +45,7 @@ GPU_LEARNER_IN_A_FRESH_PROCESS = """
 import time
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.validation import ConfigError
-config = PPOConfig().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
+config = small_ppo().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
 start = time.perf_counter()
 try:
     config.build_algo()

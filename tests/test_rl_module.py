@@ -4,8 +4,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from conftest import small_ppo
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.env_runner import build_inference_module
 
@@ -17,7 +17,7 @@ SPACES = {
 
 
 def _modules(obs_space, act_space, activation="tanh", vf_share_layers=True):
-    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [32, 16],
+    config = small_ppo().rl_module(model_config={"fcnet_hiddens": [32, 16],
                                                  "fcnet_activation": activation,
                                                  "vf_share_layers": vf_share_layers})
     torch.manual_seed(0)
@@ -109,7 +109,7 @@ class TinyModule(RLModule):
 
 def test_custom_module_runs_on_runner_in_torch():
     obs_space, act_space = SPACES["box_obs_discrete_actions"][0], gym.spaces.Discrete(2)
-    config = PPOConfig().rl_module(rl_module_class=TinyModule)
+    config = small_ppo().rl_module(rl_module_class=TinyModule)
     module = build_module(config, obs_space, act_space)
     runner_module = build_inference_module(config, obs_space, act_space, seed=0)
     runner_module.set_state(module.get_state(inference_only=True))

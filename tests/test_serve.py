@@ -20,10 +20,10 @@ import numpy as np
 import psutil
 import pytest
 import yaml
+from conftest import small_ppo
 from ray import serve
 from ray.serve.schema import ServeDeploySchema
 
-from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.course.load_test import run_load
@@ -46,7 +46,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> str:
-    config = (PPOConfig().environment("CartPole-v1")
+    config = (small_ppo().environment("CartPole-v1")
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     with config.build_algo() as algo:
         algo.train()

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
+from conftest import small_ppo
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 
@@ -28,7 +29,7 @@ RETURN = "env_runners/episode_return_mean"
 
 def small_config(**training) -> PPOConfig:
     """A PPO trial that runs in its own process (no runner actors) and reserves half a CPU."""
-    return (PPOConfig().environment("CartPole-v1")
+    return (small_ppo().environment("CartPole-v1")
             .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
             .resources(num_cpus_for_main_process=0.5)
             .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=2,
@@ -115,7 +116,7 @@ def test_bad_param_space_fails_before_any_trial_starts_naming_the_key(tmp_path):
     with pytest.raises(ConfigError, match="lr.*can take -1.0"):  # checked at Tuner()
         tune.Tuner(PPO.as_trainable(), param_space=small_config(lr=tune.grid_search([1e-3, -1.0])))
     with pytest.raises(ConfigError, match="search space cannot vary model_config"):
-        PPOConfig().rl_module(model_config=tune.grid_search([{}, {"fcnet_hiddens": [8]}]))
+        small_ppo().rl_module(model_config=tune.grid_search([{}, {"fcnet_hiddens": [8]}]))
     with pytest.raises(ConfigError, match="has no setting 'lrr'; did you mean 'lr'"):
         tune.Tuner(PPO.as_trainable(),
                    param_space={"env": "CartPole-v1", "lrr": tune.grid_search([1e-3, 3e-4])},
@@ -262,7 +263,7 @@ SWEEP = '''
 from ray import tune
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 
-config = (PPOConfig().environment("CartPole-v1")
+config = (small_ppo().environment("CartPole-v1")
           .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
           .resources(num_cpus_for_main_process=0.5)
           .training(lr=tune.grid_search([1e-3, 3e-4]), train_batch_size_per_learner=256,

@@ -144,10 +144,19 @@ node_cpus = {name: node.num_cpus for name, node in cluster.nodes.items()}
 config = check_survivable_placement(placement_config, node_cpus, lost_node="worker-1")
 """),
     md("""
-Build it and ask every runner where it runs. `EnvRunnerGroup.get_node_names()` (in
+The exercise placed the runners; what PPO learns with is set next. `PPOConfig`'s defaults are RLlib's,
+made for large problems (4,000-step batches, 30 epochs of 128-row minibatches, a [256, 256] network):
+on these 1-CPU nodes an iteration would take many seconds. The course's CartPole settings are
+smaller batches, 6 epochs and two small networks (`tuned_examples/ppo/cartpole_ppo.py` says how
+such settings were found).
+
+Then build it and ask every runner where it runs. `EnvRunnerGroup.get_node_names()` (in
 `rlcourse/env/env_runner_group.py`) maps the Ray node id that each runner reports to the node's name.
 """),
     code("""
+config.training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
+                lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+config.rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
 algo = config.build_algo()
 before = algo.env_runner_group.get_node_names()
 print("runner -> node:", dict(enumerate(before, start=1)))
@@ -200,8 +209,8 @@ head runs it, with `RAY_ADDRESS` set so that `ray.init()` joins the cluster, and
 `JobSubmissionClient` is that API in Python; on a terminal it is
 `ray job submit --address http://127.0.0.1:<port> -- python -m rlcourse train ...`.
 
-The entrypoint is the course's command-line trainer (`rlcourse/course/train_job.py`): the same PPO, one
-printed line per iteration. Since worker-1 left, the cluster is its head alone: its 1 CPU holds the
+The entrypoint is the course's command-line trainer (`rlcourse/course/train_job.py`): the same PPO
+(`--set` gives it the settings above, as `rllib train --config` does), one printed line per iteration. Since worker-1 left, the cluster is its head alone: its 1 CPU holds the
 job's runner (8 CartPoles), and the driver itself reserves none. On a real cluster the
 autoscaler would add a machine, and `cluster.add_worker()` does it here (`tests/test_cluster.py`
 runs this job on a new node); this lesson does not, because a third node's Ray processes (about
@@ -213,7 +222,11 @@ from ray.job_submission import JobSubmissionClient
 client = JobSubmissionClient(cluster.dashboard_url)
 entrypoint = ("python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 1 "
               "--num-envs-per-env-runner 8 --num-cpus-per-env-runner 1 "
-              "--stop-return 200 --max-iterations 60 --seed 0")
+              "--stop-return 200 --max-iterations 60 --seed 0 "
+              # The same training settings as above (without --set: RLlib's PPO defaults).
+              "--set lr=1e-3 train_batch_size_per_learner=2000 minibatch_size=250 num_epochs=6 "
+              "lambda_=0.95 clip_param=0.2 vf_loss_coeff=0.5 use_kl_loss=false grad_clip=0.5 "
+              "'model_config={fcnet_hiddens: [64, 64], vf_share_layers: false}'")
 job_id = client.submit_job(entrypoint=entrypoint)
 print("submitted", job_id, "| status:", client.get_job_status(job_id))
 """),

@@ -124,7 +124,10 @@ config = (
     PPOConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=1, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
-    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6)
+    # The course's CartPole settings; PPOConfig's own defaults are RLlib's, sized for large problems.
+    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
+              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
     .evaluation(evaluation_interval=2, evaluation_duration=10, evaluation_num_env_runners=1,
                 evaluation_parallel_to_training=True)
     .callbacks(PoleWobble)

@@ -103,8 +103,11 @@ def own_policy(agent_id, episode, **kwargs):
 
 meeting = (PPOConfig().environment("MeetingGrid", env_config={"size": 8})
            .env_runners(num_env_runners=0, num_envs_per_env_runner=8)
+           # The course's CartPole-sized settings (PPOConfig's defaults are RLlib's, for big problems).
            .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
-                     entropy_coeff=0.01)
+                     entropy_coeff=0.01, lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5,
+                     use_kl_loss=False, grad_clip=0.5)
+           .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
            .debugging(seed=0))
 setups = {"one shared policy": meeting.copy().multi_agent(policies={"shared"},
                                                           policy_mapping_fn=shared_policy),

@@ -10,7 +10,7 @@ CELLS = [
 
 **By the end of this lesson you can**
 1. take a config written for rlcourse to RLlib by changing its **import** line, and say which
-   settings you must write out because the two libraries' **defaults differ**;
+   settings you must write out because the **defaults** (RLlib's, in both) are made for big runs;
 2. run PPO on CartPole, IMPALA, and a **custom env** in both libraries on this machine, and read
    both learning curves against env steps and against wall time;
 3. compute when a run first reached a return (the exercise) and the **wall-time ratio** between
@@ -83,36 +83,47 @@ ppo_diff = side_by_side.code_diff(ppo_cartpole)
 display(Markdown(side_by_side.diff_markdown(ppo_cartpole)))
 """),
     md("""
-## 2. Write out the settings that matter: the defaults differ
+## 2. Write out the settings that matter: the defaults are for big runs
 
-Why so many settings in a CartPole config? Because a setting left out takes each library's
-**default**, and those differ. RLlib's defaults are chosen for large runs on many machines (small
-learning rates, big batches, many epochs, a 256 x 256 network); rlcourse's for the course's small
-envs on a laptop or Binder. The table is read from fresh configs of both libraries, here and now:
+Why so many settings in a CartPole config? Because a setting left out takes the library's
+**default**, and RLlib's defaults are chosen for large runs on many machines: a small learning
+rate, big batches, many epochs, two 256 x 256 networks. rlcourse's `PPOConfig` and `IMPALAConfig`
+take the same defaults as RLlib 2.60, so an RLlib example runs here with only its import changed
+(`tests/test_rllib_drift.py` compares them with RLlib's on every CI run). On CartPole those
+defaults learn slowly; `ppo_cartpole` writes out the course's CartPole settings (found with the
+sweeps described in `tuned_examples/ppo/cartpole_ppo.py`). The table is read from fresh configs of
+both libraries, here and now, beside what `ppo_cartpole` sets:
 """),
     code("""
+import dataclasses
+
+from ray.rllib.algorithms.ppo import PPOConfig as RLlibPPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse import PPOConfig
 
 PPO_SETTINGS = ["lr", "train_batch_size_per_learner", "minibatch_size", "num_epochs", "gamma",
                 "lambda_", "clip_param", "vf_clip_param", "vf_loss_coeff", "entropy_coeff",
                 "use_kl_loss", "grad_clip", "metrics_num_episodes_for_smoothing"]
 ppo_defaults = side_by_side.defaults("PPOConfig", PPO_SETTINGS)
-rows = [f"| `{name}` | {ours} | {theirs} |{' differs' if ours != theirs else ''}"
+ours_for_cartpole = ppo_cartpole(PPOConfig)
+rows = [f"| `{name}` | {ours} | {theirs} | {getattr(ours_for_cartpole, name)} |"
         for name, ours, theirs in ppo_defaults]
-rows.append(f"| `model_config['fcnet_hiddens']` | {DEFAULT_MODEL_CONFIG['fcnet_hiddens']} | "
-            f"{DefaultModelConfig().fcnet_hiddens} | differs")
-display(Markdown("| PPOConfig setting | rlcourse default | RLlib default | |\\n|---|---|---|---|\\n"
-                 + "\\n".join(rows)))
+rllib_model = {**dataclasses.asdict(DefaultModelConfig()), **RLlibPPOConfig().model_config}
+for key in ("fcnet_hiddens", "vf_share_layers"):
+    rows.append(f"| `model_config['{key}']` | {PPOConfig().model_config[key]} | {rllib_model[key]} | "
+                f"{ours_for_cartpole.model_config[key]} |")
+display(Markdown("| PPOConfig setting | rlcourse default | RLlib default | `ppo_cartpole` |\n"
+                 "|---|---|---|---|\n" + "\n".join(rows)))
+different = [name for name, ours, theirs in ppo_defaults if ours != theirs]
+print("defaults that differ between the two libraries:", different or "none")
 """),
     md("""
-`ppo_cartpole` sets every one of them (and the network) to rlcourse's values, so both libraries
-train the same algorithm with the same settings and the same network shape: separate 64 x 64 policy
-and value networks (RLlib's `DefaultModelConfig` shares layers between the two by default,
-`vf_share_layers=True`, but PPO's and IMPALA's configs turn that off unless you say otherwise; rlcourse
-always keeps them separate). What cannot be made the same: the two libraries draw different random
-numbers from the same seed.
+`ppo_cartpole` sets every one of them (and the network), so both libraries train the same algorithm
+with the same settings and the same network shape: separate 64 x 64 policy and value networks
+(`vf_share_layers=False`, PPO's default in both; RLlib's `DefaultModelConfig` and IMPALA share one
+encoder between the two heads). What cannot be made the same: the two libraries draw different
+random numbers from the same seed.
 
 One result key has the same name and the same default window but not the same meaning:
 `episode_return_mean`. rlcourse's is the mean of the last `metrics_num_episodes_for_smoothing`
@@ -207,8 +218,9 @@ libraries' env steps and wall time to the target and the ratio.
 
 ## 4. IMPALA
 
-The same function with `IMPALAConfig`. Again every setting is written out, because the defaults
-differ here too:
+The same function with `IMPALAConfig`. Again the course's CartPole settings are written out
+(`tuned_examples/impala/cartpole_impala.py`), the network included: IMPALA's default model, in both
+libraries, shares one encoder between the policy and the value head.
 """),
     code("""
 def impala_cartpole(IMPALAConfig):
@@ -220,7 +232,8 @@ def impala_cartpole(IMPALAConfig):
             .training(lr=1e-3, train_batch_size_per_learner=500, gamma=0.99, grad_clip=40.0,
                       vtrace=True, vf_loss_coeff=0.5, entropy_coeff=0.01, learner_queue_size=4,
                       broadcast_interval=1)
-            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
+            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
+                                     "vf_share_layers": False})
             .debugging(seed=0))
 
 
@@ -263,13 +276,15 @@ Read the printed lines: the env steps per second of each library, where each got
 and the policy's entropy at the end (near $\ln 2$ means the policy still picks both actions about
 equally, as an untrained one does). With `num_env_runners=0` IMPALA loses what makes it IMPALA
 (runners sampling while the learner learns, lesson 05): both libraries here sample and learn in
-turn in one process, the Binder-sized setting. RLlib 2.60's IMPALA runs with
-`num_env_runners=0`, but when this lesson was written it learned little in its budget with these
-settings: a return below 30 (a random policy's is about 22) after 20 s here, and about 30 after
-23,000 env steps in 70 s with one runner actor (`num_cpus_per_env_runner=0.5`) instead, where
-rlcourse had passed 150 at about 45,000. We found no setting shared by both libraries that changes that, and a
-longer run does not fit this lesson's two minutes, so here RLlib's IMPALA is compared in throughput,
-not in learning. Lesson 05 shows the asynchronous version on rlcourse.
+turn in one process, the Binder-sized setting. RLlib's 20 s are two of its 10-second iterations,
+so it may not reach the target in its budget even where it learns at the same rate per env step;
+compare the returns at equal env steps in the left plot.
+
+`"vf_share_layers": False` matters here. The first version of this lesson left it out, so RLlib's
+IMPALA shared one encoder between the two heads while rlcourse's (then) did not, and RLlib's
+learned little: a return below 30 after 20 s. With the setting written out, a 40 s run of RLlib's
+(made while revising the lesson, not in it) reached 164 after 50,000 env steps, about where rlcourse passes 150. A default you did not write
+down can change what you compare.
 Note also a result key with the same name and another meaning: RLlib's IMPALA logs `vf_loss` summed
 over the batch (its mean is `mean_vf_loss`, and the policy loss is `pi_loss`), rlcourse's is the mean.
 
@@ -380,8 +395,8 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 **Settings** keep their names (section 2 read both libraries' values of the same names), with
 these exceptions met in this course: RLlib's `min_time_s_per_iteration`,
 `circular_buffer_num_batches` / `circular_buffer_iterations_per_batch` (IMPALA),
-`num_aggregator_actors_per_learner` and `vf_share_layers` have no rlcourse counterpart (rlcourse
-refuses them by name). RLlib's old names fail in rlcourse with the new name to use; RLlib 2.60
+and `num_aggregator_actors_per_learner` have no rlcourse counterpart (rlcourse refuses them by
+name). RLlib's old names fail in rlcourse with the new name to use; RLlib 2.60
 itself refuses some (`num_rollout_workers`, `sgd_minibatch_size`) but only warns about others and
 goes on (`num_sgd_iter`). **Result keys**: section 6
 printed them; the course reads only keys RLlib also reports, at the same paths (IMPALA's learner

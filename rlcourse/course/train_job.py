@@ -1,10 +1,13 @@
 """`rlcourse train`: train PPO or IMPALA from the command line, one printed line per iteration.
 
-    python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-runners 2 --stop-return 200
+    python -m rlcourse train --algo ppo --env CartPole-v1 --stop-return 200 --set lr=3e-3 num_epochs=6
     python -m rlcourse train --config tuned_examples/ppo/cartpole_ppo.py
 
-With `--config`, a tuned example (rlcourse/course/tuned_example.py) gives the config, the stop
-values and the pass criteria, and the exit code says whether it passed.
+With `--algo`, the config starts from the algorithm's defaults (RLlib's); `--set name=value` changes
+any setting, as RLlib's `rllib train --config` does, each value read as YAML (`3e-3`, `false`,
+`[64, 64]`, `{fcnet_hiddens: [64]}`) and checked by its setter. With `--config`, a tuned example
+(rlcourse/course/tuned_example.py) gives the config, the stop values and the pass criteria, and the
+exit code says whether it passed.
 
 This is the entrypoint of the course's Ray Jobs. A job's driver runs on the cluster, where `init_ray()`
 joins it through RAY_ADDRESS (Ray sets it for every job); started by hand, it starts a Ray of its own.
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
+import yaml
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.course.tuned_example import (
@@ -50,18 +54,43 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-iterations", type=int, default=100)
     parser.add_argument("--checkpoint-dir", help="save a checkpoint here at the end")
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="any other setting, e.g. --set lr=3e-3 num_epochs=6 (values as YAML)")
     return parser
 
 
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """`["lr=3e-3", "use_kl_loss=false"]` -> {"lr": 0.003, "use_kl_loss": False}."""
+    settings = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not (sep and name):
+            raise SystemExit(f"rlcourse train: --set takes NAME=VALUE pairs, e.g. --set lr=3e-3; "
+                             f"got {pair!r}.")
+        settings[name] = _read_value(value)
+    return settings
+
+
+def _read_value(value: str) -> Any:
+    """A number as Python reads it (YAML reads 3e-3 as a string: it wants 3.0e-3), else YAML."""
+    for number in (int, float):
+        try:
+            return number(value)
+        except ValueError:
+            pass
+    return yaml.safe_load(value)
+
+
 def build_config(args: argparse.Namespace) -> AlgorithmConfig:
-    """The algorithm's config (its defaults, which suit CartPole) with the command's settings."""
+    """The algorithm's config (its defaults are RLlib's) with the command's settings."""
     return (import_attr(ALGOS[args.algo])()
             .environment(args.env)
             .env_runners(num_env_runners=args.num_env_runners,
                          num_envs_per_env_runner=args.num_envs_per_env_runner,
                          num_cpus_per_env_runner=args.num_cpus_per_env_runner)
             .resources(placement_strategy=args.placement_strategy)
-            .debugging(seed=args.seed))
+            .debugging(seed=args.seed)
+            .update_from_dict(parse_settings(args.set)))
 
 
 def format_result(result: dict[str, Any], elapsed_s: float) -> str:

@@ -9,13 +9,24 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 
 T = TypeVar("T")
 
 MB = 1024 * 1024
+TUNED_EXAMPLES = Path(__file__).resolve().parents[1] / "tuned_examples"
+
+
+def course_cartpole_config(algo: str = "ppo") -> Any:
+    """The course's CartPole config for "ppo" or "impala" (tuned_examples/<algo>/cartpole_<algo>.py,
+    2 runners of 4 sub-envs): PPOConfig's and IMPALAConfig's own defaults are RLlib's, sized for
+    big runs and much slower on CartPole. Callers change the layout and seed they measure."""
+    from rlcourse.course.tuned_example import load_tuned_example
+
+    return load_tuned_example(TUNED_EXAMPLES / algo / f"cartpole_{algo}.py").config.copy()
 
 
 def timed(fn: Callable[[], T]) -> tuple[T, float]:

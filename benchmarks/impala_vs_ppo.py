@@ -1,7 +1,7 @@
 """Throughput: IMPALA against PPO with the same two runner actors, side by side in one Ray session.
 
 What is measured: env steps sampled and trained per second of `train()` wall time on CartPole-v1,
-for `PPOConfig()` and `IMPALAConfig()` with their default training settings and the same layout:
+for PPO and IMPALA with the course's CartPole settings (tuned_examples/) and the same layout:
 2 runners x 4 sub-envs, 0.5 CPU each, the learner in the driver, Ray with 2 CPUs. Each run builds
 the algorithm, trains 2 warm-up iterations, then trains for `--seconds`; runs alternate
 (PPO, IMPALA, PPO, IMPALA, ...) so that a slow moment of the machine hits both alike, and the
@@ -18,18 +18,15 @@ Goal: IMPALA samples >= 1.5x as many env steps per second as PPO.
 import argparse
 import time
 
-from common import goal, median, print_table, ray_session
-
-from rlcourse.algorithms.impala.impala import IMPALAConfig
-from rlcourse.algorithms.ppo.ppo import PPOConfig
+from common import course_cartpole_config, goal, median, print_table, ray_session
 
 GOAL_RATIO = 1.5
-CONFIGS = {"PPO": PPOConfig, "IMPALA": IMPALAConfig}
+CONFIGS = {"PPO": "ppo", "IMPALA": "impala"}
 
 
-def throughput(config_cls, seconds: float) -> dict[str, float]:
+def throughput(algo: str, seconds: float) -> dict[str, float]:
     """Train for `seconds` after two warm-up iterations; return rates and IMPALA's extra figures."""
-    config = (config_cls().environment("CartPole-v1").debugging(seed=0)
+    config = (course_cartpole_config(algo).debugging(seed=0)
               .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5))
     with config.build_algo() as algo:
         for _ in range(2):

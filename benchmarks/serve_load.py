@@ -25,7 +25,7 @@ import tempfile
 
 import numpy as np
 import psutil
-from common import goal, print_table
+from common import course_cartpole_config, goal, print_table
 
 from rlcourse.course.load_test import run_in_process, run_load
 
@@ -49,9 +49,7 @@ def noop_app():
 
 def make_checkpoint(path: str) -> str:
     """A CartPole PPO checkpoint (one training iteration: the network's size is what matters)."""
-    from rlcourse.algorithms.ppo.ppo import PPOConfig
-
-    config = (PPOConfig().environment("CartPole-v1")
+    config = (course_cartpole_config("ppo").env_runners(num_env_runners=0)
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
     with config.build_algo() as algo:
         algo.train()

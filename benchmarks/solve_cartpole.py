@@ -1,8 +1,9 @@
-"""Time to solve CartPole-v1 with PPO's (or IMPALA's) defaults and remote runners, from `ray.init` on.
+"""Time to solve CartPole-v1 with PPO (or IMPALA) and remote runners, from `ray.init` on.
 
 What is measured: for each seed, a fresh Python process starts Ray (2 CPUs, no dashboard), builds
-`PPOConfig()` (or `IMPALAConfig()`) `.environment("CartPole-v1").env_runners(num_env_runners=R,
-num_cpus_per_env_runner=0.5, num_envs_per_env_runner=4).debugging(seed=s)` and calls `train()` until
+the course's CartPole config (tuned_examples/<algo>/cartpole_<algo>.py; the algorithms' own defaults
+are RLlib's, for big runs) with `.env_runners(num_env_runners=R, num_cpus_per_env_runner=0.5,
+num_envs_per_env_runner=4).debugging(seed=s)` and calls `train()` until
 result["env_runners"]["episode_return_mean"] >= 450 (the mean of the last 100 episodes), or until
 `--time-limit` seconds. "time to solve" runs from just before `ray.init` to that result; "process"
 is the whole child process as the parent sees it (interpreter start, imports, `ray.shutdown`);
@@ -26,13 +27,12 @@ import subprocess
 import sys
 import time
 
-from common import goal, median, print_table
+from common import course_cartpole_config, goal, median, print_table
 
 TARGET_RETURN = 450.0
 GOAL_S = {"ppo": 20.0, "impala": 60.0}
 TUNED_EXAMPLE_GOAL_S = 15.0
-CONFIG_CLASS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
-                "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig"}
+ALGOS = ("impala", "ppo")
 ENVS_PER_RUNNER = 4
 
 
@@ -42,7 +42,6 @@ def solve(algo_name: str, seed: int, runners: int, time_limit: float,
     start = time.perf_counter()
     import ray  # imported here: the child's clock starts before Ray and rlcourse are loaded
 
-    from rlcourse.utils.imports import import_attr
     from rlcourse.utils.resources import init_ray
 
     init_ray(num_cpus=2)
@@ -50,7 +49,7 @@ def solve(algo_name: str, seed: int, runners: int, time_limit: float,
         from rlcourse.course.tuned_example import load_tuned_example
         config = load_tuned_example(tuned_example).config.debugging(seed=seed)
     else:
-        config = (import_attr(CONFIG_CLASS[algo_name])().environment("CartPole-v1")
+        config = (course_cartpole_config(algo_name)
                   .env_runners(num_env_runners=runners, num_cpus_per_env_runner=0.5,
                                num_envs_per_env_runner=ENVS_PER_RUNNER)
                   .debugging(seed=seed))
@@ -98,7 +97,7 @@ def run_child(algo_name: str, seed: int, runners: int, time_limit: float,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algo", choices=sorted(CONFIG_CLASS), default="ppo")
+    parser.add_argument("--algo", choices=sorted(ALGOS), default="ppo")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runners", type=int, default=2, help="remote EnvRunner actors")
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per seed")

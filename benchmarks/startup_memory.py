@@ -2,9 +2,10 @@
 
 What is measured, in one Ray session started as the course starts it (2 CPUs, no dashboard):
   * how long `ray.init` takes;
-  * how long `PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2,
-    num_cpus_per_env_runner=0.5).build_algo()` takes, the first time in this process (the driver
-    imports torch for the Learner then, as in a fresh notebook kernel) and a second time;
+  * how long the course's CartPole PPO (tuned_examples/ppo/cartpole_ppo.py) with
+    `.env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)` takes to `build_algo()`, the
+    first time in this process (the driver imports torch for the Learner then, as in a fresh
+    notebook kernel) and a second time;
   * the private memory (USS) of one of its runner actors, after the build and after one `train()`;
   * baselines started the same way: bare Ray actors that import nothing, numpy + gymnasium, or
     numpy + gymnasium + torch, and one EnvRunner actor on its own (start-up time to the first
@@ -23,7 +24,7 @@ import time
 
 import psutil
 import ray
-from common import goal, median, print_table, ray_session, timed, uss_mb
+from common import course_cartpole_config, goal, median, print_table, ray_session, timed, uss_mb
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.env_runner import EnvRunner
@@ -45,8 +46,9 @@ class BareActor:
 
 
 def ppo_config() -> PPOConfig:
-    return (PPOConfig().environment("CartPole-v1")
-            .env_runners(num_env_runners=NUM_ENV_RUNNERS, num_cpus_per_env_runner=CPUS_PER_RUNNER))
+    return (course_cartpole_config("ppo")
+            .env_runners(num_env_runners=NUM_ENV_RUNNERS, num_envs_per_env_runner=1,
+                         num_cpus_per_env_runner=CPUS_PER_RUNNER))
 
 
 def actor_start(actor_class: type, *args: object) -> tuple[float, float]:

@@ -20,19 +20,17 @@ import argparse
 import tempfile
 import time
 
-from common import goal, print_table, ray_session
+from common import course_cartpole_config, goal, print_table, ray_session
 
 SEEDS = (0, 1, 2, 3)
 GOAL_RATIO = 1.15
 
 
 def ppo_config(seed):
-    from rlcourse.algorithms.ppo import PPOConfig
-
-    return (PPOConfig().environment("CartPole-v1")
+    return (course_cartpole_config("ppo")
             .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
             .resources(num_cpus_for_main_process=1)
-            .training(lr=1e-3, train_batch_size_per_learner=1000)
+            .training(lr=1e-3)
             .debugging(seed=seed))
 
 

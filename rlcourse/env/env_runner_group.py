@@ -22,10 +22,11 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
-from rlcourse.env.env_runner import EnvRunner, SampleResult
+from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import EnvCreator
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.resources import (
     current_placement_group,

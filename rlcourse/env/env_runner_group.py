@@ -73,7 +73,7 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
-        self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+        self._in_flight: dict[ray.ObjectRef, int] = {}  # async request -> runner (async_sampling.py)
         self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:

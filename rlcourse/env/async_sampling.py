@@ -1,8 +1,8 @@
 """AsyncSamplingMixin: EnvRunnerGroup's asynchronous sampling (IMPALA's and Ape-X's training_step).
 
-Each healthy runner keeps up to `max_requests_in_flight` sample requests running; the driver collects
-whichever are done with one `ray.wait` (never a `ray.get` in a loop) and tops the requests up again,
-so no runner waits for the slowest one. A runner that owes an answer for longer than
+The group keeps up to `max_requests_in_flight` sample requests running on each healthy runner,
+collects whichever are done with one `ray.wait` (never a `ray.get` in a loop) and tops the requests
+up again, so the driver never waits for the slowest runner. A runner that owes an answer for longer than
 `sample_timeout_s` is failed like one whose synchronous request timed out (env_runner_group.py
 handles failures; env_runner_health.py decides whether the runner is back). Ape-X takes the finished
 requests' ObjectRefs instead (`fetch_ready_async_sample_refs`) and settles each one when its replay

@@ -6,20 +6,22 @@
 Each algorithm writes its loop in `training_step` (PPO: sample, update, sync weights, in
 `ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
 result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
-`save_to_path` / `from_checkpoint` / `restore_from_path` write and read checkpoints (checkpoints.py).
+Two mixins hold the rest of the Algorithm's methods: EvaluationMixin (evaluation.py: `evaluate()`
+and the evaluation runners) and Checkpointable (checkpointable.py: `get_state` / `set_state`,
+`save_to_path` / `restore_from_path` / `from_checkpoint`; the files: utils/checkpoints.py).
 After `stop()`, or once Ray was shut down under an algorithm with actors, every use raises
 AlgorithmStopped saying so (instead of an AttributeError, or Ray quietly starting anew).
 """
 
-import os
 import time
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import ray
 
+from rlcourse.algorithms.checkpointable import Checkpointable
+from rlcourse.algorithms.evaluation import EvaluationMixin
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
 from rlcourse.core.learner.learner_group import LearnerGroup
@@ -27,14 +29,7 @@ from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
-from rlcourse.utils.checkpoint_contents import (
-    check_restorable,
-    config_from_json,
-    config_to_json,
-    env_layers,
-)
-from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
-from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers, episode_metrics
+from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers
 from rlcourse.utils.resources import (
     check_cpus,
     check_custom_resources,
@@ -44,7 +39,6 @@ from rlcourse.utils.resources import (
 )
 
 DEFAULT_POLICY = "default_policy"
-EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training envs' episodes
 
 
 class AlgorithmStopped(RuntimeError):
@@ -58,7 +52,7 @@ def _current_ray_session() -> str:
     return f"{context.get_job_id()}@{context.get_node_id()}"
 
 
-class Algorithm:
+class Algorithm(Checkpointable, EvaluationMixin):
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
     supports_multi_agent = False  # whether its training_step handles config.multi_agent(...)
@@ -219,49 +213,11 @@ class Algorithm:
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
 
-    # -- evaluation and inference -----------------------------------------------------------
-
-    def _build_eval_group(self) -> EnvRunnerGroup:
-        eval_config = self.config.copy()
-        eval_config.__dict__.update(self.config.evaluation_config)
-        eval_config.in_evaluation = True  # its runners normalize with the training stats, frozen
-        if eval_config.seed is not None:
-            eval_config.seed += EVALUATION_SEED_OFFSET
-        return EnvRunnerGroup(eval_config, self.env_creator,
-                              num_env_runners=self.config.evaluation_num_env_runners,
-                              on_recreated=lambda i: self._on_recreated(i, is_evaluation=True))
-
-    def evaluate(self) -> dict[str, Any]:
-        """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
-        self._check_usable()
-        return self._evaluate(self._runner_weights())
+    # -- weights and inference --------------------------------------------------------------
 
     def _runner_weights(self) -> dict[str, np.ndarray]:
         """The learner's current weights in the form runners use (no value network)."""
         return self.learner_group.get_weights(inference_only=True)
-
-    def _evaluate(self, weights: dict[str, np.ndarray]) -> dict[str, Any]:
-        if self.eval_env_runner_group is None:  # evaluation in this process, built when first used
-            self.eval_env_runner_group = self._build_eval_group()
-        self.callbacks.on_evaluate_start(algorithm=self)
-        group = self.eval_env_runner_group
-        group.sync_weights(weights, env_to_module_state=self.env_runner_group.env_to_module_state)
-        duration = self.config.evaluation_duration
-        start = time.perf_counter()
-        if self.config.evaluation_duration_unit == "episodes":
-            episodes, runner_metrics = group.sample(num_episodes=duration)
-            episodes = episodes[:duration]  # runners may finish a few more between them
-            metrics = [episode_metrics(episodes)]
-            metrics += [{"episode_returns": [], "episode_lens": [], "num_env_steps_sampled": 0,
-                         "custom_metrics": m.get("custom_metrics", {})} for m in runner_metrics]
-        else:
-            _, metrics = group.sample(num_timesteps=duration)
-        stats = EpisodeStats(window=max(1, sum(len(m["episode_returns"]) for m in metrics)))
-        result = {"env_runners": stats.add(metrics),
-                  "num_healthy_env_runners": group.num_healthy_env_runners,
-                  "evaluation_time_s": time.perf_counter() - start}
-        self.callbacks.on_evaluate_end(algorithm=self, evaluation_metrics=result)
-        return result
 
     def get_module(self, module_id: str | None = None):
         """The trained torch RLModule (multi-agent: the MultiRLModule, or its `module_id` module):
@@ -317,93 +273,6 @@ class Algorithm:
             actions = (module.get_action_dist(inputs).sample() if explore
                        else module.greedy_actions(inputs))
         return to_env_actions(actions.numpy(), action_space)
-
-    # -- checkpoints ------------------------------------------------------------------------
-
-    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(JSON-compatible state, tensors) of everything a continued run needs."""
-        self._check_usable()
-        learner_state = self.learner_group.get_state()
-        tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
-        state = {
-            "config": config_to_json(self.config),
-            "algorithm": {"iteration": self.iteration,
-                          "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
-                          "weights_seq_no": self.env_runner_group.weights_seq_no,
-                          "env_to_module_state": self.env_runner_group.env_to_module_state,
-                          **self.episode_stats.get_state()},
-            "learner": learner_state,
-            "env_runners": self.env_runner_group.get_state(),
-            # Evaluation envs go on too, so a resumed run evaluates (and picks a best) as before.
-            "evaluation_env_runners": (self.eval_env_runner_group.get_state()
-                                       if self.eval_env_runner_group else None),
-            "callbacks": self.callbacks.get_state(),
-        }
-        return state, {"learner.pt": tensors}
-
-    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Restore what `get_state` returned. All of it is checked first (algorithm, network and
-        optimizer shapes, files, runners' sub-envs), so a checkpoint that does not fit raises and
-        leaves this algorithm as it was."""
-        self._check_usable()
-        evaluation = state.get("evaluation_env_runners")  # None: not evaluated yet when saved
-        eval_group = self.eval_env_runner_group
-        if evaluation is not None and eval_group is None and self.config.evaluation_interval:
-            eval_group = self._build_eval_group()  # built on first use otherwise; needed now
-        try:
-            check_restorable(state, tensors, self.config, self.learner_group.get_state(),
-                             self.env_runner_group.foreach_env_runner(env_layers),
-                             eval_group.foreach_env_runner(env_layers) if eval_group else None)
-        except BaseException:
-            if eval_group is not self.eval_env_runner_group:
-                eval_group.stop()  # a refused restore leaves the algorithm as it was
-            raise
-        self.eval_env_runner_group = eval_group
-        algo = state["algorithm"]
-        self.iteration = algo["iteration"]
-        self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
-        self.episode_stats.set_state(algo)
-        self.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
-        self.env_runner_group.set_state(state["env_runners"])
-        self.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
-        if evaluation is not None and eval_group is not None:
-            eval_group.set_state(evaluation)
-        self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),
-                                           algo["weights_seq_no"],
-                                           algo.get("env_to_module_state"))  # None: none saved
-
-    def save_to_path(self, path: str | os.PathLike) -> str:
-        """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""
-        state, tensors = self.get_state()
-        return str(write_checkpoint(path, state, tensors))
-
-    def restore_from_path(self, path: str | os.PathLike) -> None:
-        """Continue from the checkpoint in `path` (saved by an algorithm with the same settings)."""
-        state, tensors = read_checkpoint(path)
-        try:
-            self.set_state(state, tensors)
-        except CheckpointError as e:
-            raise CheckpointError(f"{path}: {e}") from None
-        self.callbacks.on_checkpoint_loaded(algorithm=self)
-
-    @staticmethod
-    def from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "Algorithm":
-        """Build the checkpoint's algorithm from its saved config and restore its state.
-
-        Loading imports no class or function because the checkpoint names it (an edited file must
-        not run code): its config may name rlcourse's own classes, register_env names and gymnasium
-        ids. Pass the classes and env creators of your own that it names in `allowed`, e.g.
-        `Algorithm.from_checkpoint(path, allowed=[MyCallbacks, make_my_env])`.
-        """
-        state, tensors = read_checkpoint(path)
-        algo = config_from_json(state["config"], f"The checkpoint {path}", allowed).build_algo()
-        try:
-            algo.set_state(state, tensors)
-        except BaseException:
-            algo.stop()
-            raise
-        algo.callbacks.on_checkpoint_loaded(algorithm=algo)
-        return algo
 
     # -- life cycle -------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ RLlib calls this class SingleAgentEnvRunner (`rlcourse/env/single_agent_env_runn
 that name and import path). One EnvRunner lives in the driver (num_env_runners=0)
 or in each Ray actor of an EnvRunnerGroup. `sample()` writes each step into preallocated [T, N]
 NumPy buffers (no Python object per step), then slices the buffers into SingleAgentEpisodes.
+Beside this file: the module it acts with (inference_module.py), its answer to a group's request
+(sample_result.py) and its checkpoint state (env_runner_state.py, a mixin with get_state/set_state).
 
 Sub-envs reset themselves in the same step that ends an episode (gymnasium's SAME_STEP autoreset):
 the step returns the new episode's first observation, and the old episode's last one arrives in
@@ -12,58 +14,30 @@ the step returns the new episode's first observation, and the old episode's last
 
 import math
 import os
-from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 import ray
-from gymnasium.vector import SyncVectorEnv
 
 from rlcourse.connectors.clip_rewards import clip_rewards
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
-from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
-from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
+from rlcourse.core.rl_module.default_model_config import to_env_actions
+from rlcourse.env.env_runner_state import EnvRunnerStateMixin
 from rlcourse.env.episode_hooks import EPISODE_HOOKS, EpisodeHooks, overrides
 from rlcourse.env.finite_check import check_finite_sample
+from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.registry import EnvCreator, env_name
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.sample_timeout import check_deadline, sample_deadline
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.env.sub_env_restarts import add_restart_hint
 from rlcourse.env.vector_env import make_vector_env
-from rlcourse.utils.imports import import_attr
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
 EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
 
 
-@dataclass
-class SampleResult:
-    """A runner's answer to one sample request: episodes and their metrics, plus where they came from
-    (the weights version they were sampled with, for IMPALA's policy lag, and the runner's process,
-    for noticing that Ray restarted it)."""
-
-    episodes: list[SingleAgentEpisode]
-    metrics: dict  # what get_metrics() reports: finished episodes' returns and lengths, env steps
-    weights_seq_no: int
-    pid: int
-    env_to_module_buffers: list | None = None  # connector statistics new since the last result
-
-
-def build_inference_module(config, observation_space, action_space, seed: int | None):
-    """NumPy for the default module (no torch in this process); torch for a custom module class,
-    on the runner's GPU where it was given one (`num_gpus_per_env_runner`)."""
-    if config.rl_module_class is None:
-        numpy_class = import_attr(config.default_inference_module_class)
-        return numpy_class(space_info(observation_space, action_space), config.get_model_config(),
-                           seed)
-    from rlcourse.utils.framework import get_device  # imports torch: this runner holds torch anyway
-
-    module = config.rl_module_class(observation_space, action_space, config.get_model_config())
-    module.to(get_device(config, config.num_gpus_per_env_runner, "num_gpus_per_env_runner"))
-    return module.get_inference_module(seed)
-
-
-class EnvRunner:
+class EnvRunner(EnvRunnerStateMixin):
     """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
@@ -302,7 +276,7 @@ class EnvRunner:
         self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
         return finished[:num_episodes]
 
-    # -- metrics ----------------------------------------------------------------------------
+    # -- metrics and life cycle (get_state / set_state: env_runner_state.py) ----------------
 
     def get_metrics(self) -> dict:
         """Episodes finished, steps taken and custom metrics logged since the last call (then
@@ -314,50 +288,6 @@ class EnvRunner:
         self._episode_returns, self._episode_lens, self._num_env_steps = [], [], 0
         self._num_sub_env_restarts = 0
         return metrics
-
-    # -- checkpoints ------------------------------------------------------------------------
-
-    def get_state(self) -> dict:
-        """Everything needed to continue sampling exactly here, as plain data (see env_state.py).
-
-        Sub-envs of an ASYNC vector env live in other processes: their episodes restart instead.
-        """
-        sync = isinstance(self.env, SyncVectorEnv)
-        envs = [get_env_state(env) for env in self.env.envs] if sync else None
-        state = {"num_env_steps_lifetime": self._num_env_steps_lifetime,
-                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
-                 "episodes": None, "envs": None, "env_to_module": self.env_to_module.get_state()}
-        if sync and not self._needs_reset:
-            state["episodes"] = {
-                "obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
-                "running_returns": self._running_returns, "envs": envs,
-                "hooks": self.hooks.get_state() if self.hooks else None}
-        else:  # between episodes: the envs' random generators, so their next resets are as planned
-            state["envs"] = envs
-        return state
-
-    def set_state(self, state: dict) -> None:
-        """Continue from `get_state()` of a runner built with the same config."""
-        self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
-        if state["module_rng"] is not None and hasattr(self.module, "rng"):
-            self.module.rng = from_plain(state["module_rng"])
-        self.env_to_module.set_state(state.get("env_to_module"))  # none in older checkpoints
-        episodes = state["episodes"]
-        envs = episodes["envs"] if episodes else state.get("envs")  # no "envs" in older checkpoints
-        sync = isinstance(self.env, SyncVectorEnv)
-        if sync and envs is not None:
-            for env, env_state in zip(self.env.envs, envs, strict=True):
-                set_env_state(env, env_state)
-        self._needs_reset = episodes is None or not sync
-        if self._needs_reset:
-            return
-        self._obs = from_plain(episodes["obs"])
-        self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
-        self._running_returns = list(episodes["running_returns"])
-        if self.hooks and episodes.get("hooks") is not None:
-            self.hooks.set_state(episodes["hooks"])
-        elif self.hooks:  # saved without these callbacks: the hooks see the episodes start here
-            self.hooks.on_reset(self._obs, {})
 
     def stop(self) -> None:
         self.env.close()

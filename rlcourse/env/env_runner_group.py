@@ -4,6 +4,8 @@ With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvR
 in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
 new weights into Ray's object store once and sends that one reference to every runner; every sample
 request carries it too, so a runner that Ray restarted in between catches up before it samples.
+`sample()` asks the healthy runners and waits for them; asynchronous sampling, with requests in flight
+(`fetch_ready_async_samples`), is in async_sampling.py (a mixin of this class).
 
 Fault tolerance (`config.fault_tolerance()`): a request to a runner that died fails with a
 RayActorError and one that hangs times out after `sample_timeout_s` (the runner is then ended); its
@@ -13,7 +15,6 @@ Whether the runner is back, and when to give up on it, is decided in env_runner_
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +23,12 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
-from rlcourse.env.env_runner import EnvRunner, SampleResult
+from rlcourse.env.async_sampling import AsyncSamplingMixin
+from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import EnvCreator
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.resources import (
     current_placement_group,
@@ -42,7 +45,7 @@ def env_runner_class(config) -> type:
     return MultiAgentEnvRunner if config.is_multi_agent else EnvRunner
 
 
-class EnvRunnerGroup:
+class EnvRunnerGroup(AsyncSamplingMixin):
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
@@ -70,7 +73,7 @@ class EnvRunnerGroup:
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
-        self._in_flight: dict[ray.ObjectRef, int] = {}  # async sample request -> runner index
+        self._in_flight: dict[ray.ObjectRef, int] = {}  # async request -> runner (async_sampling.py)
         self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
@@ -199,86 +202,6 @@ class EnvRunnerGroup:
                     and (num_episodes is None or done >= num_episodes)
                     and (num_timesteps is not None or num_episodes is not None or metrics)):
                 return episodes, metrics
-
-    # -- asynchronous sampling --------------------------------------------------------------
-
-    def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
-                                  ) -> list[SampleResult]:
-        """Keep up to `max_requests_in_flight` `sample()` requests running on each healthy runner
-        and return the results of those that are done, without waiting for the slowest runner.
-        """
-        if self.local_env_runner is not None:  # no actors: sample here, synchronously
-            result = self.local_env_runner.sample_and_get_metrics()
-            self._merge_env_to_module_buffers(result.env_to_module_buffers)
-            return [result]
-        self._top_up_requests(max_requests_in_flight)
-        refs = list(self._in_flight)
-        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
-        if ready:  # take everything else that is done by now, too
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        results = []
-        for ref in ready:
-            i = self._in_flight.pop(ref)
-            self._owing_since[i] = time.monotonic()  # it answered: its next answer is due from now
-            result = self._get(ref, i, timeout_s=None)
-            if result is not None:
-                results.append(result)
-        self._end_hung_requests()
-        self._top_up_requests(max_requests_in_flight)
-        return results
-
-    @property
-    def in_flight_sample_requests(self) -> list[ray.ObjectRef]:
-        """The async sample requests still running, for a caller that waits on them beside its own
-        requests (one `ray.wait` over all)."""
-        return list(self._in_flight)
-
-    def fetch_ready_async_sample_refs(self, max_requests_in_flight: int, timeout_s: float = 0.0
-                                      ) -> list[tuple[int, ray.ObjectRef]]:
-        """As `fetch_ready_async_samples`, but returns (runner index, ObjectRef of its SampleResult)
-        without fetching the results: Ape-X hands them to a replay shard, which resolves them in its
-        own process. Settle each with `settle_async_sample` once its consumer answers."""
-        self._top_up_requests(max_requests_in_flight)
-        refs = list(self._in_flight)
-        ready = ray.wait(refs, num_returns=len(refs), timeout=timeout_s,
-                         fetch_local=False)[0] if refs else []
-        for ref in ready:
-            self._owing_since[self._in_flight[ref]] = time.monotonic()
-        finished = [(self._in_flight.pop(ref), ref) for ref in ready]
-        self._end_hung_requests()
-        self._top_up_requests(max_requests_in_flight)
-        return finished
-
-    def settle_async_sample(self, i: int, pid_or_error: int | Exception,
-                            env_to_module_buffers: list | None = None) -> None:
-        """Runner i's forwarded sample was consumed (its process id, and the connector statistics
-        the sample carried, which are merged here) or failed (the error, e.g. the RayActorError its
-        consumer met): counted and handled as `fetch_ready_async_samples` does."""
-        if isinstance(pid_or_error, Exception):
-            self._handle_failure(i, pid_or_error)
-        else:
-            self.health.answered(i, pid_or_error)
-            self._merge_env_to_module_buffers(env_to_module_buffers)
-
-    def _end_hung_requests(self) -> None:
-        """A runner that owes an async answer for longer than `sample_timeout_s` is failed (ended
-        and restarted) like one whose synchronous request timed out."""
-        timeout_s = self.config.sample_timeout_s
-        for i in set(self._in_flight.values()):
-            if time.monotonic() - self._owing_since[i] > timeout_s:
-                self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
-                self._handle_failure(i, GetTimeoutError(
-                    f"no answer to a sample request within sample_timeout_s={timeout_s} s"))
-
-    def _top_up_requests(self, max_requests_in_flight: int) -> None:
-        counts = [0] * len(self.remote_env_runners)
-        for i in self._in_flight.values():
-            counts[i] += 1
-        for i in self.health.healthy_indices():
-            if counts[i] == 0:  # idle until now: the clock for its answer starts
-                self._owing_since[i] = time.monotonic()
-            for _ in range(max_requests_in_flight - counts[i]):
-                self._in_flight[self._request(i)] = i
 
     # -- failures ---------------------------------------------------------------------------
 

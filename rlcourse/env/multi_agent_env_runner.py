@@ -27,8 +27,8 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
     unknown_module_error,
 )
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_runner import SampleResult, build_inference_module
 from rlcourse.env.env_state import from_plain, to_plain
+from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
     ModuleID,
@@ -36,6 +36,7 @@ from rlcourse.env.multi_agent_episode import (
     default_agent_to_module_mapping_fn,
 )
 from rlcourse.env.registry import EnvCreator, env_name
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.sample_timeout import check_deadline, sample_deadline
 
 EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes

@@ -373,15 +373,16 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 | rlcourse | RLlib | notes |
 |---|---|---|
 | `rlcourse/algorithms/algorithm_config.py` | `algorithms/algorithm_config.py` | same setters and setting names; RLlib has many more settings |
-| `rlcourse/algorithms/algorithm.py` | `algorithms/algorithm.py` | RLlib's `Algorithm` *is* a Tune `Trainable`; rlcourse builds one on demand (`rlcourse/tune/`) |
+| `rlcourse/algorithms/algorithm.py`, `evaluation.py` | `algorithms/algorithm.py` | RLlib's `Algorithm` *is* a Tune `Trainable`; rlcourse builds one on demand (`rlcourse/tune/`) |
+| `rlcourse/algorithms/checkpointable.py` | `utils/checkpoints.py` (`Checkpointable`) | the same methods: `save_to_path`, `restore_from_path`, `from_checkpoint` |
 | `rlcourse/algorithms/ppo/ppo.py`, `ppo_learner.py` | `algorithms/ppo/ppo.py`, `ppo/torch/ppo_torch_learner.py` | same loss terms and settings |
 | `rlcourse/utils/postprocessing.py` (GAE) | `connectors/learner/general_advantage_estimation.py` | a function here, a learner connector there |
 | `rlcourse/algorithms/impala/impala.py`, `learner_thread.py` | `algorithms/impala/impala.py`, `impala_learner.py` | RLlib: aggregator actors, a circular buffer, `min_time_s_per_iteration` |
 | `rlcourse/algorithms/impala/vtrace.py` | `algorithms/impala/torch/vtrace_torch_v2.py` | the same V-trace |
 | `rlcourse/algorithms/dqn/dqn.py`, `rlcourse/algorithms/sac/sac.py` | `algorithms/dqn/dqn.py`, `algorithms/sac/sac.py` | |
 | `rlcourse/algorithms/apex_dqn/apex_dqn.py` | none in the new API stack | Ape-X was RLlib's old-stack algorithm |
-| `rlcourse/env/env_runner.py`, `rlcourse/env/single_agent_env_runner.py` | `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
-| `rlcourse/env/env_runner_group.py` | `env/env_runner_group.py` | |
+| `rlcourse/env/env_runner.py`, `env_runner_state.py`, `rlcourse/env/single_agent_env_runner.py` | `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
+| `rlcourse/env/env_runner_group.py`, `async_sampling.py` | `env/env_runner_group.py` | |
 | `rlcourse/env/single_agent_episode.py`, `rlcourse/env/multi_agent_episode.py` | `env/single_agent_episode.py`, `env/multi_agent_episode.py` | |
 | `rlcourse/env/registry.py` (`register_env`) | Ray Tune's `ray/tune/registry.py` (`register_env`) | outside RLlib: Tune's registry |
 | `rlcourse/core/rl_module/rl_module.py` | `core/rl_module/rl_module.py`, `algorithms/ppo/default_ppo_rl_module.py` | rlcourse's runners use `numpy_mlp.py` instead of torch |

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
@@ -124,17 +125,20 @@ def test_from_dict_refuses_unknown_settings():
 # -- model_config ----------------------------------------------------------------------------
 
 def test_default_model_config_is_rllibs():
-    assert PPOConfig().model_config == {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
-                                        "vf_share_layers": True}
+    """RLlib's DefaultModelConfig shares the encoder; RLlib's PPOConfig turns that off."""
+    assert DEFAULT_MODEL_CONFIG == {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
+                                    "vf_share_layers": True}
+    assert PPOConfig().model_config == {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
+    assert IMPALAConfig().model_config == DEFAULT_MODEL_CONFIG
 
 
-RLLIB_MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh", "vf_share_layers": True}
+RLLIB_MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh", "vf_share_layers": False}
 
 
 @pytest.mark.parametrize("given, expected", [
     ({"fcnet_hiddens": [32]}, {**RLLIB_MODEL, "fcnet_hiddens": [32]}),
     ({"fcnet_activation": "relu"}, {**RLLIB_MODEL, "fcnet_activation": "relu"}),
-    ({"vf_share_layers": False}, {**RLLIB_MODEL, "vf_share_layers": False}),
+    ({"vf_share_layers": True}, {**RLLIB_MODEL, "vf_share_layers": True}),
     ({"custom_key": 1}, {**RLLIB_MODEL, "custom_key": 1}),
 ])
 def test_rl_module_merges_model_config_with_the_defaults(given, expected):

@@ -306,8 +306,8 @@ def test_discrete_observations_returned_as_python_ints_train():
 LOCAL_BUILD = """
 import ray
 from rlcourse import PPOConfig
-config = small_ppo().environment("CartPole-v1").training(train_batch_size_per_learner=400,
-                                                         minibatch_size=100, num_epochs=1)
+config = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+          .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1))
 with config.build_algo() as algo:
     algo.train()
     algo.evaluate()

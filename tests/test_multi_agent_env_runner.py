@@ -230,7 +230,7 @@ def test_the_runner_imports_no_torch():
         import rlcourse.course.multi_agent_envs
         from rlcourse.algorithms.ppo.ppo import PPOConfig
         from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
-        config = small_ppo().environment("MultiAgentCartPole", env_config={"num_agents": 2})
+        config = PPOConfig().environment("MultiAgentCartPole", env_config={"num_agents": 2})
         config.validate()
         runner = MultiAgentEnvRunner(config, config.get_env_creator())
         rng = np.random.default_rng(0)

@@ -45,7 +45,8 @@ GPU_LEARNER_IN_A_FRESH_PROCESS = """
 import time
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.utils.validation import ConfigError
-config = small_ppo().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
+config = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+          .learners(num_learners=1, num_gpus_per_learner=1))
 start = time.perf_counter()
 try:
     config.build_algo()

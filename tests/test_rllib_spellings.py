@@ -102,7 +102,7 @@ def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():
     config = PPOConfig().environment("CartPole-v1").rl_module(
         model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="relu"))
     assert config.model_config == {"fcnet_hiddens": [32], "fcnet_activation": "relu",
-                                   "vf_share_layers": True}
+                                   "vf_share_layers": False}  # PPO's default, as in RLlib
     assert type(config.model_config) is dict  # saved in checkpoints as a plain dict
     config.validate()
     unsupported = PPOConfig().environment("CartPole-v1").rl_module(

@@ -177,7 +177,8 @@ def test_tuner_restore_continues_an_interrupted_experiment(tmp_path):
     """)
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", script], cwd=root, timeout=150, check=False,
-                   env={**os.environ, "PYTHONPATH": str(root), "INTERRUPT_AT_2": "1"})
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")]),
+                        "INTERRUPT_AT_2": "1"})
     path = tmp_path / "interrupted"
     assert tune.Tuner.can_restore(str(path))
     results = tune.Tuner.restore(str(path), trainable=PPO.as_trainable()).fit()
@@ -263,7 +264,7 @@ SWEEP = '''
 from ray import tune
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 
-config = (small_ppo().environment("CartPole-v1")
+config = (PPOConfig().environment("CartPole-v1")
           .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
           .resources(num_cpus_for_main_process=0.5)
           .training(lr=tune.grid_search([1e-3, 3e-4]), train_batch_size_per_learner=256,

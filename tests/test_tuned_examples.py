@@ -108,7 +108,7 @@ BAD_FILES = {
         """, ["noconfig.py", "defines no `config`"]),
     "stop key typo": ("typo.py", """\
         from rlcourse.algorithms.ppo.ppo import PPOConfig
-        config = small_ppo().environment("CartPole-v1")
+        config = PPOConfig().environment("CartPole-v1")
         stop = {"env_runners/episode_reward_mean": 450}
         pass_criteria = {"env_runners/episode_return_mean": 450}
         """, ["typo.py", "stop key 'env_runners/episode_reward_mean'",

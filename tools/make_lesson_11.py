@@ -113,8 +113,8 @@ rllib_model = {**dataclasses.asdict(DefaultModelConfig()), **RLlibPPOConfig().mo
 for key in ("fcnet_hiddens", "vf_share_layers"):
     rows.append(f"| `model_config['{key}']` | {PPOConfig().model_config[key]} | {rllib_model[key]} | "
                 f"{ours_for_cartpole.model_config[key]} |")
-display(Markdown("| PPOConfig setting | rlcourse default | RLlib default | `ppo_cartpole` |\n"
-                 "|---|---|---|---|\n" + "\n".join(rows)))
+display(Markdown("| PPOConfig setting | rlcourse default | RLlib default | `ppo_cartpole` |\\n"
+                 "|---|---|---|---|\\n" + "\\n".join(rows)))
 different = [name for name, ours, theirs in ppo_defaults if ours != theirs]
 print("defaults that differ between the two libraries:", different or "none")
 """),

@@ -46,8 +46,8 @@ One PPO iteration is three phases, one after the other: the runners **sample** a
 current weights, the learner runs several epochs of **updates** on it, and the new **weights** go
 back to the runners. While the learner updates, the runners have nothing to do; while they sample,
 the learner waits. The result dict times each phase; below PPO's measured iteration is IMPALA's
-schedule (section 2), where nobody waits. PPO gets the course's settings for CartPole, as in lessons
-02 and 03: PPOConfig's defaults are RLlib's, which suit large problems.
+schedule (section 2), where nobody waits. PPO gets the small-problem settings of lessons 02 and 03
+(PPOConfig's defaults are RLlib's, which suit large problems).
 """),
     code("""
 from rlcourse.course.diagrams import ppo_vs_impala

@@ -46,8 +46,13 @@ data_walk()"""),
 
 Every piece is built from the same `AlgorithmConfig`. The env's spaces come from one env built here
 (`probe_spaces`, which is how `Algorithm.setup` learns them). The **Learner** owns the torch
-`RLModule` and its optimizer. Runners get the module's weights as NumPy arrays, and only the part they
-need: `inference_only=True` leaves out the value network (`vf.*`), which only the learner uses."""),
+`RLModule` and its optimizer. Here it is PPOConfig's default model, RLlib's: an `encoder` of two
+layers of 256 units that both heads read, a policy head `pi` and a value head `vf`
+(`vf_share_layers=True`; lesson 01 set `False`: two separate, smaller networks for the policy and the
+value). Runners get the module's weights as NumPy arrays, and only the part they need:
+`inference_only=True` leaves out the value head (`vf.*`), which only the learner uses. The
+`.training(...)` settings are the course's for CartPole; PPOConfig's defaults are RLlib's, which suit
+large problems (`tuned_examples/ppo/cartpole_ppo.py` has settings tuned further)."""),
     code("""from rlcourse import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.env.registry import probe_spaces
@@ -56,6 +61,8 @@ config = (
     PPOConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
+    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
+              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
     .debugging(seed=0)
 )
 env_creator = config.get_env_creator()
@@ -64,7 +71,7 @@ learner = PPOLearner(config, observation_space, action_space)
 weights = learner.get_weights(inference_only=True)
 print(observation_space, action_space)
 for name, array in weights.items():
-    print(f"{name:12s} {array.dtype} {array.shape}")"""),
+    print(f"{name:16s} {array.dtype} {array.shape}")"""),
     md("""## 3. EnvRunner actors, built by hand
 
 An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-only copy of the policy.
@@ -128,7 +135,9 @@ The learner's `RLModule` (`rlcourse/core/rl_module/rl_module.py`) has three forw
 
 All three return `action_dist_inputs`: for a Discrete action space, one logit per action. The
 module turns them into an action **distribution** with `get_action_dist` (a Categorical here, a
-Gaussian for continuous actions). The value network is separate: `compute_values`."""),
+Gaussian for continuous actions). `forward_train` also returns the `embeddings`, the shared
+encoder's output, and `compute_values(batch, embeddings)` turns them into values with the value head
+without running the encoder again (RLlib's signature; without `embeddings` it runs the encoder)."""),
     code("""import torch
 
 module = learner.module
@@ -145,7 +154,7 @@ print("distribution        ", type(dist).__name__, "probs of the first two:", *d
 print("sampled actions     ", actions.tolist(), "log_prob:", dist.log_prob(actions).numpy().round(3))
 print("greedy actions      ", module.greedy_actions(logits).tolist(),
       "| entropy:", dist.entropy().numpy().round(3))
-print("values V(obs)       ", module.compute_values(batch).detach().numpy().round(3))"""),
+print("values V(obs)       ", module.compute_values(batch, train_out["embeddings"]).detach().numpy().round(3))"""),
     md("""The runners did not use this torch module: they ran the same network **in NumPy**
 (`rlcourse/core/rl_module/numpy_mlp.py`), so runner processes never import torch. PPO relies on the two agreeing:
 its probability ratio compares the learner's `log_prob` with the `action_logp` the runner recorded,
@@ -173,9 +182,9 @@ factor of lesson 01; $\\lambda$ (`config.lambda_`, 0.95) trades bias for varianc
 uses only the one-step error $\\delta_t$ (low variance, but it trusts $V$), $\\lambda = 1$ the
 whole observed return minus $V(s_t)$ (no trust in $V$, noisier).
 
-The **advantage** $A_t$ says how much better action $a_t$ turned out than the value network
+The **advantage** $A_t$ says how much better action $a_t$ turned out than the value function
 expected from $s_t$: positive, the action was better than usual for that state, so make it more
-likely; negative, less likely. `value_targets = advantages + values` are what the value network
+likely; negative, less likely. `value_targets = advantages + values` are what the value function
 learns to predict."""),
     code("""train_batch = learner.build_batch(episodes)
 for key, tensor in train_batch.items():
@@ -285,7 +294,7 @@ for iteration in range(8):
     progress.update(f"iteration {iteration + 1}: mean return {hand_returns[-1]:6.1f} over "
                     f"{len(finished)} episodes | vf_loss {update_stats['vf_loss']:.3f}")"""),
     md("""Here is one terminated episode and one cut chunk from the last batch, as the learner sees them:
-the rewards, the value network's V(s_t), and your advantages. After only 8 batches the value network
+the rewards, the values V(s_t), and your advantages. After only 8 batches the value function
 still underestimates how long the pole now stays up, so most advantages are positive: the actions did
 better than V expected. The difference is at the end. The terminated episode has no future: its last
 deltas are 1 - V(s_t), and the last actions, which let the pole fall, get large negative advantages.
@@ -354,7 +363,7 @@ print(inspect.getsource(PPO.training_step))"""),
 | episodes | `rlcourse/env/single_agent_episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
 | update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
-| weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value net |
+| weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value head |
 | sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`, one `set_weights` call per runner |"""),
     md("""## Summary
 

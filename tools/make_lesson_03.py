@@ -136,7 +136,11 @@ actor when it builds them, so a name registered in this notebook works in every 
 function or class defined in the notebook *by value* (the `BrokenGrid` below travels that way), but
 one imported from a module *by name*: each actor imports `GridWorld` from `rlcourse.course.envs`
 itself, which works wherever rlcourse is installed. (Your own module must be importable on every node
-of a cluster.) Passing the class, `config.environment(GridWorld)`, works too."""),
+of a cluster.) Passing the class, `config.environment(GridWorld)`, works too.
+
+The `.training(...)` and `.rl_module(...)` settings are the course's for this small grid, as in
+`tuned_examples/ppo/gridworld_ppo.yaml`: PPOConfig's defaults are RLlib's, which suit large problems
+and learn this grid far more slowly."""),
     code("""from rlcourse import PPOConfig, register_env
 
 register_env("course-grid", lambda context: GridWorld(context))
@@ -144,6 +148,9 @@ config = (
     PPOConfig()
     .environment("course-grid", env_config={"size": 7, "slip": 0.1})
     .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
+              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
     .evaluation(evaluation_duration=50)
     .debugging(seed=0)
 )

@@ -34,9 +34,10 @@ from rlcourse.utils.resources import init_ray
 init_ray(num_cpus=2)
 
 def layout(config):
-    \"\"\"The same two runner actors for every algorithm in this lesson.\"\"\"
+    \"\"\"The same two runner actors, and the same small networks, for every algorithm here.\"\"\"
     return (config.environment("CartPole-v1").debugging(seed=0)
-            .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5))
+            .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+            .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False}))
 """),
     md("""
 ## 1. Where PPO waits
@@ -45,12 +46,16 @@ One PPO iteration is three phases, one after the other: the runners **sample** a
 current weights, the learner runs several epochs of **updates** on it, and the new **weights** go
 back to the runners. While the learner updates, the runners have nothing to do; while they sample,
 the learner waits. The result dict times each phase; below PPO's measured iteration is IMPALA's
-schedule (section 2), where nobody waits:
+schedule (section 2), where nobody waits. PPO gets the small-problem settings of lessons 02 and 03
+(PPOConfig's defaults are RLlib's, which suit large problems).
 """),
     code("""
 from rlcourse.course.diagrams import ppo_vs_impala
 
-with layout(PPOConfig()).build_algo() as ppo:
+ppo_config = layout(PPOConfig()).training(
+    lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6, lambda_=0.95,
+    clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+with ppo_config.build_algo() as ppo:
     for _ in range(3):
         timers = ppo.train()["timers"]
 phases = [("sample", timers["env_runner_sampling_timer"]), ("update", timers["learner_update_timer"]),
@@ -82,9 +87,11 @@ from rlcourse.course.diagrams import impala_pipeline
 impala_pipeline()
 """),
     code("""
-config = (layout(IMPALAConfig()).env_runners(max_requests_in_flight_per_env_runner=2)
-          .training(learner_queue_size=4, broadcast_interval=1))
-with config.build_algo() as impala:
+# The course's CartPole settings (tuned_examples/impala/cartpole_impala.py). IMPALAConfig's
+# defaults are RLlib's (lr=5e-4, 1 request in flight, a queue of 3), which suit large problems.
+impala_config = (layout(IMPALAConfig()).env_runners(max_requests_in_flight_per_env_runner=2)
+                 .training(lr=1e-3, learner_queue_size=4, broadcast_interval=1))
+with impala_config.build_algo() as impala:
     for _ in range(5):
         result = impala.train()
 learner = result["learners"]["default_policy"]
@@ -103,7 +110,7 @@ weights that sampled it from the weights being trained. Sending weights less oft
     code("""
 lags = {}
 for interval in (1, 4):
-    with layout(IMPALAConfig()).training(broadcast_interval=interval).build_algo() as impala:
+    with impala_config.copy().training(broadcast_interval=interval).build_algo() as impala:
         lags[interval] = [impala.train()["learners"]["default_policy"]["policy_lag"]
                           for _ in range(8)]
 fig, ax = plt.subplots(figsize=(6, 3))
@@ -187,8 +194,8 @@ my_vtrace = check_vtrace(my_vtrace)  # yours if right, rlcourse's while not atte
     md("""
 ## 5. IMPALA against PPO, side by side
 
-Both algorithms get the same two runners and their own default settings, and train until the mean
-return of the last 100 episodes reaches 450, or for at most 40 seconds. We record the return and the
+Both algorithms get the same two runners and networks and the settings of sections 1 and 2, and
+train until the mean return of the last 100 episodes reaches 450, or for at most 40 seconds. We record the return and the
 env steps sampled against wall time.
 """),
     code("""
@@ -207,7 +214,7 @@ def race(config, budget_s=40.0, target=450.0):
                 break
     return np.array(curve)
 
-curves = {"PPO": race(layout(PPOConfig())), "IMPALA": race(layout(IMPALAConfig()))}
+curves = {"PPO": race(ppo_config), "IMPALA": race(impala_config)}
 """),
     code("""
 rates = {name: c[-1, 2] / c[-1, 0] for name, c in curves.items()}
@@ -234,7 +241,7 @@ throughput wins; when every env step is precious, PPO's sample efficiency does.
 IMPALA also has no brake like PPO's clipped ratio: a step too large can push the policy to always
 pick one action. Its entropy falls to 0, the return to about 9, and a policy that never tries the
 other action can never learn it again. Training 60 s past solving CartPole, about 1 run in 3
-collapsed this way with `lr=2e-3`; with `IMPALAConfig`'s defaults (`lr=1e-3`,
+collapsed this way with `lr=2e-3`; with the settings of section 2 (`lr=1e-3`, and IMPALAConfig's
 `entropy_coeff=0.01`), none of 12 did.
 Watch `learners/default_policy/entropy` in the results when you try larger learning rates.
 

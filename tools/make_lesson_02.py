@@ -46,11 +46,13 @@ data_walk()"""),
 
 Every piece is built from the same `AlgorithmConfig`. The env's spaces come from one env built here
 (`probe_spaces`, which is how `Algorithm.setup` learns them). The **Learner** owns the torch
-`RLModule` and its optimizer. Here it is PPOConfig's default model, RLlib's: an `encoder` of two
-layers of 256 units that both heads read, a policy head `pi` and a value head `vf`
-(`vf_share_layers=True`; lesson 01 set `False`: two separate, smaller networks for the policy and the
-value). Runners get the module's weights as NumPy arrays, and only the part they need:
-`inference_only=True` leaves out the value head (`vf.*`), which only the learner uses. The
+`RLModule` and its optimizer. Here it is PPOConfig's default model, RLlib's: two networks of two
+256-unit layers each, the policy `pi` and the value function `vf` (`vf_share_layers=False`, as in
+RLlib's PPO; lesson 01 made them 64 units wide). RLlib's `DefaultModelConfig`, and IMPALA, share
+one `encoder` between a policy head and a value head instead (`vf_share_layers=True`): fewer weights,
+but the value loss then shapes the policy's features too. Runners get the module's weights as NumPy
+arrays, and only the part they need: `inference_only=True` leaves out the value function (`vf.*`),
+which only the learner uses. The
 `.training(...)` settings are the course's for CartPole; PPOConfig's defaults are RLlib's, which suit
 large problems (`tuned_examples/ppo/cartpole_ppo.py` has settings tuned further)."""),
     code("""from rlcourse import PPOConfig
@@ -135,9 +137,10 @@ The learner's `RLModule` (`rlcourse/core/rl_module/rl_module.py`) has three forw
 
 All three return `action_dist_inputs`: for a Discrete action space, one logit per action. The
 module turns them into an action **distribution** with `get_action_dist` (a Categorical here, a
-Gaussian for continuous actions). `forward_train` also returns the `embeddings`, the shared
-encoder's output, and `compute_values(batch, embeddings)` turns them into values with the value head
-without running the encoder again (RLlib's signature; without `embeddings` it runs the encoder)."""),
+Gaussian for continuous actions). `compute_values(batch)` gives the value estimates. With
+`vf_share_layers=True`, `forward_train` also returns the shared encoder's output, `embeddings`, and
+`compute_values(batch, embeddings)` reuses it instead of running the encoder again (RLlib's
+signature); here the value function is a network of its own, so there are no embeddings."""),
     code("""import torch
 
 module = learner.module
@@ -154,7 +157,7 @@ print("distribution        ", type(dist).__name__, "probs of the first two:", *d
 print("sampled actions     ", actions.tolist(), "log_prob:", dist.log_prob(actions).numpy().round(3))
 print("greedy actions      ", module.greedy_actions(logits).tolist(),
       "| entropy:", dist.entropy().numpy().round(3))
-print("values V(obs)       ", module.compute_values(batch, train_out["embeddings"]).detach().numpy().round(3))"""),
+print("values V(obs)       ", module.compute_values(batch, train_out.get("embeddings")).detach().numpy().round(3))"""),
     md("""The runners did not use this torch module: they ran the same network **in NumPy**
 (`rlcourse/core/rl_module/numpy_mlp.py`), so runner processes never import torch. PPO relies on the two agreeing:
 its probability ratio compares the learner's `log_prob` with the `action_logp` the runner recorded,
@@ -363,7 +366,7 @@ print(inspect.getsource(PPO.training_step))"""),
 | episodes | `rlcourse/env/single_agent_episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
 | update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
-| weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value head |
+| weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value function |
 | sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`, one `set_weights` call per runner |"""),
     md("""## Summary
 

@@ -158,6 +158,9 @@ class DefaultActorCriticModule(RLModule):
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The policy head's outputs, plus the shared encoder's `embeddings` when there is one."""
+        if not self.vf_share_layers:
+            return {"action_dist_inputs": self.pi(self._obs(batch))}
         embeddings = self.encoder(self._obs(batch))
         return {"action_dist_inputs": self.pi(embeddings), "embeddings": embeddings}
 
@@ -165,7 +168,7 @@ class DefaultActorCriticModule(RLModule):
                        embeddings: torch.Tensor | None = None) -> torch.Tensor:
         """V(obs); pass `forward_train`'s `embeddings` to reuse the shared encoder's pass (RLlib's
         `ValueFunctionAPI`). With separate networks the value MLP reads the observations."""
-        if embeddings is None or not self.vf_share_layers:
+        if embeddings is None:
             embeddings = self.encoder(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)
 

@@ -125,9 +125,10 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
 class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP, `model_config["fcnet_hiddens"]` wide.
 
-    `vf_share_layers=True` (RLlib's default): one `encoder` feeds a linear policy head `pi` and a
-    linear value head `vf`, so the value loss shapes the policy's features too. False: `pi` and `vf`
-    are two separate MLPs and `encoder` is empty. Runners get `encoder.*` and `pi.*` only."""
+    `vf_share_layers=True` (RLlib's DefaultModelConfig; IMPALA's default): one `encoder` feeds a
+    linear policy head `pi` and a linear value head `vf`, so the value loss shapes the policy's
+    features too. False (PPO's default): `pi` and `vf` are two separate MLPs and `encoder` is empty.
+    Runners get `encoder.*` and `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)

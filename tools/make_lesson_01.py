@@ -193,8 +193,8 @@ settings are the course's CartPole settings, from `tuned_examples/ppo/cartpole_p
 Ray Tune (lesson 07 shows how): a learning rate of 3e-3, 1000-step batches, six epochs of 250-step
 minibatches, a value loss that is not clipped (`vf_clip_param`), and two small networks of 64 and
 64 units, one for the policy and one for the value (`vf_share_layers=False`). `PPOConfig()`'s own
-defaults are RLlib's (a learning rate of 5e-5, 4000-step batches, 30 epochs, one [256, 256]
-network shared by the policy and the value), which suit large problems and learn CartPole far more
+defaults are RLlib's (a learning rate of 5e-5, 4000-step batches, 30 epochs, two networks of
+[256, 256] for the policy and the value), which suit large problems and learn CartPole far more
 slowly. With the course's earlier settings (a learning rate of 1e-3, 2000-step batches, a clipped
 value loss) the same seed did not reach 400 within 120,000 env steps on this course's machine; with
 these, seeds 0 to 4 reached 450 within 61,000 to 66,000.

@@ -145,7 +145,7 @@ config = check_survivable_placement(placement_config, node_cpus, lost_node="work
 """),
     md("""
 The exercise placed the runners; what PPO learns with is set next. `PPOConfig`'s defaults are RLlib's,
-made for large problems (4,000-step batches, 30 epochs of 128-row minibatches, a [256, 256] network):
+made for large problems (4,000-step batches, 30 epochs of 128-row minibatches, [256, 256] networks):
 on these 1-CPU nodes an iteration would take many seconds. The course's CartPole settings are
 smaller batches, 6 epochs and two small networks (`tuned_examples/ppo/cartpole_ppo.py` says how
 such settings were found).

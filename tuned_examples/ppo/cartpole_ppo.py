@@ -3,7 +3,7 @@
 Two runner actors of 4 sub-envs each sample while the learner trains in this process. These are the
 course's CartPole settings: the lessons set them in their configs. PPOConfig's defaults are RLlib
 2.60's (lr 5e-5, 4,000-step batches, 30 epochs of 128-row minibatches, a KL penalty, lambda 1.0, no
-gradient clipping, one [256, 256] encoder shared by the policy and value heads), which suit large
+gradient clipping, separate [256, 256] policy and value networks), which suit large
 problems and are far slower on CartPole. The settings were found with two sweeps on Ray Tune
 (`rlcourse tune`, one runner of 8 sub-envs per trial, stop at 450 or 120k env steps), starting from
 the course's earlier defaults (lr 1e-3, 2,000-step batches, vf_clip_param 10, separate [64, 64]

@@ -23,10 +23,11 @@ TUNED_EXAMPLES = Path(__file__).resolve().parents[1] / "tuned_examples"
 def course_cartpole_config(algo: str = "ppo") -> Any:
     """The course's CartPole config for "ppo" or "impala" (tuned_examples/<algo>/cartpole_<algo>.py,
     2 runners of 4 sub-envs): PPOConfig's and IMPALAConfig's own defaults are RLlib's, sized for
-    big runs and much slower on CartPole. Callers change the layout and seed they measure."""
+    big runs and much slower on CartPole. Each call loads the file anew, so callers may change the
+    config (the layout and seed they measure) without affecting the next call."""
     from rlcourse.course.tuned_example import load_tuned_example
 
-    return load_tuned_example(TUNED_EXAMPLES / algo / f"cartpole_{algo}.py").config.copy()
+    return load_tuned_example(TUNED_EXAMPLES / algo / f"cartpole_{algo}.py").config
 
 
 def timed(fn: Callable[[], T]) -> tuple[T, float]:

@@ -20,6 +20,13 @@ def test_the_command_passes_on_this_machine():
     assert "Ready for the course." in out.stdout
 
 
+def test_the_package_check_reads_the_repositorys_lock():
+    """The default lock is the repository's own (a wrong path made every learner see a warning)."""
+    assert Path(__file__).resolve().parents[1] / "requirements.lock" == doctor.LOCK
+    check = doctor.check_packages()
+    assert check.status == "OK" and "requirements.lock" in check.found, check
+
+
 def test_a_wrong_pin_is_named(tmp_path):
     lock = tmp_path / "requirements.lock"
     lock.write_text("numpy==0.0.1\nray==2.60.0  # comment\n")

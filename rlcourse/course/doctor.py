@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-LOCK = Path(__file__).resolve().parents[1] / "requirements.lock"
+LOCK = Path(__file__).resolve().parents[2] / "requirements.lock"  # the repository root's
 MIN_CPUS, MIN_MEMORY_GB, MIN_SHM_MB = 1, 2.0, 256
 WIDGET_EXTENSION = Path("share", "jupyter", "labextensions", "@jupyter-widgets", "jupyterlab-manager")
 
@@ -48,7 +48,7 @@ def check_python() -> Check:
 
 def check_packages(lock: Path = LOCK) -> Check:
     if not lock.is_file():
-        return Check("Packages", "WARN", f"no {lock.name} next to the package",
+        return Check("Packages", "WARN", f"no {lock.name} at {lock.parent}",
                      "Install the course from its repository to check the exact pins.")
     wrong = []
     for line in lock.read_text().splitlines():

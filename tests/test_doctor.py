@@ -78,3 +78,22 @@ def test_main_exits_1_when_a_check_fails(monkeypatch, capsys):
 
 def test_the_widget_extension_path_is_where_jupyterlab_widgets_installs_it():
     assert (Path(sys.prefix) / doctor.WIDGET_EXTENSION / "package.json").is_file()
+
+
+@pytest.mark.parametrize("error, status", [
+    (TimeoutError("Timed out while waiting for the GCS"), "WARN"),
+    (ValueError("object store full"), "FAIL")])
+def test_a_slow_ray_start_warns_while_a_broken_one_fails(monkeypatch, error, status):
+    """A busy machine that starts Ray slowly can take the course (lesson 01 must not fail there)."""
+    import ray
+
+    import rlcourse.utils.resources
+
+    def failing_init_ray(**kwargs):
+        raise error
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(rlcourse.utils.resources, "init_ray", failing_init_ray)
+    check = doctor.check_ray()
+    assert check.status == status and str(error) in check.found
+    assert ("busy" in check.fix) == (status == "WARN")

@@ -137,14 +137,26 @@ def check_shm() -> Check:
                                "start the container with --shm-size=1g.")
 
 
+SLOW_RAY_S = 30  # a start slower than this is a warning: the lessons run, more slowly
+
+
+def _is_timeout(error: Exception) -> bool:
+    from ray.exceptions import GetTimeoutError
+
+    return isinstance(error, GetTimeoutError | TimeoutError) or "timed out" in str(error).lower()
+
+
 def check_ray() -> Check:
-    """Start Ray (or use the running one), start an actor, and time its answer."""
+    """Start Ray (or use the running one), start an actor, and time its answer. A start that is
+    merely slow (a busy machine) is a warning with advice, not a failure."""
     import ray
 
     from rlcourse.utils.resources import init_ray
 
     started_here = not ray.is_initialized()
     start = time.perf_counter()
+    slow_fix = ("The machine is busy (or has one CPU): the lessons will run, more slowly. Close "
+                "other programs, or run this check again once the machine is quieter.")
     try:
         if started_here:
             init_ray(num_cpus=1)
@@ -158,15 +170,19 @@ def check_ray() -> Check:
         answer = ray.get(actor.echo.remote(42), timeout=120)
         ray.kill(actor)
     except Exception as e:
+        if _is_timeout(e):
+            return Check("Ray", "WARN", f"Ray was too slow to start an actor: "
+                                        f"{type(e).__name__}: {e}", slow_fix)
         return Check("Ray", "FAIL", f"{type(e).__name__}: {e}",
                      "Look at the error above; `ray.shutdown()` and retry, or restart the kernel.")
     finally:
         if started_here and ray.is_initialized():
             ray.shutdown()
-    ok = answer == 42
-    return Check("Ray", "OK" if ok else "FAIL",
-                 f"Ray {ray.__version__} started and an actor answered in "
-                 f"{time.perf_counter() - start:.1f} s", "" if ok else "The actor answered wrongly.")
+    elapsed = time.perf_counter() - start
+    found = f"Ray {ray.__version__} started and an actor answered in {elapsed:.1f} s"
+    if answer != 42:
+        return Check("Ray", "FAIL", found, "The actor answered wrongly.")
+    return Check("Ray", "WARN", found, slow_fix) if elapsed > SLOW_RAY_S else Check("Ray", "OK", found)
 
 
 def check_widgets() -> Check:

@@ -33,7 +33,7 @@ def main() -> None:
     else:
         config = (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
                   .training(num_steps_sampled_before_learning_starts=100))
-    cov = coverage.Coverage(include=[f"{ROOT}/*"])
+    cov = coverage.Coverage(data_file=None, include=[f"{ROOT}/*"])
     cov.start()
     algo = config.build_algo()
     cov.stop()

@@ -419,14 +419,18 @@ rlcourse is a teaching copy of the new API stack's core loop. RLlib also has:
 - **many more algorithms**: APPO, DreamerV3, TQC, CQL, IQL, MARWIL, BC, and more;
 - **Tune integration** details: `Algorithm` as a `Trainable` directly, `tune.Tuner(PPO, ...)`,
   its own checkpoint format (`Checkpointable`), Tune's loggers and callbacks;
-- **GPU learners** with NCCL and multi-GPU aggregation, aggregator actors, `num_gpus_per_env_runner`;
+- **several GPUs per learner** and aggregator actors (lesson 04 showed GPU learners joined by NCCL
+  and `num_gpus_per_env_runner`);
 - external envs (a policy server clients connect to), `PettingZoo` / `OpenSpiel` wrappers,
-  vision networks (CNN encoders), LSTM/attention models, action masking.
+  vision networks (CNN encoders), LSTM/attention models (lesson 10 showed action masking with a
+  custom module).
 
 ## Summary
 
 - A config written for rlcourse runs on RLlib with only its imports changed: the diffs above.
-- Defaults differ between the libraries; write out every setting that matters.
+- Section 2 compares PPO's defaults in both libraries live (the course keeps them equal, and a test
+  fails if they drift); the settings that make CartPole learn fast are not the defaults, so write
+  out every setting that matters.
 - On this machine, in this run, the printed lines give each library's time to the same return
   and their ratio; the curves show both the per-step and the per-second picture.
 

@@ -59,7 +59,8 @@ _POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
 # appear once learning starts, after num_steps_sampled_before_learning_starts.)
 ALGORITHM_RESULT_KEYS = {
     "PPO": frozenset(_POLICY_GRADIENT_LOSSES + [
-        "learners/default_policy/curr_kl_coeff", "learners/default_policy/mean_kl_loss",
+        "learners/default_policy/mean_kl_loss", "learners/default_policy/vf_explained_var",
+        "learners/default_policy/vf_loss_unclipped",
         "learners/__all_modules__/num_env_steps_trained", "timers/env_runner_sampling_timer",
         "timers/learner_update_timer", "timers/synch_weights"]),
     "IMPALA": frozenset(_POLICY_GRADIENT_LOSSES + [

@@ -8,6 +8,13 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
 
 
+def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torch.Tensor:
+    """1 - Var(targets - predictions) / Var(targets), at least -1 (RLlib's vf_explained_var): 1 when
+    the value network predicts the targets, 0 when it does no better than their mean."""
+    ratio = (targets - predictions).var() / (targets.var() + 1e-8)
+    return torch.clamp(1.0 - ratio, min=-1.0)
+
+
 class PPOLearner(Learner):
     """Policy loss, value loss, entropy bonus and an optional KL penalty, as in RLlib's PPO."""
 
@@ -48,16 +55,22 @@ class PPOLearner(Learner):
         surrogate = torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv)
         policy_loss = -surrogate.mean()
         values = self.module.compute_values(batch, out.get("embeddings"))
-        vf_loss = (values - batch["value_targets"]).pow(2).clamp(max=cfg.vf_clip_param).mean()
+        vf_loss_unclipped = (values - batch["value_targets"]).pow(2)
+        vf_loss = vf_loss_unclipped.clamp(max=cfg.vf_clip_param).mean()
         entropy = dist.entropy().mean()
-        # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator).
-        mean_kl = ((ratio - 1) - log_ratio).mean()
         total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
+        # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator); RLlib
+        # reports it as 0 and leaves curr_kl_coeff out when the KL loss is off.
+        mean_kl = ((ratio - 1) - log_ratio).mean() if cfg.use_kl_loss else torch.zeros(())
+        kl_results = {"curr_kl_coeff": self.curr_kl_coeff} if cfg.use_kl_loss else {}
         if cfg.use_kl_loss:
             total = total + self.curr_kl_coeff * mean_kl
         return total, {"total_loss": total.detach(), "policy_loss": policy_loss.detach(),
-                       "vf_loss": vf_loss.detach(), "entropy": entropy.detach(),
-                       "mean_kl_loss": mean_kl.detach(), "curr_kl_coeff": self.curr_kl_coeff}
+                       "vf_loss": vf_loss.detach(),
+                       "vf_loss_unclipped": vf_loss_unclipped.mean().detach(),
+                       "vf_explained_var": explained_variance(batch["value_targets"],
+                                                              values.detach()),
+                       "entropy": entropy.detach(), "mean_kl_loss": mean_kl.detach(), **kl_results}
 
     def get_state(self):
         return {**super().get_state(), "curr_kl_coeff": self.curr_kl_coeff}

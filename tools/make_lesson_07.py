@@ -317,8 +317,9 @@ print(f"the loaded checkpoint, 20 episodes: {evaluations[True]:.1f} sampling its
       f"{evaluations[False]:.1f} acting greedily")
 """),
     md("""
-Sampling its actions as in training, the loaded policy gets at least what its trial reported,
-usually more: the reported mean is over the trial's last 100 episodes, most of them played in
+Compare the two lines above. Sampling its actions as in training, the loaded policy usually gets
+about what its trial reported or more (20 episodes are a noisy measure, so the lesson's check only
+asks for 70% of it): the reported mean is over the trial's last 100 episodes, most of them played in
 earlier iterations by weaker policies (with episodes this short, 100 span several iterations).
 Acting greedily (`explore=False`, the default of `evaluate()`) it gets more again: the most likely
 action is usually the better one. So a checkpoint's evaluation is not its trial's reported

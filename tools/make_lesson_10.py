@@ -192,10 +192,11 @@ are copied over the oldest snapshot, so the opponents grow stronger with it. The
 mask illegal moves (`ActionMaskingModule`: a full column's logit is pushed to -1e9, so no game is
 lost, or spent learning, by playing into one). Every 5 iterations `main` plays 200 greedy games
 against a fixed **heuristic** (win if it can, else block the opponent's three, else a random column
-near the centre). The heuristic never plays in training: it only measures progress. Self-play's win
-rate against an outside opponent goes up and down as the league changes, so `keep_best=True` ends
-the run with the weights of the best evaluation (RLlib keeps a best checkpoint the same way); the
-best of many noisy evaluations flatters it, so it is measured again on 400 games no evaluation played.
+near the centre). The heuristic never plays in training (`main` never learns from its games), but it
+is more than a measure: self-play's win rate against an outside opponent goes up and down as the
+league changes, so `keep_best=True` selects by it, ending the run with the weights of the best
+evaluation (RLlib keeps a best checkpoint the same way); the best of many noisy evaluations
+flatters it, so it is measured again on 400 games no evaluation played.
 """),
     code("""
 from rlcourse.course.self_play import play_vs_heuristic, self_play_config, train_self_play

@@ -249,7 +249,8 @@ print("timers (s):", {k: round(v, 3) for k, v in last["timers"].items()})
 To ask the trained policy what it would do, use its **RLModule**, as RLlib's new API stack does:
 `algo.get_module()` is the trained network, and `forward_inference({"obs": ...})` turns a batch of
 observations into `action_dist_inputs`, here the logits of CartPole's 2 actions; the greedy action
-is their argmax. (`algo.compute_actions(observations)` does the same in one call.)
+is their argmax. (`algo.compute_actions(observations)` does the same in one call: a convenience of
+rlcourse's, which RLlib's new API stack does not have.)
 """),
     code("""
 evaluation = algo.evaluate()["env_runners"]

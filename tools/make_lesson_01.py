@@ -26,6 +26,8 @@ Every term and symbol of the course is in the [glossary](../docs/glossary.md).
 
 `rlcourse doctor` (here as a function) checks Python and the packages against the course's lock
 file, the CPUs and memory you have, Ray, and JupyterLab's widget extension, and says what to fix.
+A `WARN` is advice (one CPU, a Ray that starts slowly on a busy machine): the lessons still run,
+more slowly. Only a `FAIL` needs fixing before you go on.
 """),
     code("""
 from rlcourse.course.doctor import doctor

@@ -81,7 +81,7 @@ def test_epsilons_reach_runners_and_samples_flow_through_the_shards(ray_session,
     results = [algo.train() for _ in range(4)]
     result = results[-1]
     assert result["env_runners"]["epsilons"] == pytest.approx(per_worker_epsilons(2))
-    held = algo.env_runner_group.foreach_env_runner(lambda runner: runner.module.epsilon)
+    held = algo.env_runner_group.foreach_env_runner(lambda runner: runner.module.head.epsilon)
     assert held == pytest.approx(per_worker_epsilons(2))
     sampled = result["num_env_steps_sampled_lifetime"]
     stored = result["replay_shards"]["num_env_steps_stored"]
@@ -161,7 +161,7 @@ def test_a_killed_runner_comes_back_with_its_own_epsilon_and_the_weights(ray_ses
         result = algo.train()
     assert result["env_runners"]["num_env_runner_restarts"] == 1
     assert result["learners"]["default_policy"]["num_updates"] > 0
-    held = group.foreach_env_runner(lambda runner: (runner.module.epsilon, runner.weights_seq_no))
+    held = group.foreach_env_runner(lambda runner: (runner.module.head.epsilon, runner.weights_seq_no))
     assert [eps for eps, _ in held] == pytest.approx(per_worker_epsilons(2))
     assert all(version == group.weights_seq_no for _, version in held)
 
@@ -200,7 +200,7 @@ def test_runners_filter_with_statistics_merged_from_every_runner(ray_session, al
     group = algo.env_runner_group
     merged = group.env_to_module_state[0]["running_stats"]
     assert merged["n"] >= result["num_env_steps_sampled_lifetime"]  # both runners' observations
-    group.sync_weights(algo._runner_weights())
+    algo.sync_env_runner_weights()
     held = group.foreach_env_runner(lambda r: r.env_to_module.connectors[0].running_stats.n)
     assert all(n >= merged["n"] for n in held)  # each holds the other runner's data as well
 

@@ -1,20 +1,34 @@
-"""The inference-only form of the default MLP, in NumPy, for EnvRunners.
+"""The runners' network: one NumPy MLP built from a default module's state dict, and the
+InferenceModule an EnvRunner acts with (a network, then an action head: action_heads.py).
 
 A runner only needs the policy's forward pass and action sampling. Doing that in NumPy with the
-learner's weights (shipped as arrays) keeps torch out of the runner process: a runner measures
-~60-70 MB (PSS, lesson 04 measures it) and starts in about half a second, where an actor that
-imports torch costs ~120 MB more and seconds (benchmarks/startup_memory.py); and NumPy has less
-per-call overhead on small batches.
-The torch module in `rl_module.py` computes exactly the same distribution (a test checks it).
+learner's weights (shipped as arrays) keeps torch out of the runner process: lesson 04 and
+benchmarks/startup_memory.py measure what a runner costs without torch and with it; and NumPy has
+less per-call overhead on small batches. The torch modules compute exactly the same outputs (tests
+compare them: tests/test_rl_module.py, test_dqn.py, test_sac.py).
+
+The default modules' runner layers are one chain of linear layers with the activation between them:
+
+    PPO, IMPALA (DefaultActorCriticModule)   encoder.* then pi.*  -> logits, or means and log-stds
+    SAC (DefaultSACModule)                   pi.*                 -> means and log-stds
+    DQN (DefaultDQNModule)                   q.encoder.* then q.advantages (+ q.value) -> Q-values
+
+A dueling Q-network's V(s) + A(s, a) - mean_a' A(s, a') is linear in the last features, so its two
+heads fold into one linear layer here. Other keys of the state (value heads, critics, targets) are
+ignored, so a full checkpoint's state works as well as the learner's inference-only weights.
 """
+
+from typing import Protocol
 
 import numpy as np
 
+from rlcourse.core.rl_module.action_heads import ActionHead
 from rlcourse.core.rl_module.default_model_config import SpaceInfo
 
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
 _ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
                "linear": lambda x: x}
+CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")  # the default modules' runner layers
 
 
 def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
@@ -25,30 +39,42 @@ def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
 
 
 def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
-    """`prefix.i` for each linear layer of an nn.Sequential in `state`, in order."""
-    indices = sorted(int(k.split(".")[1]) for k in state
+    """The linear layers under `prefix` in `state`: `prefix` itself, or `prefix.i` of an
+    nn.Sequential, in order."""
+    if f"{prefix}.weight" in state:
+        return [prefix]
+    indices = sorted(int(k[len(prefix) + 1:].split(".")[0]) for k in state
                      if k.startswith(f"{prefix}.") and k.endswith(".weight"))
     return [f"{prefix}.{i}" for i in indices]
 
 
-class NumpyMLPModule:
-    """Policy network of the default actor-critic, forward only. Weights come from `set_state`."""
+def _layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, bias) of a torch linear layer, transposed once here for `x @ w + b`."""
+    if name == "q.advantages" and "q.value.weight" in state:  # dueling: fold V into A
+        w_a, b_a = (np.asarray(state[f"q.advantages.{p}"], dtype=np.float64) for p in ("weight", "bias"))
+        w_v, b_v = (np.asarray(state[f"q.value.{p}"], dtype=np.float64) for p in ("weight", "bias"))
+        weight, bias = w_v + w_a - w_a.mean(axis=0), b_v + b_a - b_a.mean()
+    else:
+        weight, bias = state[f"{name}.weight"], state[f"{name}.bias"]
+    return (np.ascontiguousarray(np.asarray(weight).T, dtype=np.float32),
+            np.asarray(bias, dtype=np.float32))
 
-    def __init__(self, info: SpaceInfo, model_config: dict, seed: int | None = None):
+
+class NumpyMLP:
+    """A default module's runner network, forward only. Weights come from `set_state`."""
+
+    def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
         self.activation = _ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        self.rng = np.random.default_rng(seed)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Take the torch module's `encoder.*` and `pi.*` arrays: one chain of linear layers with the
-        activation between them. Transpose once here, not on every call."""
-        self.layers = [(np.ascontiguousarray(state[f"{name}.weight"].T, dtype=np.float32),
-                        np.asarray(state[f"{name}.bias"], dtype=np.float32))
-                       for prefix in ("encoder", "pi") for name in _linear_layers(state, prefix)]
+        """Take the torch module's arrays (see the chain above)."""
+        self.layers = [_layer(state, name) for prefix in CHAIN
+                       for name in _linear_layers(state, prefix)]
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
-        """Logits (Discrete) or means and log-stds (Box) for a batch of observations."""
+        """Logits or Q-values (Discrete), means and log-stds (Box), for a batch of observations."""
         x = preprocess(obs, self.info)
         *hidden, (w_out, b_out) = self.layers
         for w, b in hidden:
@@ -59,49 +85,35 @@ class NumpyMLPModule:
         x += b_out
         return x
 
+
+class Network(Protocol):
+    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`)."""
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None: ...
+
+    def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+class InferenceModule:
+    """What an EnvRunner acts with: `network` gives the action distribution's inputs, `head`
+    (action_heads.py) turns them into actions, with this module's random generator."""
+
+    def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
+        self.network = network
+        self.head = head
+        self.rng = np.random.default_rng(seed)
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """New weights (only weights: exploration settings are the head's own fields)."""
+        self.network.set_state(state)
+
+    def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
+        return self.network.action_dist_inputs(obs)
+
     def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Sample actions and return them with their log-probabilities."""
-        dist_inputs = self.action_dist_inputs(obs)
-        if self.info.discrete_actions:
-            actions, logp = sample_categorical(dist_inputs, self.rng)
-        else:
-            mean, log_std = split_gaussian(dist_inputs)
-            actions = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape)
-            logp = gaussian_logp(actions, mean, log_std)
-        return {"actions": actions, "action_logp": logp.astype(np.float32)}
+        """Exploring actions (and, for a distribution, their log-probabilities)."""
+        return self.head.explore(self.network.action_dist_inputs(obs), self.rng)
 
     def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Greedy actions: the most likely action, or the Gaussian's mean."""
-        dist_inputs = self.action_dist_inputs(obs)
-        if self.info.discrete_actions:
-            return {"actions": np.argmax(dist_inputs, axis=1)}
-        return {"actions": split_gaussian(dist_inputs)[0]}
-
-
-def sample_categorical(logits: np.ndarray, rng: np.random.Generator
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """One action per row of `logits`, and its log-probability.
-
-    Inverse-CDF sampling: draw u uniformly below the row's total (unnormalized) probability; the
-    action is how many of the first K-1 cumulative probabilities are <= u. One random number per
-    row and no softmax. Ufunc reductions (`np.maximum.reduce`, ...) are used because on the small
-    batches of a runner they cost half of what the array methods (`.max()`, ...) do.
-    """
-    shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)  # exp cannot overflow
-    cdf = np.add.accumulate(np.exp(shifted), axis=1)
-    total = cdf[:, -1]
-    u = rng.random(len(logits)) * total
-    actions = np.add.reduce(cdf[:, :-1] <= u[:, None], axis=1)
-    return actions, shifted[np.arange(len(logits)), actions] - np.log(total)
-
-
-def split_gaussian(dist_inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The means and log-stds of a diagonal Gaussian: the two halves of each row."""
-    half = dist_inputs.shape[1] // 2
-    return dist_inputs[:, :half], dist_inputs[:, half:]
-
-
-def gaussian_logp(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
-    """Log-density of a diagonal Gaussian, summed over action dimensions."""
-    z = (actions - mean) / np.exp(log_std)
-    return np.add.reduce(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi), axis=1)
+        """Greedy actions."""
+        return self.head.greedy(self.network.action_dist_inputs(obs))

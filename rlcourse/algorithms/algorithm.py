@@ -132,7 +132,9 @@ class Algorithm(Checkpointable, EvaluationMixin):
                 for module_id, spaces in self._module_spaces().items():
                     check_same_spaces(env_name(config.env), spaces, [
                         s[module_id] if self.module_spec else s for s in runner_spaces])
-        self.sync_env_runner_weights()
+        # The learners' first weights, read directly: no learner thread runs yet (IMPALA's starts
+        # after this, and its _runner_weights takes the thread's lock).
+        self.sync_env_runner_weights(weights=self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 
     def _module_spaces(self) -> dict[str, tuple]:

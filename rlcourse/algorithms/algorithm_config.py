@@ -13,8 +13,8 @@ import copy
 import math
 from typing import Any
 
-from rlcourse.core.rl_module.action_heads import ActionHead, default_action_head
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import settings_from_spec
 from rlcourse.tune.search_space import check_search_spaces, contains_search_space
 from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings, refuse
@@ -351,7 +351,7 @@ class AlgorithmConfig:
         return dict(self.model_config)
 
     def get_action_head(self, action_space: Any, worker_index: int = 0) -> ActionHead:
-        """How runners turn the network's outputs into actions (core/rl_module/action_heads.py):
+        """How runners turn the network's outputs into actions (core/rl_module/numpy_mlp.py):
         a categorical or diagonal Gaussian here; DQN's and SAC's configs return theirs."""
         return default_action_head(action_space)
 

@@ -11,8 +11,7 @@ by playing into a full column, and no training games are spent learning not to.
 import numpy as np
 import torch
 
-from rlcourse.core.rl_module.action_heads import ActionHead, default_action_head
-from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, NumpyMLP, default_action_head
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 
 MASKED_LOGIT = -1e9  # exp() of it is 0; finite, so 0 * logit stays 0 in the entropy

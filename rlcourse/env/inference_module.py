@@ -1,6 +1,6 @@
 """build_inference_module: the module an EnvRunner (or MultiAgentEnvRunner) acts with.
 
-A network, then the config's action head (core/rl_module/action_heads.py). The default modules'
+A network, then the config's action head (core/rl_module/numpy_mlp.py). The default modules'
 network is the NumPy MLP (core/rl_module/numpy_mlp.py, weights shipped as arrays), so a runner
 process never imports torch for it; a custom `rl_module_class` is a torch module, and the runner
 runs it as its network (`RLModule.get_inference_module`).

@@ -12,7 +12,7 @@ import gymnasium as gym
 
 from rlcourse.algorithms.algorithm_config import NotProvided
 from rlcourse.algorithms.dqn.dqn import DQNConfig
-from rlcourse.core.rl_module.action_heads import EpsilonGreedy
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.utils.validation import check_bool, check_int, check_number, fail
 
 

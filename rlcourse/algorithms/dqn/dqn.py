@@ -13,7 +13,7 @@ import numpy as np
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from rlcourse.core.rl_module.action_heads import EpsilonGreedy
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import check_bool, fail

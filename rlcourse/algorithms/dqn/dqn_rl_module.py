@@ -6,7 +6,7 @@
 The target network `target_q` is a copy of `q` that follows it slowly (`update_target`); it is part
 of the module's state (checkpoints keep it), but runners get only `q` (`get_state(inference_only)`)
 and run it in NumPy (core/rl_module/numpy_mlp.py), picking epsilon-greedy actions
-(`EpsilonGreedy`, core/rl_module/action_heads.py). A custom subclass runs on runners in torch, with
+(`EpsilonGreedy`, core/rl_module/numpy_mlp.py). A custom subclass runs on runners in torch, with
 the same head over its `action_dist_inputs` (the Q-values).
 """
 

@@ -4,7 +4,7 @@ Off-policy like DQN, with DQN's loop (RLlib's SAC subclasses DQN; here each stat
 shared pieces are functions in algorithms/off_policy.py): sample, store every step in a replay
 buffer, replay batches as `training_intensity` says, feed TD errors back as priorities, sync the
 runners. What differs is the policy and the loss: runners sample from a squashed Gaussian
-(`SquashedGaussian`, core/rl_module/action_heads.py), and the learner trains twin critics, the
+(`SquashedGaussian`, core/rl_module/numpy_mlp.py), and the learner trains twin critics, the
 policy and the temperature alpha (`sac_learner.py`) in place of DQN's Q-network.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from rlcourse.core.rl_module.action_heads import SquashedGaussian
+from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import check_bool, check_number, fail
 

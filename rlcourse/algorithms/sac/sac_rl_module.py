@@ -11,7 +11,7 @@ written with 2 * (log 2 - u - softplus(-2u)) for log(1 - tanh(u)^2), which stays
 |u|. The temperature `log_alpha` is a weight of this module (RLlib keeps it in the Learner), so
 checkpoints, the data-parallel learners' broadcast and gradient all-reduce carry it like any weight.
 The env's bounds are buffers, saved with the module. Runners get the policy's weights only: their
-`SquashedGaussian` head (core/rl_module/action_heads.py) takes the bounds from the action space.
+`SquashedGaussian` head (core/rl_module/numpy_mlp.py) takes the bounds from the action space.
 """
 
 import copy

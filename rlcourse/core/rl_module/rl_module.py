@@ -16,9 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlcourse.core.rl_module.action_heads import ActionHead, default_action_head
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.numpy_mlp import InferenceModule
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec  # RLlib's path
 from rlcourse.utils.imports import import_attr
 

@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import ray
@@ -54,6 +55,15 @@ def test_per_worker_epsilons_follow_ape_x_formula():
     assert per_worker_epsilons(3) == pytest.approx([0.4, 0.4 ** 4.5, 0.4 ** 8])
     eps = per_worker_epsilons(8)
     assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
+
+
+def test_each_runner_is_built_with_its_own_epsilon():
+    """Ape-X's per-runner epsilon is fixed: the runner's action head gets it when it is built
+    (runner i takes entry i - 1; the driver's runner, index 0, the first), never with the weights."""
+    config = ApexDQNConfig().env_runners(num_env_runners=3)
+    heads = [config.get_action_head(gym.spaces.Discrete(2), i) for i in range(4)]
+    assert [h.epsilon for h in heads] == pytest.approx([per_worker_epsilons(3)[0],
+                                                        *per_worker_epsilons(3)])
 
 
 def test_a_shard_stores_samples_serves_batches_and_takes_priorities():

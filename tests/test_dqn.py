@@ -227,6 +227,17 @@ def test_the_buffer_stays_out_of_checkpoints_unless_asked(algo_factory, tmp_path
         restored.stop()
 
 
+def test_epsilon_travels_beside_the_weights_not_inside_them(algo_factory):
+    algo = algo_factory(_small_config(0).training(epsilon=[[0, 1.0], [200, 0.1]]))
+    for _ in range(8):
+        algo.train()
+    assert all(k.startswith("q.") for k in algo._runner_weights())  # weights are only weights
+    runner = algo.env_runner_group.local_env_runner
+    assert isinstance(runner.module.head, EpsilonGreedy)
+    assert runner.module.head.epsilon == pytest.approx(algo.current_epsilon())
+    assert algo.current_epsilon() < 1.0
+
+
 def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_session,
                                                                             algo_factory):
     algo = algo_factory(_small_config(2).training(epsilon=[[0, 1.0], [400, 0.1]]))

@@ -1,33 +1,22 @@
 """The runners' network: one NumPy MLP built from a default module's state dict, the action heads
 that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
 
-A runner only needs the policy's forward pass and action sampling. Doing that in NumPy with the
-learner's weights (shipped as arrays) keeps torch out of the runner process: lesson 04 and
-benchmarks/startup_memory.py measure what a runner costs without torch and with it; and NumPy has
-less per-call overhead on small batches. The torch modules compute exactly the same outputs and
-distributions (tests compare them: tests/test_rl_module.py, test_dqn.py, test_sac.py).
-
-The default modules' runner layers are one chain of linear layers with the activation between them:
+NumPy keeps torch out of runner processes (lesson 04 and benchmarks/startup_memory.py measure what
+that saves) and costs less per call on small batches. The torch modules compute the same outputs
+and distributions (tests/test_rl_module.py, test_dqn.py, test_sac.py compare them). The default
+modules' runner layers are one chain of linear layers, the activation between them:
 
     PPO, IMPALA (DefaultActorCriticModule)   encoder.* then pi.*  -> logits, or means and log-stds
     SAC (DefaultSACModule)                   pi.*                 -> means and log-stds
     DQN (DefaultDQNModule)                   q.encoder.* then q.advantages (+ q.value) -> Q-values
 
 A dueling Q-network's V(s) + A(s, a) - mean_a' A(s, a') is linear in the last features, so its two
-heads fold into one linear layer here. Other keys of the state (value heads, critics, targets) are
-ignored, so a full checkpoint's state works as well as the learner's inference-only weights.
-
-The heads (each config picks one: `AlgorithmConfig.get_action_head`):
-
-    Categorical       logits -> a sample (explore) or the argmax (greedy), with log-probabilities
-    DiagGaussian      [mean, log_std] -> mean + std * noise (explore) or the mean, with log-densities
-    EpsilonGreedy     Q-values -> with probability `epsilon` a random action, else the argmax (DQN)
-    SquashedGaussian  [mean, log_std] -> tanh(mean + std * noise), rescaled into [low, high] (SAC)
-
-What a head needs is its own field, set when it is built (SAC's bounds from the action space, Ape-X's
-per-runner epsilon from the runner's index) or, for DQN's scheduled epsilon, sent beside the weights
-(`EnvRunnerGroup.sync_weights(..., epsilon=...)`): weights are only weights.
-A custom torch module runs on runners as the network (`rl_module.TorchNetwork`), with the same heads.
+heads fold into one layer. Other keys (value heads, critics, targets) are ignored. The heads, one
+per config (`AlgorithmConfig.get_action_head`): Categorical, DiagGaussian (PPO, IMPALA),
+EpsilonGreedy (DQN, Ape-X), SquashedGaussian (SAC). A head's settings are its own fields, set when
+it is built (SAC's bounds from the action space, an Ape-X runner's epsilon from its index) or, for
+DQN's scheduled epsilon, sent beside the weights (`EnvRunnerGroup.sync_weights(..., epsilon=...)`):
+weights are only weights. A custom torch module is the network instead (`rl_module.TorchNetwork`).
 """
 
 from typing import Protocol

@@ -132,11 +132,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
             self.env_to_module_state = env_to_module_state
         self.epsilon = epsilon
         state = self.env_to_module_state
-        connectors = {} if state is None else {"env_to_module_state": state}
+        beside_weights = {} if state is None else {"env_to_module_state": state}
         if epsilon is not None:
-            connectors["epsilon"] = epsilon
+            beside_weights["epsilon"] = epsilon
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, self.weights_seq_no, **connectors)
+            self.local_env_runner.set_weights(weights, self.weights_seq_no, **beside_weights)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
             self._env_to_module_ref = None if state is None else ray.put(state)

@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import ray
@@ -56,6 +57,15 @@ def test_per_worker_epsilons_follow_ape_x_formula():
     assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
 
 
+def test_each_runner_is_built_with_its_own_epsilon():
+    """Ape-X's per-runner epsilon is fixed: the runner's action head gets it when it is built
+    (runner i takes entry i - 1; the driver's runner, index 0, the first), never with the weights."""
+    config = ApexDQNConfig().env_runners(num_env_runners=3)
+    heads = [config.get_action_head(gym.spaces.Discrete(2), i) for i in range(4)]
+    assert [h.epsilon for h in heads] == pytest.approx([per_worker_epsilons(3)[0],
+                                                        *per_worker_epsilons(3)])
+
+
 def test_a_shard_stores_samples_serves_batches_and_takes_priorities():
     shard = ReplayActor(RB, seed=0)
     answer = shard.add_sample(_sample(40))
@@ -81,7 +91,7 @@ def test_epsilons_reach_runners_and_samples_flow_through_the_shards(ray_session,
     results = [algo.train() for _ in range(4)]
     result = results[-1]
     assert result["env_runners"]["epsilons"] == pytest.approx(per_worker_epsilons(2))
-    held = algo.env_runner_group.foreach_env_runner(lambda runner: runner.module.epsilon)
+    held = algo.env_runner_group.foreach_env_runner(lambda runner: runner.module.head.epsilon)
     assert held == pytest.approx(per_worker_epsilons(2))
     sampled = result["num_env_steps_sampled_lifetime"]
     stored = result["replay_shards"]["num_env_steps_stored"]
@@ -161,7 +171,7 @@ def test_a_killed_runner_comes_back_with_its_own_epsilon_and_the_weights(ray_ses
         result = algo.train()
     assert result["env_runners"]["num_env_runner_restarts"] == 1
     assert result["learners"]["default_policy"]["num_updates"] > 0
-    held = group.foreach_env_runner(lambda runner: (runner.module.epsilon, runner.weights_seq_no))
+    held = group.foreach_env_runner(lambda runner: (runner.module.head.epsilon, runner.weights_seq_no))
     assert [eps for eps, _ in held] == pytest.approx(per_worker_epsilons(2))
     assert all(version == group.weights_seq_no for _, version in held)
 
@@ -200,7 +210,7 @@ def test_runners_filter_with_statistics_merged_from_every_runner(ray_session, al
     group = algo.env_runner_group
     merged = group.env_to_module_state[0]["running_stats"]
     assert merged["n"] >= result["num_env_steps_sampled_lifetime"]  # both runners' observations
-    group.sync_weights(algo._runner_weights())
+    algo.sync_env_runner_weights()
     held = group.foreach_env_runner(lambda r: r.env_to_module.connectors[0].running_stats.n)
     assert all(n >= merged["n"] for n in held)  # each holds the other runner's data as well
 

@@ -12,7 +12,7 @@ from conftest import small_impala, small_ppo
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
+from rlcourse.core.rl_module.numpy_mlp import NumpyMLP
 from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError, read_checkpoint
 
 pytestmark = pytest.mark.timeout(300)
@@ -92,8 +92,7 @@ def test_after_a_restore_every_remote_runner_acts_with_the_restored_weights(
     algo = algo_factory(config)
     algo.train()
     _, tensors = read_checkpoint(checkpoint)
-    restored = NumpyMLPModule(space_info(algo.observation_space, algo.action_space),
-                              config.model_config)
+    restored = NumpyMLP(space_info(algo.observation_space, algo.action_space), config.model_config)
     restored.set_state({k: v.numpy() for k, v in tensors["learner.pt"]["module"].items()})
     obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
     expected = restored.action_dist_inputs(obs)

@@ -17,8 +17,9 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
 from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
-from rlcourse.algorithms.dqn.numpy_q_module import NumpyQModule, TorchQInferenceModule
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
+from rlcourse.core.rl_module.rl_module import TorchNetwork
+from rlcourse.env.inference_module import build_inference_module
 from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import ConfigError
 
@@ -73,14 +74,17 @@ def test_runners_numpy_q_network_matches_the_learners(dueling):
     learner = DQNLearner(config, space, ACT_SPACE)
     weights = learner.get_weights(inference_only=True)
     assert all(k.startswith("q.") for k in weights) and ("q.value.weight" in weights) == dueling
-    runner_module = NumpyQModule(space_info(space, ACT_SPACE), config.get_model_config(), seed=0)
-    runner_module.set_state({**weights, "epsilon": np.float32(0.0)})
+    runner_module = build_inference_module(config, space, ACT_SPACE, seed=0)
+    assert isinstance(runner_module.head, EpsilonGreedy) and runner_module.head.epsilon == 1.0
+    runner_module.set_state(weights)
+    runner_module.head.epsilon = 0.0
     obs = np.random.default_rng(0).uniform(-1, 1, (64, 4)).astype(np.float32)
     expected = learner.module.compute_q_values(torch.as_tensor(obs)).detach().numpy()
-    np.testing.assert_allclose(runner_module.q_values(obs), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runner_module.action_dist_inputs(obs), expected, rtol=1e-5,
+                               atol=1e-6)
     greedy = expected.argmax(axis=1)
     assert (runner_module.forward_exploration(obs)["actions"] == greedy).all()  # epsilon 0
-    runner_module.set_state({**weights, "epsilon": np.float32(1.0)})
+    runner_module.head.epsilon = 1.0
     random_actions = runner_module.forward_exploration(np.repeat(obs[:1], 3000, axis=0))["actions"]
     assert np.bincount(random_actions, minlength=3).min() > 900  # uniform over the 3 actions
 
@@ -88,7 +92,7 @@ def test_runners_numpy_q_network_matches_the_learners(dueling):
 def test_dqn_config_and_its_runner_import_no_torch():
     """Runners stay light with DQN too: the config validates and a runner acts without torch."""
     assert runner_module_in_a_fresh_process("rlcourse.algorithms.dqn.DQNConfig", "CartPole-v1") == (
-        "NumpyQModule", False)
+        "InferenceModule", False)
 
 
 def test_epsilon_schedule_is_piecewise_linear():
@@ -136,8 +140,8 @@ def test_a_custom_dqn_module_acts_epsilon_greedily_on_runners(algo_factory):
         result = algo.train()
     assert result["learners"]["default_policy"]["num_updates"] > 0
     runner_module = algo.env_runner_group.local_env_runner.module
-    assert isinstance(runner_module, TorchQInferenceModule)
-    assert runner_module.epsilon == pytest.approx(algo.current_epsilon())
+    assert isinstance(runner_module.network, TorchNetwork)
+    assert runner_module.head.epsilon == pytest.approx(algo.current_epsilon())
     obs = np.random.default_rng(0).uniform(-0.2, 0.2, (32, 4)).astype(np.float32)
     np.testing.assert_array_equal(runner_module.forward_inference(obs)["actions"],
                                   algo.compute_actions(obs))
@@ -223,6 +227,17 @@ def test_the_buffer_stays_out_of_checkpoints_unless_asked(algo_factory, tmp_path
         restored.stop()
 
 
+def test_epsilon_travels_beside_the_weights_not_inside_them(algo_factory):
+    algo = algo_factory(_small_config(0).training(epsilon=[[0, 1.0], [200, 0.1]]))
+    for _ in range(8):
+        algo.train()
+    assert all(k.startswith("q.") for k in algo._runner_weights())  # weights are only weights
+    runner = algo.env_runner_group.local_env_runner
+    assert isinstance(runner.module.head, EpsilonGreedy)
+    assert runner.module.head.epsilon == pytest.approx(algo.current_epsilon())
+    assert algo.current_epsilon() < 1.0
+
+
 def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_session,
                                                                             algo_factory):
     algo = algo_factory(_small_config(2).training(epsilon=[[0, 1.0], [400, 0.1]]))
@@ -242,7 +257,7 @@ def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_
     epsilon = algo.current_epsilon()
     assert epsilon < 1.0
     # (A lambda: cloudpickle ships it by value; runner actors cannot import this test module.)
-    held = group.foreach_env_runner(lambda runner: (runner.module.epsilon, runner.weights_seq_no))
+    held = group.foreach_env_runner(lambda runner: (runner.module.head.epsilon, runner.weights_seq_no))
     for runner_epsilon, version in held:
         assert runner_epsilon == pytest.approx(epsilon) and version == group.weights_seq_no
 

@@ -177,7 +177,7 @@ def test_gpu_runner_actors_ask_ray_for_their_gpus():
 def test_a_runner_keeps_a_custom_torch_module_on_its_device():
     config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule)
     runner = EnvRunner(config, config.get_env_creator())
-    assert runner.module.module.device == torch.device("cpu")
+    assert runner.module.network.module.device == torch.device("cpu")
     runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
                        .get_state(inference_only=True))
     episodes = runner.sample(num_timesteps=20)
@@ -198,7 +198,7 @@ def test_a_gpu_runner_runs_its_torch_module_on_cuda():
     config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule).env_runners(
         num_gpus_per_env_runner=0.5)
     runner = EnvRunner(config, config.get_env_creator())
-    assert runner.module.module.device.type == "cuda"
+    assert runner.module.network.module.device.type == "cuda"
     runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
                        .get_state(inference_only=True))
     assert sum(map(len, runner.sample(num_timesteps=40))) >= 40

@@ -13,7 +13,7 @@ import ray
 from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
+from rlcourse.core.rl_module.numpy_mlp import InferenceModule
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.multi_agent_env import MultiAgentEnv
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
@@ -47,8 +47,8 @@ def by_player(agent_id, episode):
 
 def test_one_forward_pass_per_module_per_step(monkeypatch):
     calls = []
-    forward = NumpyMLPModule.forward_exploration
-    monkeypatch.setattr(NumpyMLPModule, "forward_exploration",
+    forward = InferenceModule.forward_exploration
+    monkeypatch.setattr(InferenceModule, "forward_exploration",
                         lambda self, obs: calls.append((id(self), len(obs))) or forward(self, obs))
     config = make_config("MeetingGrid", policies={"a", "b"}, mapping=by_player, num_envs=3)
     runner = MultiAgentEnvRunner(config, config.get_env_creator())

@@ -90,7 +90,7 @@ def test_policies_not_to_train_keep_their_weights_and_optimizer(algo_factory):
     assert not learners["p1"].optimizer.state and learners["p0"].optimizer.state
     # The runners act with the learner's weights of both (the frozen one included).
     runner = algo.env_runner_group.local_env_runner
-    np.testing.assert_array_equal(runner.modules["p1"].layers[0][0],
+    np.testing.assert_array_equal(runner.modules["p1"].network.layers[0][0],
                                   before["p1"]["pi.0.weight"].T)
 
 
@@ -114,7 +114,7 @@ def test_remote_runners_and_two_learners_train_every_module_identically(ray_sess
         assert same(states[0][mid], states[1][mid])
     # The runners got the new weights of both modules.
     runner_p1 = algo.env_runner_group.foreach_env_runner(
-        lambda runner: runner.modules["p1"].layers[0][0].copy())
+        lambda runner: runner.modules["p1"].network.layers[0][0].copy())
     np.testing.assert_allclose(runner_p1[0], states[0]["p1"]["pi.0.weight"].T)
 
 

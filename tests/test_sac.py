@@ -15,12 +15,11 @@ from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.sac import SACConfig
-from rlcourse.algorithms.sac.numpy_sac_module import NumpySACModule, TorchSACInferenceModule
 from rlcourse.algorithms.sac.sac_learner import SACLearner
 from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule, squashed_gaussian_logp
-from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
-from rlcourse.core.rl_module.rl_module import RLModule
+from rlcourse.core.rl_module.rl_module import RLModule, TorchNetwork
+from rlcourse.env.inference_module import build_inference_module
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
@@ -153,10 +152,8 @@ def test_runners_numpy_policy_matches_the_learners_module():
     obs_space = gym.spaces.Box(-1, 1, (4,), np.float32)
     learner = SACLearner(config, obs_space, ACT_SPACE)
     weights = learner.get_weights(inference_only=True)
-    assert set(weights) == {"action_low", "action_high"} | {
-        k for k in learner.get_weights() if k.startswith("pi.")}
-    runner_module = NumpySACModule(space_info(obs_space, ACT_SPACE), config.get_model_config(),
-                                   seed=3)
+    assert set(weights) == {k for k in learner.get_weights() if k.startswith("pi.")}  # no bounds
+    runner_module = build_inference_module(config, obs_space, ACT_SPACE, seed=3)
     runner_module.set_state(weights)
     obs = np.random.default_rng(0).uniform(-1, 1, (64, 4)).astype(np.float32)
     module = learner.module
@@ -178,7 +175,7 @@ def test_runners_numpy_policy_matches_the_learners_module():
 def test_sac_config_and_its_runner_import_no_torch():
     """Runners stay light with SAC too: the config validates and a runner acts without torch."""
     assert runner_module_in_a_fresh_process("rlcourse.algorithms.sac.SACConfig", "Pendulum-v1") == (
-        "NumpySACModule", False)
+        "InferenceModule", False)
 
 
 @pytest.mark.parametrize("settings, setting, words", [
@@ -284,7 +281,7 @@ def test_a_custom_sac_module_acts_with_its_torch_policy_on_runners(algo_factory)
         result = algo.train()
     assert result["learners"]["default_policy"]["num_updates"] > 0
     runner_module = algo.env_runner_group.local_env_runner.module
-    assert isinstance(runner_module, TorchSACInferenceModule)
+    assert isinstance(runner_module.network, TorchNetwork)
     obs = np.random.default_rng(0).uniform(-1, 1, (32, 3)).astype(np.float32)
     np.testing.assert_allclose(runner_module.forward_inference(obs)["actions"],
                                algo.compute_actions(obs), rtol=1e-5, atol=1e-6)

@@ -132,7 +132,9 @@ class Algorithm(Checkpointable, EvaluationMixin):
                 for module_id, spaces in self._module_spaces().items():
                     check_same_spaces(env_name(config.env), spaces, [
                         s[module_id] if self.module_spec else s for s in runner_spaces])
-        self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
+        # The learners' first weights, read directly: no learner thread runs yet (IMPALA's starts
+        # after this, and its _runner_weights takes the thread's lock).
+        self.sync_env_runner_weights(weights=self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 
     def _module_spaces(self) -> dict[str, tuple]:
@@ -219,6 +221,23 @@ class Algorithm(Checkpointable, EvaluationMixin):
         """The learner's current weights in the form runners use (no value network)."""
         return self.learner_group.get_weights(inference_only=True)
 
+    def runner_epsilon(self) -> float | None:
+        """The epsilon that epsilon-greedy runners explore with now, sent beside the weights (DQN:
+        its schedule's); None: the runners' action heads need none."""
+        return None
+
+    def sync_env_runner_weights(self, group: EnvRunnerGroup | None = None, *,
+                                weights: dict[str, Any] | None = None,
+                                weights_seq_no: int | None = None,
+                                env_to_module_state: list | None = None) -> None:
+        """The one way weights reach runners (setup, every training_step, restores,
+        set_module_weights, evaluation): `weights` (default: the learners' now) and, beside them,
+        `runner_epsilon()`, to `group` (default: the training runners). See
+        EnvRunnerGroup.sync_weights for `weights_seq_no` and `env_to_module_state`."""
+        group = self.env_runner_group if group is None else group
+        group.sync_weights(self._runner_weights() if weights is None else weights, weights_seq_no,
+                           env_to_module_state, epsilon=self.runner_epsilon())
+
     def get_module(self, module_id: str | None = None):
         """The trained torch RLModule (multi-agent: the MultiRLModule, or its `module_id` module):
         the Learner's own when it runs in this process, else a copy."""
@@ -240,7 +259,7 @@ class Algorithm(Checkpointable, EvaluationMixin):
         frozen snapshot so); single-agent: the module's weights."""
         self._check_usable()
         self.learner_group.set_weights(weights)
-        self.env_runner_group.sync_weights(self._runner_weights())
+        self.sync_env_runner_weights()
 
     def _copy_of_module(self):
         if self.module_spec is not None:

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import settings_from_spec
 from rlcourse.tune.search_space import check_search_spaces, contains_search_space
 from rlcourse.utils.deprecation import RENAMED_SETTERS, checked_settings, refuse
@@ -39,7 +40,6 @@ class AlgorithmConfig:
     learner_class: str = ""  # "module:Class" of its Learner (imported only where learners run)
     # The module built when rl_module_class is None: torch on learners, its NumPy form on runners.
     default_rl_module_class = "rlcourse.core.rl_module.rl_module:DefaultActorCriticModule"
-    default_inference_module_class = "rlcourse.core.rl_module.numpy_mlp:NumpyMLPModule"
     # The default module's settings; rl_module(model_config=...) changes only the keys it names.
     default_model_config: dict = DEFAULT_MODEL_CONFIG
 
@@ -349,6 +349,11 @@ class AlgorithmConfig:
         """`model_config` plus the algorithm settings its module reads (RLlib's
         `_model_config_auto_includes`; DQN's module reads `dueling`)."""
         return dict(self.model_config)
+
+    def get_action_head(self, action_space: Any, worker_index: int = 0) -> ActionHead:
+        """How runners turn the network's outputs into actions (core/rl_module/numpy_mlp.py):
+        a categorical or diagonal Gaussian here; DQN's and SAC's configs return theirs."""
+        return default_action_head(action_space)
 
     def get_env_creator(self):
         from rlcourse.env.registry import get_env_creator

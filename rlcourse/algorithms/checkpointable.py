@@ -80,9 +80,8 @@ class Checkpointable:
         self.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
         if evaluation is not None and eval_group is not None:
             eval_group.set_state(evaluation)
-        self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True),
-                                           algo["weights_seq_no"],
-                                           algo.get("env_to_module_state"))  # None: none saved
+        self.sync_env_runner_weights(weights_seq_no=algo["weights_seq_no"],
+                                     env_to_module_state=algo.get("env_to_module_state"))
 
     def save_to_path(self, path: str | os.PathLike) -> str:
         """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""

@@ -42,7 +42,8 @@ class EvaluationMixin:
             self.eval_env_runner_group = self._build_eval_group()
         self.callbacks.on_evaluate_start(algorithm=self)
         group = self.eval_env_runner_group
-        group.sync_weights(weights, env_to_module_state=self.env_runner_group.env_to_module_state)
+        self.sync_env_runner_weights(group, weights=weights,
+                                     env_to_module_state=self.env_runner_group.env_to_module_state)
         duration = self.config.evaluation_duration
         start = time.perf_counter()
         if self.config.evaluation_duration_unit == "episodes":

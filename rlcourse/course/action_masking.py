@@ -11,7 +11,7 @@ by playing into a full column, and no training games are spent learning not to.
 import numpy as np
 import torch
 
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLPModule
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, NumpyMLP, default_action_head
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 
 MASKED_LOGIT = -1e9  # exp() of it is 0; finite, so 0 * logit stays 0 in the entropy
@@ -26,13 +26,15 @@ class ActionMaskingModule(DefaultActorCriticModule):
         full = self._obs(batch)[:, :logits.shape[-1]] != 0
         return {**out, "action_dist_inputs": logits.masked_fill(full, MASKED_LOGIT)}
 
-    def get_inference_module(self, seed: int | None = None) -> "NumpyActionMaskingModule":
+    def get_inference_module(self, head: ActionHead | None = None, seed: int | None = None
+                             ) -> InferenceModule:
         """Runners act in NumPy, as with the default module (fast on small batches)."""
-        return NumpyActionMaskingModule(self.info, self.model_config, seed)
+        return InferenceModule(NumpyMaskedMLP(self.info, self.model_config),
+                               head or default_action_head(self.action_space), seed)
 
 
-class NumpyActionMaskingModule(NumpyMLPModule):
-    """The runners' forward pass of `ActionMaskingModule`: the same mask on the NumPy MLP."""
+class NumpyMaskedMLP(NumpyMLP):
+    """The runners' network of `ActionMaskingModule`: the same mask on the NumPy MLP."""
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         logits = super().action_dist_inputs(obs)

@@ -58,9 +58,7 @@ class EnvRunner(EnvRunnerStateMixin):
             config, self.env.single_observation_space, self.action_space, self.env)
         self.observation_space = self.env_to_module.observation_space
         self.module = build_inference_module(config, self.observation_space, self.action_space,
-                                             self.seed)
-        if hasattr(self.module, "worker_index"):  # per-runner settings (Ape-X's epsilons)
-            self.module.worker_index = worker_index
+                                             self.seed, worker_index)
         self.callbacks = config.callbacks_class() if config.callbacks_class else None
         self.hooks = (EpisodeHooks(self) if self.callbacks and any(
             overrides(self.callbacks, hook) for hook in EPISODE_HOOKS) else None)
@@ -78,16 +76,18 @@ class EnvRunner(EnvRunnerStateMixin):
     # -- weights and health -----------------------------------------------------------------
 
     def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int | None = None,
-                    env_to_module_state: list | None = None) -> None:
+                    env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         """Load new policy weights as version `weights_seq_no` (default: the next version), and the
-        connectors' merged statistics sent with them. From a remote group they arrive as ObjectRefs
-        that Ray resolves. Versions not newer than the one held are ignored, so a late delivery
-        never replaces newer weights."""
+        connectors' merged statistics and the epsilon (of an epsilon-greedy action head: DQN's)
+        sent with them. From a remote group they arrive as ObjectRefs that Ray resolves. Versions
+        not newer than the one held are ignored, so a late delivery never replaces newer weights."""
         if weights_seq_no is None:
             weights_seq_no = self.weights_seq_no + 1
         if weights_seq_no > self.weights_seq_no:
             self.module.set_state(weights)
             self.env_to_module.set_state(env_to_module_state)
+            if epsilon is not None:
+                self.module.head.epsilon = epsilon
             self.weights_seq_no = weights_seq_no
 
     def _initialize_weights(self) -> None:
@@ -137,14 +137,14 @@ class EnvRunner(EnvRunnerStateMixin):
 
     def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
                                weights_seq_no: int = -1, env_to_module_state: list | None = None,
-                               **kwargs) -> SampleResult:
+                               epsilon: float | None = None, **kwargs) -> SampleResult:
         """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
 
         The group's requests carry its latest weights (one ObjectRef, resolved by Ray), so a runner
         that Ray has just restarted, and that missed the last sync_weights, catches up first.
         """
         if weights is not None:
-            self.set_weights(weights, weights_seq_no, env_to_module_state)
+            self.set_weights(weights, weights_seq_no, env_to_module_state, epsilon)
         episodes = self.sample(**kwargs)
         return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid(),
                             self.env_to_module.pop_buffers())

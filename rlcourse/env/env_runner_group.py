@@ -71,6 +71,7 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
         self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated)
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
+        self.epsilon: float | None = None  # sent with the weights to epsilon-greedy runners
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
         self._in_flight: dict[ray.ObjectRef, int] = {}  # async request -> runner (async_sampling.py)
@@ -113,7 +114,8 @@ class EnvRunnerGroup(AsyncSamplingMixin):
     # -- weights ----------------------------------------------------------------------------
 
     def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
-                     env_to_module_state: list | None = None) -> None:
+                     env_to_module_state: list | None = None, epsilon: float | None = None
+                     ) -> None:
         """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
 
         The calls are not waited for, yet whatever a runner is asked after this, it answers with
@@ -122,15 +124,19 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         one, or `weights_seq_no` if that is later (IMPALA numbers versions by learner updates), so
         weights restored from a checkpoint are never ignored as "older" by a runner.
         The connectors' merged statistics go with them (`env_to_module_state`, if given, replaces
-        them first: a checkpoint's, or the training runners' for evaluation runners).
+        them first: a checkpoint's, or the training runners' for evaluation runners). So does
+        `epsilon`, the exploration of epsilon-greedy runners (DQN's schedule; None: none to send).
         """
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if env_to_module_state is not None:
             self.env_to_module_state = env_to_module_state
+        self.epsilon = epsilon
         state = self.env_to_module_state
-        connectors = {} if state is None else {"env_to_module_state": state}
+        beside_weights = {} if state is None else {"env_to_module_state": state}
+        if epsilon is not None:
+            beside_weights["epsilon"] = epsilon
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, self.weights_seq_no, **connectors)
+            self.local_env_runner.set_weights(weights, self.weights_seq_no, **beside_weights)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
             self._env_to_module_ref = None if state is None else ray.put(state)
@@ -140,11 +146,14 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                     self._weights_ref, self.weights_seq_no, **self._connector_kwargs())
                 for i, healthy in enumerate(self.health.healthy) if healthy]
 
-    def _connector_kwargs(self) -> dict[str, ray.ObjectRef]:
-        """The merged connector statistics for a runner call, if there are any (a
-        MultiAgentEnvRunner, which has no connectors, never gets them)."""
+    def _connector_kwargs(self) -> dict[str, Any]:
+        """The merged connector statistics and the epsilon for a runner call, where there are any
+        (a MultiAgentEnvRunner, which has no connectors, never gets them)."""
         ref = self._env_to_module_ref
-        return {} if ref is None else {"env_to_module_state": ref}
+        kwargs: dict[str, Any] = {} if ref is None else {"env_to_module_state": ref}
+        if self.epsilon is not None:
+            kwargs["epsilon"] = self.epsilon
+        return kwargs
 
     def _merge_env_to_module_buffers(self, buffers: list | None) -> None:
         """Add a runner's new connector statistics to the merged ones."""

@@ -20,17 +20,17 @@ import numpy as np
 import ray
 from ray.exceptions import GetTimeoutError, RayError
 
+from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.apex_dqn.apex_dqn_config import ApexDQNConfig, per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
-from rlcourse.algorithms.dqn.dqn import DQN
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import fail
 
 SHARD_STARTUP_TIMEOUT_S = 60
 
 
-class ApexDQN(DQN):
+class ApexDQN(Algorithm):
     """Sample, store, replay and learn, all at once; one `train()` lasts at least
     `min_sample_timesteps_per_iteration` env steps and, once learning started, one update."""
 
@@ -38,8 +38,8 @@ class ApexDQN(DQN):
     def get_default_config(cls) -> ApexDQNConfig:
         return ApexDQNConfig()
 
-    def setup(self, config) -> None:
-        Algorithm.setup(self, config)  # not DQN.setup: the replay memory lives in the shards
+    def setup(self, config: ApexDQNConfig) -> None:
+        super().setup(config)  # each runner was built with its own epsilon (ApexDQNConfig)
         self.epsilons = per_worker_epsilons(config.num_env_runners)
         rb = {k: v for k, v in config.replay_buffer_config.items()
               if k != "num_replay_buffer_shards"}
@@ -62,17 +62,20 @@ class ApexDQN(DQN):
         self._update_credit = 0.0  # replay batches owed to training_intensity
         self._steps_since_sync = 0
         self._sampled_lifetime = 0
-        self._rng = np.random.default_rng(config.seed)
-        self.env_runner_group.sync_weights(self._runner_weights())
+        self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
 
     def current_epsilon(self) -> float:
         """Runner 1's epsilon, the largest (used by compute_actions(explore=True))."""
         return self.epsilons[0]
 
-    def _runner_weights(self) -> dict[str, np.ndarray]:
-        """The Q-network's weights and every runner's epsilon; runner i takes entry i - 1."""
-        return {**Algorithm._runner_weights(self),
-                "epsilon": np.asarray(self.epsilons, dtype=np.float32)}
+    def compute_actions(self, observations: np.ndarray, explore: bool = False,
+                        module_id: str | None = None) -> np.ndarray:
+        """Greedy actions; with `explore`, epsilon-greedy ones with runner 1's epsilon."""
+        actions = super().compute_actions(observations, explore=False, module_id=module_id)
+        if explore:
+            actions = off_policy.epsilon_greedy(actions, self.current_epsilon(), self.action_space,
+                                                self._rng)
+        return actions
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -113,9 +116,9 @@ class ApexDQN(DQN):
                 for _, answer in self._collect(self._priority_updates):
                     if isinstance(answer, Exception):  # a shard died: its replay memory is lost
                         raise answer
-                # 5. Weights and each runner's epsilon, every max_weight_sync_delay env steps.
+                # 5. New weights to the runners, every max_weight_sync_delay env steps.
                 if learner_results and self._steps_since_sync >= cfg.max_weight_sync_delay:
-                    group.sync_weights(self._runner_weights())
+                    self.sync_env_runner_weights()
                     self._steps_since_sync = 0
                 # 6. Wait until any request is done.
                 pending = (group.in_flight_sample_requests + list(self._adds)
@@ -157,10 +160,9 @@ class ApexDQN(DQN):
         return steps
 
     def _learning_started(self) -> bool:
-        cfg = self.config
-        return (self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime
-                >= cfg.num_steps_sampled_before_learning_starts
-                and max(self._shard_sizes) >= cfg.total_train_batch_size)
+        return off_policy.learning_started(
+            self.config, self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime,
+            max(self._shard_sizes))
 
     def _request_replay_batches(self) -> None:
         cfg = self.config
@@ -195,11 +197,8 @@ class ApexDQN(DQN):
         env_runner_results = self.episode_stats.add(runner_metrics)
         env_runner_results.update(epsilons=list(self.epsilons),
                                   num_sample_requests_in_flight_max=peak["sample"])
-        trained = sum(r["num_env_steps_trained"] for r in learner_results)
-        self.num_env_steps_trained_lifetime += trained
-        learner = {k: float(np.mean([r[k] for r in learner_results]))
-                   for k in learner_results[0]} if learner_results else {}
-        learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
+        learner = off_policy.mean_learner_results(learner_results)
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
         return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
                 "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
                                   "num_replay_requests_in_flight_max": peak["replay"],
@@ -208,7 +207,7 @@ class ApexDQN(DQN):
     # -- checkpoints: the shards are saved only with store_buffer_in_checkpoints --------------
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        state, tensors = Algorithm.get_state(self)
+        state, tensors = super().get_state()
         shards = (ray.get([s.get_state.remote() for s in self.replay_shards])
                   if self.config.store_buffer_in_checkpoints else None)
         state["apex_dqn"] = {"update_credit": self._update_credit,
@@ -221,14 +220,13 @@ class ApexDQN(DQN):
             raise CheckpointError(f"The checkpoint holds {len(saved)} replay shards, this algorithm "
                                   f"{len(self.replay_shards)}: use the checkpoint's "
                                   "replay_buffer_config, or Algorithm.from_checkpoint(path).")
-        Algorithm.set_state(self, state, tensors)
+        super().set_state(state, tensors)
         self._update_credit = state["apex_dqn"]["update_credit"]
         self._steps_since_sync = state["apex_dqn"]["steps_since_sync"]
         self._replay_requests.clear()  # drawn before the restore: never learned from
         if saved is not None:
             ray.get([s.set_state.remote(b) for s, b in zip(self.replay_shards, saved, strict=True)])
             self._shard_sizes = [b["capacity"] - len(b["free"]) for b in saved]
-        self.env_runner_group.sync_weights(self._runner_weights())  # with every runner's epsilon
 
     def stop(self) -> None:
         """Stop runners and learners, then end the replay shards (their memory goes with them)."""

@@ -1,4 +1,5 @@
-"""ApexDQNConfig: DQN's settings plus Ape-X's (RLlib's names), and the per-runner epsilons.
+"""ApexDQNConfig: DQN's settings plus Ape-X's (RLlib's names), and the per-runner epsilons (each
+runner's action head is built with its own: `get_action_head`).
 
 `replay_buffer_config` takes `num_replay_buffer_shards` (replay actors); its `capacity` is per shard.
 The replay ratio (`training_intensity`) is a ceiling for the learner, not a brake on the runners,
@@ -7,8 +8,11 @@ unless `throttle_sampling_to_training_intensity` says so.
 
 from typing import Any
 
+import gymnasium as gym
+
 from rlcourse.algorithms.algorithm_config import NotProvided
 from rlcourse.algorithms.dqn.dqn import DQNConfig
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.utils.validation import check_bool, check_int, check_number, fail
 
 
@@ -63,6 +67,13 @@ class ApexDQNConfig(DQNConfig):
             min_sample_timesteps_per_iteration=min_sample_timesteps_per_iteration,
             num_cpus_per_replay_shard=num_cpus_per_replay_shard,
             throttle_sampling_to_training_intensity=throttle_sampling_to_training_intensity)
+
+    def get_action_head(self, action_space: gym.spaces.Discrete, worker_index: int = 0
+                        ) -> EpsilonGreedy:
+        """Epsilon-greedy with runner `worker_index`'s own, fixed epsilon (runner i takes entry
+        i - 1 of `per_worker_epsilons`; a runner in the driver, index 0, takes the first)."""
+        epsilons = per_worker_epsilons(self.num_env_runners)
+        return EpsilonGreedy(int(action_space.n), epsilons[max(worker_index - 1, 0) % len(epsilons)])
 
     def validate(self) -> None:
         if not (isinstance(self.num_env_runners, int) and self.num_env_runners >= 1):

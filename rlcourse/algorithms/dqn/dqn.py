@@ -10,17 +10,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.env.registry import env_name, probe_spaces
-from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.schedules import scheduled_value
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
-
-REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
-                  "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}
-REPLAY_BUFFER_KEYS = {"type", "capacity", "alpha", "beta"}
+from rlcourse.utils.validation import check_bool, fail
 
 
 class DQNConfig(AlgorithmConfig):
@@ -30,7 +26,6 @@ class DQNConfig(AlgorithmConfig):
     algo_class = "rlcourse.algorithms.dqn.dqn:DQN"
     learner_class = "rlcourse.algorithms.dqn.dqn_learner:DQNLearner"
     default_rl_module_class = "rlcourse.algorithms.dqn.dqn_rl_module:DefaultDQNModule"
-    default_inference_module_class = "rlcourse.algorithms.dqn.numpy_q_module:NumpyQModule"
     # Not RLlib's [256, 256]: the CartPole figures above were measured with [64, 64], which updates
     # several times faster on two cores. (vf_share_layers is PPO's and IMPALA's: DQN has no vf.)
     default_model_config = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
@@ -87,12 +82,18 @@ class DQNConfig(AlgorithmConfig):
     def get_model_config(self) -> dict:
         return {**self.model_config, "dueling": self.dueling}
 
+    def get_action_head(self, action_space: gym.spaces.Discrete, worker_index: int = 0
+                        ) -> EpsilonGreedy:
+        """Epsilon-greedy over the Q-values; the algorithm sends the schedule's epsilon with each
+        weights sync (`DQN.runner_epsilon`)."""
+        return EpsilonGreedy(int(action_space.n))
+
     def validate(self) -> None:
         super().validate()
         check_bool(self, "double_q", "True (the online net picks the next action) or False")
         check_bool(self, "dueling", "True (value + advantage heads) or False")
-        check_replay_settings(self, tau_hint="1.0 copies the online network into the target; "
-                              "0.005 moves it slowly.")
+        off_policy.check_replay_settings(self, tau_hint="1.0 copies the online network into the "
+                                         "target; 0.005 moves it slowly.")
         if self.rl_module_class is not None:
             from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
             if not issubclass(self.rl_module_class, DefaultDQNModule):
@@ -122,39 +123,7 @@ class DQNConfig(AlgorithmConfig):
 
     def _check_replay_buffer_config(self) -> None:
         """A hook: ApexDQNConfig overrides it to accept its shard count."""
-        check_replay_buffer_config(self)
-
-
-def check_replay_settings(config: AlgorithmConfig, tau_hint: str) -> None:
-    """The settings every replay-based algorithm shares (DQN, SAC): n-step returns, target updates,
-    when learning starts, the replay ratio, and whether checkpoints hold the buffer."""
-    check_bool(config, "store_buffer_in_checkpoints", "True or False")
-    check_int(config, "n_step", 1)
-    check_number(config, "tau", 0.0, 1.0, low_open=True, hint=tau_hint)
-    check_int(config, "target_network_update_freq", 0)
-    check_int(config, "num_steps_sampled_before_learning_starts", 0)
-    if config.training_intensity is not None:
-        check_number(config, "training_intensity", 0.0, low_open=True,
-                     hint="Or None for one update per training_step.")
-
-
-def check_replay_buffer_config(config: AlgorithmConfig) -> None:
-    """The replay buffer's type, capacity (at least a train batch) and priority settings (DQN, SAC)."""
-    rb = config.replay_buffer_config
-    if not isinstance(rb, dict) or set(rb) - REPLAY_BUFFER_KEYS:
-        fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(REPLAY_BUFFER_KEYS)}.")
-    if rb.get("type") not in REPLAY_BUFFERS:
-        fail(config, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
-    capacity = rb.get("capacity")
-    if not isinstance(capacity, int) or capacity < config.total_train_batch_size:
-        fail(config, "replay_buffer_config", f"its capacity {capacity!r} (env steps) is smaller "
-             f"than a train batch ({config.total_train_batch_size} rows): raise 'capacity' "
-             "(e.g. 50000) or lower train_batch_size_per_learner.")
-    if rb["type"] == "PrioritizedEpisodeReplayBuffer":
-        if not (isinstance(rb.get("alpha"), int | float) and rb["alpha"] >= 0):
-            fail(config, "replay_buffer_config", "'alpha' must be a number >= 0 (0: uniform).")
-        if not (isinstance(rb.get("beta"), int | float) and 0 <= rb["beta"] <= 1):
-            fail(config, "replay_buffer_config", "'beta' must be a number in [0, 1].")
+        off_policy.check_replay_buffer_config(self)
 
 
 class DQN(Algorithm):
@@ -165,53 +134,20 @@ class DQN(Algorithm):
     def get_default_config(cls) -> DQNConfig:
         return DQNConfig()
 
-    def setup(self, config) -> None:
+    def setup(self, config: DQNConfig) -> None:
         super().setup(config)
-        rb = config.replay_buffer_config
-        if rb["type"] == "PrioritizedEpisodeReplayBuffer":
-            self.replay_buffer = PrioritizedEpisodeReplayBuffer(rb["capacity"], rb["alpha"],
-                                                                rb["beta"], seed=config.seed)
-        else:
-            self.replay_buffer = EpisodeReplayBuffer(rb["capacity"], seed=config.seed)
+        self.replay_buffer = off_policy.build_replay_buffer(config)
         self._update_credit = 0.0  # updates owed to the replay ratio, fractions carried over
         self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
-        self.env_runner_group.sync_weights(self._runner_weights())  # the schedule's first epsilon
 
     def current_epsilon(self) -> float:
         """What the epsilon schedule gives for the env steps sampled so far."""
         return scheduled_value(self.config.epsilon,
                                self.episode_stats.num_env_steps_sampled_lifetime)
 
-    def _runner_weights(self) -> dict[str, np.ndarray]:
-        """The Q-network's weights, and the epsilon to explore with (numpy_q_module.py)."""
-        return {**super()._runner_weights(), "epsilon": np.float32(self.current_epsilon())}
-
-    def _exploration_metrics(self) -> dict[str, float]:
-        """What the runners explore with now, for result["env_runners"] (SAC: nothing to add)."""
-        return {"epsilon": self.current_epsilon()}
-
-    def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
-        """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
-        runners act (not samples from a softmax of the Q-values)."""
-        actions = super().compute_actions(observations, explore=False)
-        if explore:
-            explore_rows = self._rng.random(len(actions)) < self.current_epsilon()
-            random_actions = self.action_space.start + self._rng.integers(
-                self.action_space.n, size=len(actions))
-            actions = np.where(explore_rows, random_actions, actions)
-        return actions
-
-    def _num_updates_due(self, num_env_steps_sampled: int) -> int:
-        """Updates owed for this step's samples, so that env steps trained / env steps sampled =
-        training_intensity on average (a fraction of an update is carried over)."""
-        cfg = self.config
-        if cfg.training_intensity is None:
-            return 1
-        self._update_credit += (cfg.training_intensity * num_env_steps_sampled
-                                / cfg.total_train_batch_size)
-        updates = int(self._update_credit)
-        self._update_credit -= updates
-        return updates
+    def runner_epsilon(self) -> float:
+        """The runners explore with the schedule's current epsilon (sent with each weights sync)."""
+        return self.current_epsilon()
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -224,10 +160,11 @@ class DQN(Algorithm):
         sampled_lifetime = self.episode_stats.num_env_steps_sampled_lifetime
         # 2. Once the buffer is warm, replay batches and learn; new TD errors become priorities.
         learner_results: list[dict[str, Any]] = []
-        if (sampled_lifetime >= cfg.num_steps_sampled_before_learning_starts
-                and len(self.replay_buffer) >= cfg.total_train_batch_size):
+        if off_policy.learning_started(cfg, sampled_lifetime, len(self.replay_buffer)):
+            num_updates, self._update_credit = off_policy.num_updates_due(
+                cfg, self._update_credit, env_runner_results["num_env_steps_sampled"])
             with self.timers.time("learner_update_timer"):
-                for _ in range(self._num_updates_due(env_runner_results["num_env_steps_sampled"])):
+                for _ in range(num_updates):
                     batch = self.replay_buffer.sample(cfg.total_train_batch_size, n_step=cfg.n_step,
                                                       gamma=cfg.gamma)
                     results = self.learner_group.update_from_batch(
@@ -236,35 +173,32 @@ class DQN(Algorithm):
                     learner_results.append(results)
         # 3. Send the new weights and the current epsilon to the runners.
         with self.timers.time("synch_weights"):
-            self.env_runner_group.sync_weights(self._runner_weights())
-        trained = sum(r["num_env_steps_trained"] for r in learner_results)
-        self.num_env_steps_trained_lifetime += trained
-        learner = {k: float(np.mean([r[k] for r in learner_results]))
-                   for k in learner_results[0]} if learner_results else {}
-        learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
-        env_runner_results.update(self._exploration_metrics())
+            self.sync_env_runner_weights()
+        learner = off_policy.mean_learner_results(learner_results)
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
+        env_runner_results["epsilon"] = self.current_epsilon()
         return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
+
+    def compute_actions(self, observations: np.ndarray, explore: bool = False,
+                        module_id: str | None = None) -> np.ndarray:
+        """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
+        runners act (not samples from a softmax of the Q-values)."""
+        actions = super().compute_actions(observations, explore=False, module_id=module_id)
+        if explore:
+            actions = off_policy.epsilon_greedy(actions, self.current_epsilon(), self.action_space,
+                                                self._rng)
+        return actions
 
     # -- checkpoints: the replay buffer is saved only with store_buffer_in_checkpoints ------------
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         state, tensors = super().get_state()
-        state["dqn"] = {"update_credit": self._update_credit,
-                        "replay_buffer": (self.replay_buffer.get_state()
-                                          if self.config.store_buffer_in_checkpoints else None)}
+        state["dqn"] = off_policy.replay_state(self.config, self.replay_buffer, self._update_credit)
         return state, tensors
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        saved_buffer = state["dqn"]["replay_buffer"]
-        if saved_buffer is not None and saved_buffer["capacity"] != self.replay_buffer.capacity:
-            raise CheckpointError(f"The checkpoint's replay buffer holds {saved_buffer['capacity']} "
-                                  f"env steps, this algorithm's {self.replay_buffer.capacity}: "
-                                  "use the checkpoint's replay_buffer_config, or "
-                                  "Algorithm.from_checkpoint(path).")
-        super().set_state(state, tensors)
-        self._update_credit = state["dqn"]["update_credit"]
-        if saved_buffer is not None:
-            self.replay_buffer.set_state(saved_buffer)
-        self.env_runner_group.sync_weights(self._runner_weights())  # with the restored epsilon
+        off_policy.check_replay_state(state["dqn"], self.replay_buffer)
+        super().set_state(state, tensors)  # the runners get the restored weights and epsilon
+        self._update_credit = off_policy.set_replay_state(state["dqn"], self.replay_buffer)

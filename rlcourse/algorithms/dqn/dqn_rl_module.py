@@ -5,7 +5,9 @@
 
 The target network `target_q` is a copy of `q` that follows it slowly (`update_target`); it is part
 of the module's state (checkpoints keep it), but runners get only `q` (`get_state(inference_only)`)
-and run it in NumPy (`numpy_q_module.py`), picking epsilon-greedy actions.
+and run it in NumPy (core/rl_module/numpy_mlp.py), picking epsilon-greedy actions
+(`EpsilonGreedy`, core/rl_module/numpy_mlp.py). A custom subclass runs on runners in torch, with
+the same head over its `action_dist_inputs` (the Q-values).
 """
 
 import copy
@@ -81,11 +83,6 @@ class DefaultDQNModule(RLModule):
             self.q.load_state_dict({k[2:]: torch.tensor(v) for k, v in state.items()})
         else:
             super().set_state(state)
-
-    def get_inference_module(self, seed: int | None = None):
-        """What a runner holds when this is a custom subclass: epsilon-greedy on `q`, in torch."""
-        from rlcourse.algorithms.dqn.numpy_q_module import TorchQInferenceModule
-        return TorchQInferenceModule(self, seed)
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         state = super().get_state()

@@ -87,7 +87,7 @@ class IMPALA(Algorithm):
         """Hand the learner thread's latest weights to the runner group (one ray.put a version)."""
         published = self.learner_thread.weights
         if published is not None and published[1] > self.env_runner_group.weights_seq_no:
-            self.env_runner_group.sync_weights(*published)
+            self.sync_env_runner_weights(weights=published[0], weights_seq_no=published[1])
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config

@@ -85,5 +85,5 @@ class PPO(Algorithm):
         self.num_env_steps_trained_lifetime += learner_results[ALL_MODULES]["num_env_steps_trained"]
         # 3. Send the new weights to every runner: the next batch is on-policy again.
         with self.timers.time("synch_weights"):
-            self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True))
+            self.sync_env_runner_weights()
         return {"env_runners": env_runner_results, "learners": learner_results}

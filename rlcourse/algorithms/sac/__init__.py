@@ -1,6 +1,6 @@
-"""SAC: `sac.py` (settings; the training step is DQN's), `sac_learner.py` (the three losses),
-`sac_rl_module.py` (policy, twin critics, temperature) and `numpy_sac_module.py` (the policy on
-runners)."""
+"""SAC: `sac.py` (settings and the training step, DQN's loop), `sac_learner.py` (the three losses)
+and `sac_rl_module.py` (policy, twin critics, temperature; runners run the policy in NumPy with a
+`SquashedGaussian` head, core/rl_module/numpy_mlp.py)."""
 
 from rlcourse.algorithms.sac.sac import SAC, SACConfig
 

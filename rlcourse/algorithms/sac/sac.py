@@ -1,10 +1,11 @@
 """SAC (Haarnoja et al. 2018): soft actor-critic for continuous (Box) actions.
 
-Off-policy like DQN, and built on it as in RLlib (`class SAC(DQN)`): the same loop samples, stores
-every step in a replay buffer, replays batches as `training_intensity` says, feeds TD errors back as
-priorities and syncs the runners. What differs is the policy and the loss: runners sample from a
-squashed Gaussian (`numpy_sac_module.py`), and the learner trains twin critics, the policy and the
-temperature alpha (`sac_learner.py`) in place of DQN's Q-network.
+Off-policy like DQN, with DQN's loop (RLlib's SAC subclasses DQN; here each states its loop, and the
+shared pieces are functions in algorithms/off_policy.py): sample, store every step in a replay
+buffer, replay batches as `training_intensity` says, feed TD errors back as priorities, sync the
+runners. What differs is the policy and the loss: runners sample from a squashed Gaussian
+(`SquashedGaussian`, core/rl_module/numpy_mlp.py), and the learner trains twin critics, the
+policy and the temperature alpha (`sac_learner.py`) in place of DQN's Q-network.
 """
 
 import math
@@ -14,9 +15,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config, check_replay_settings
+from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import check_bool, check_number, fail
 
@@ -42,7 +44,6 @@ class SACConfig(AlgorithmConfig):
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
     learner_class = "rlcourse.algorithms.sac.sac_learner:SACLearner"
     default_rl_module_class = "rlcourse.algorithms.sac.sac_rl_module:DefaultSACModule"
-    default_inference_module_class = "rlcourse.algorithms.sac.numpy_sac_module:NumpySACModule"
 
     def __init__(self) -> None:
         super().__init__()
@@ -119,6 +120,11 @@ class SACConfig(AlgorithmConfig):
     def get_model_config(self) -> dict:
         return {**self.model_config, "twin_q": self.twin_q, "initial_alpha": self.initial_alpha}
 
+    def get_action_head(self, action_space: gym.spaces.Box, worker_index: int = 0
+                        ) -> SquashedGaussian:
+        """The squashed Gaussian, into the action space's bounds."""
+        return SquashedGaussian(action_space)
+
     def validate(self) -> None:
         super().validate()
         if self.lr is not None:
@@ -132,15 +138,15 @@ class SACConfig(AlgorithmConfig):
                                               or not isinstance(self.target_entropy, numbers.Real)):
             fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a number, e.g. -1.0.")
         check_bool(self, "twin_q", "True (two critics, the smaller target) or False")
-        check_replay_settings(self, tau_hint="0.005 moves the target critics slowly; 1.0 copies "
-                              "the critics.")
+        off_policy.check_replay_settings(self, tau_hint="0.005 moves the target critics slowly; "
+                                         "1.0 copies the critics.")
         if self.rl_module_class is not None:
             from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule
             if not issubclass(self.rl_module_class, DefaultSACModule):
                 fail(self, "rl_module_class", "SAC's learner and runners need a squashed-Gaussian "
                      "policy and critics: subclass "
                      "rlcourse.algorithms.sac.sac_rl_module.DefaultSACModule.")
-        check_replay_buffer_config(self)
+        off_policy.check_replay_buffer_config(self)
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
                 and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
@@ -149,7 +155,7 @@ class SACConfig(AlgorithmConfig):
                  "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO.")
 
 
-class SAC(DQN):
+class SAC(Algorithm):
     """DQN's loop (sample, store, replay with `training_intensity`, priorities, sync), with SAC's
     learner and a squashed-Gaussian policy on the runners."""
 
@@ -157,24 +163,55 @@ class SAC(DQN):
     def get_default_config(cls) -> SACConfig:
         return SACConfig()
 
-    def _runner_weights(self) -> dict[str, np.ndarray]:
-        """The policy's weights and the action bounds (no epsilon: the policy explores itself)."""
-        return self.learner_group.get_weights(inference_only=True)
-
-    def _exploration_metrics(self) -> dict[str, float]:
-        return {}
+    def setup(self, config: SACConfig) -> None:
+        super().setup(config)
+        self.replay_buffer = off_policy.build_replay_buffer(config)
+        self._update_credit = 0.0  # updates owed to the replay ratio, fractions carried over
 
     def training_step(self) -> dict[str, Any]:
-        """DQN's step. Before learning starts, the learner's results still hold the temperature
-        that learning will start from (alpha_value, log_alpha_value, target_entropy)."""
-        result = super().training_step()
-        learner = result["learners"][DEFAULT_POLICY]
-        if "alpha_value" not in learner:
+        cfg = self.config
+        # 1. Sample from the squashed Gaussian and store every step in the replay buffer.
+        with self.timers.time("env_runner_sampling_timer"):
+            episodes, runner_metrics = self.env_runner_group.sample()
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        with self.timers.time("replay_buffer_add_data_timer"):
+            self.replay_buffer.add(episodes)
+        sampled_lifetime = self.episode_stats.num_env_steps_sampled_lifetime
+        # 2. Once the buffer is warm, replay batches and update the critics, the policy and alpha.
+        learner_results: list[dict[str, Any]] = []
+        if off_policy.learning_started(cfg, sampled_lifetime, len(self.replay_buffer)):
+            num_updates, self._update_credit = off_policy.num_updates_due(
+                cfg, self._update_credit, env_runner_results["num_env_steps_sampled"])
+            with self.timers.time("learner_update_timer"):
+                for _ in range(num_updates):
+                    batch = self.replay_buffer.sample(cfg.total_train_batch_size, n_step=cfg.n_step,
+                                                      gamma=cfg.gamma)
+                    results = self.learner_group.update_from_batch(
+                        batch, num_env_steps_sampled_lifetime=sampled_lifetime)
+                    self.replay_buffer.update_priorities(batch["indices"], results.pop("td_error"))
+                    learner_results.append(results)
+        # 3. Send the new policy weights to the runners.
+        with self.timers.time("synch_weights"):
+            self.sync_env_runner_weights()
+        learner = off_policy.mean_learner_results(learner_results)
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
+        if "alpha_value" not in learner:  # before learning: the temperature it will start from
             log_alpha = float(self.learner_group.get_weights()["log_alpha"])
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
-                           target_entropy=resolve_target_entropy(self.config.target_entropy,
+                           target_entropy=resolve_target_entropy(cfg.target_entropy,
                                                                  self.action_space.shape[0]))
-        return result
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+                "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
+                                  "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
 
-    # Greedy: tanh(mean), rescaled; explore: a sample of the squashed Gaussian (the module's).
-    compute_actions = Algorithm.compute_actions
+    # -- checkpoints: as DQN's (under the key "dqn", as checkpoints of SAC(DQN) were written) -----
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        state, tensors = super().get_state()
+        state["dqn"] = off_policy.replay_state(self.config, self.replay_buffer, self._update_credit)
+        return state, tensors
+
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        off_policy.check_replay_state(state["dqn"], self.replay_buffer)
+        super().set_state(state, tensors)
+        self._update_credit = off_policy.set_replay_state(state["dqn"], self.replay_buffer)

@@ -10,7 +10,8 @@ The log-probability is that of the squashed action a (Spinning Up's and RLlib's 
 written with 2 * (log 2 - u - softplus(-2u)) for log(1 - tanh(u)^2), which stays finite for large
 |u|. The temperature `log_alpha` is a weight of this module (RLlib keeps it in the Learner), so
 checkpoints, the data-parallel learners' broadcast and gradient all-reduce carry it like any weight.
-The env's bounds are buffers: runners get them with the policy's weights (`numpy_sac_module.py`).
+The env's bounds are buffers, saved with the module. Runners get the policy's weights only: their
+`SquashedGaussian` head (core/rl_module/numpy_mlp.py) takes the bounds from the action space.
 """
 
 import copy
@@ -25,7 +26,7 @@ from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.rl_module import RLModule, mlp
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # std in [2e-9, 7.4]: no collapse, no huge noise
-INFERENCE_PREFIXES = ("pi.", "action_low", "action_high")  # what runners get
+INFERENCE_PREFIXES = ("pi.",)  # what runners get
 
 
 def squashed_gaussian_logp(u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
@@ -147,13 +148,8 @@ class DefaultSACModule(RLModule):
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """All weights, or only the policy's and the bounds (what runners get)."""
+        """All weights, or only the policy's (what runners get)."""
         if all(k.startswith(INFERENCE_PREFIXES) for k in state):
             self.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, strict=False)
         else:
             super().set_state(state)
-
-    def get_inference_module(self, seed: int | None = None):
-        """What a runner holds when this is a custom subclass: the squashed Gaussian, in torch."""
-        from rlcourse.algorithms.sac.numpy_sac_module import TorchSACInferenceModule
-        return TorchSACInferenceModule(self, seed)

@@ -1,13 +1,27 @@
-"""The inference-only form of the default MLP, in NumPy, for EnvRunners.
+"""The runners' network: one NumPy MLP built from a default module's state dict, the action heads
+that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
 
-A runner only needs the policy's forward pass and action sampling. Doing that in NumPy with the
-learner's weights (shipped as arrays) keeps torch out of the runner process: a runner measures
-~60-70 MB (PSS, lesson 04 measures it) and starts in about half a second, where an actor that
-imports torch costs ~120 MB more and seconds (benchmarks/startup_memory.py); and NumPy has less
-per-call overhead on small batches.
-The torch module in `rl_module.py` computes exactly the same distribution (a test checks it).
+NumPy keeps torch out of runner processes (lesson 04 and benchmarks/startup_memory.py measure what
+that saves) and costs less per call on small batches. The torch modules compute the same outputs
+and distributions (tests/test_rl_module.py, test_dqn.py, test_sac.py compare them). The default
+modules' runner layers are one chain of linear layers, the activation between them:
+
+    PPO, IMPALA (DefaultActorCriticModule)   encoder.* then pi.*  -> logits, or means and log-stds
+    SAC (DefaultSACModule)                   pi.*                 -> means and log-stds
+    DQN (DefaultDQNModule)                   q.encoder.* then q.advantages (+ q.value) -> Q-values
+
+A dueling Q-network's V(s) + A(s, a) - mean_a' A(s, a') is linear in the last features, so its two
+heads fold into one layer. Other keys (value heads, critics, targets) are ignored. The heads, one
+per config (`AlgorithmConfig.get_action_head`): Categorical, DiagGaussian (PPO, IMPALA),
+EpsilonGreedy (DQN, Ape-X), SquashedGaussian (SAC). A head's settings are its own fields, set when
+it is built (SAC's bounds from the action space, an Ape-X runner's epsilon from its index) or, for
+DQN's scheduled epsilon, sent beside the weights (`EnvRunnerGroup.sync_weights(..., epsilon=...)`):
+weights are only weights. A custom torch module is the network instead (`rl_module.TorchNetwork`).
 """
 
+from typing import Protocol
+
+import gymnasium as gym
 import numpy as np
 
 from rlcourse.core.rl_module.default_model_config import SpaceInfo
@@ -15,6 +29,8 @@ from rlcourse.core.rl_module.default_model_config import SpaceInfo
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
 _ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
                "linear": lambda x: x}
+CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")  # the default modules' runner layers
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as sac_rl_module.py clamps them
 
 
 def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
@@ -25,30 +41,42 @@ def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
 
 
 def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
-    """`prefix.i` for each linear layer of an nn.Sequential in `state`, in order."""
-    indices = sorted(int(k.split(".")[1]) for k in state
+    """The linear layers under `prefix` in `state`: `prefix` itself, or `prefix.i` of an
+    nn.Sequential, in order."""
+    if f"{prefix}.weight" in state:
+        return [prefix]
+    indices = sorted(int(k[len(prefix) + 1:].split(".")[0]) for k in state
                      if k.startswith(f"{prefix}.") and k.endswith(".weight"))
     return [f"{prefix}.{i}" for i in indices]
 
 
-class NumpyMLPModule:
-    """Policy network of the default actor-critic, forward only. Weights come from `set_state`."""
+def _layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, bias) of a torch linear layer, transposed once here for `x @ w + b`."""
+    if name == "q.advantages" and "q.value.weight" in state:  # dueling: fold V into A
+        w_a, b_a = (np.asarray(state[f"q.advantages.{p}"], dtype=np.float64) for p in ("weight", "bias"))
+        w_v, b_v = (np.asarray(state[f"q.value.{p}"], dtype=np.float64) for p in ("weight", "bias"))
+        weight, bias = w_v + w_a - w_a.mean(axis=0), b_v + b_a - b_a.mean()
+    else:
+        weight, bias = state[f"{name}.weight"], state[f"{name}.bias"]
+    return (np.ascontiguousarray(np.asarray(weight).T, dtype=np.float32),
+            np.asarray(bias, dtype=np.float32))
 
-    def __init__(self, info: SpaceInfo, model_config: dict, seed: int | None = None):
+
+class NumpyMLP:
+    """A default module's runner network, forward only. Weights come from `set_state`."""
+
+    def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
         self.activation = _ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        self.rng = np.random.default_rng(seed)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Take the torch module's `encoder.*` and `pi.*` arrays: one chain of linear layers with the
-        activation between them. Transpose once here, not on every call."""
-        self.layers = [(np.ascontiguousarray(state[f"{name}.weight"].T, dtype=np.float32),
-                        np.asarray(state[f"{name}.bias"], dtype=np.float32))
-                       for prefix in ("encoder", "pi") for name in _linear_layers(state, prefix)]
+        """Take the torch module's arrays (see the chain above)."""
+        self.layers = [_layer(state, name) for prefix in CHAIN
+                       for name in _linear_layers(state, prefix)]
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
-        """Logits (Discrete) or means and log-stds (Box) for a batch of observations."""
+        """Logits or Q-values (Discrete), means and log-stds (Box), for a batch of observations."""
         x = preprocess(obs, self.info)
         *hidden, (w_out, b_out) = self.layers
         for w, b in hidden:
@@ -59,23 +87,80 @@ class NumpyMLPModule:
         x += b_out
         return x
 
-    def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Sample actions and return them with their log-probabilities."""
-        dist_inputs = self.action_dist_inputs(obs)
-        if self.info.discrete_actions:
-            actions, logp = sample_categorical(dist_inputs, self.rng)
-        else:
-            mean, log_std = split_gaussian(dist_inputs)
-            actions = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape)
-            logp = gaussian_logp(actions, mean, log_std)
+
+# -- action heads: from the network's outputs to actions ----------------------------------------
+class ActionHead(Protocol):
+    def explore(self, inputs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]: ...
+
+    def greedy(self, inputs: np.ndarray) -> dict[str, np.ndarray]: ...
+
+
+class Categorical:
+    """Sampled actions and their log-probabilities; greedy: the most likely action."""
+
+    def explore(self, logits: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        actions, logp = sample_categorical(logits, rng)
         return {"actions": actions, "action_logp": logp.astype(np.float32)}
 
-    def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Greedy actions: the most likely action, or the Gaussian's mean."""
-        dist_inputs = self.action_dist_inputs(obs)
-        if self.info.discrete_actions:
-            return {"actions": np.argmax(dist_inputs, axis=1)}
-        return {"actions": split_gaussian(dist_inputs)[0]}
+    def greedy(self, logits: np.ndarray) -> dict[str, np.ndarray]:
+        return {"actions": np.argmax(logits, axis=1)}
+
+
+class DiagGaussian:
+    """Sampled actions and their log-densities; greedy: the mean."""
+
+    def explore(self, inputs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        mean, log_std = split_gaussian(inputs)
+        actions = mean + np.exp(log_std) * rng.standard_normal(mean.shape)
+        return {"actions": actions, "action_logp": gaussian_logp(actions, mean, log_std)
+                .astype(np.float32)}
+
+    def greedy(self, inputs: np.ndarray) -> dict[str, np.ndarray]:
+        return {"actions": split_gaussian(inputs)[0]}
+
+
+class EpsilonGreedy:
+    """DQN's exploration over Q-values. `epsilon` is this head's field: DQN's runners take the
+    schedule's current value with each weights sync; an Ape-X runner keeps its own from the start."""
+
+    def __init__(self, num_actions: int, epsilon: float = 1.0):
+        self.num_actions = num_actions
+        self.epsilon = epsilon  # DQN: 1.0 until the algorithm's first sync says otherwise
+
+    def explore(self, q_values: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        actions = np.argmax(q_values, axis=1)
+        explore = rng.random(len(actions)) < self.epsilon
+        random_actions = rng.integers(self.num_actions, size=len(actions))
+        return {"actions": np.where(explore, random_actions, actions)}
+
+    def greedy(self, q_values: np.ndarray) -> dict[str, np.ndarray]:
+        return {"actions": np.argmax(q_values, axis=1)}
+
+
+class SquashedGaussian:
+    """SAC's policy: u ~ N(mean, std), action = low + (tanh(u) + 1) / 2 * (high - low); greedy:
+    u = mean. The bounds are the action space's, fixed when the head is built."""
+
+    def __init__(self, action_space: gym.spaces.Box):
+        self.low = np.asarray(action_space.low, dtype=np.float32)
+        self.high = np.asarray(action_space.high, dtype=np.float32)
+
+    def _to_env(self, u: np.ndarray) -> np.ndarray:
+        return self.low + (np.tanh(u) + 1.0) * 0.5 * (self.high - self.low)
+
+    def explore(self, inputs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        mean, log_std = split_gaussian(inputs)
+        std = np.exp(np.clip(log_std, LOG_STD_MIN, LOG_STD_MAX))
+        u = mean + std * rng.standard_normal(mean.shape, dtype=np.float32)
+        return {"actions": self._to_env(u)}
+
+    def greedy(self, inputs: np.ndarray) -> dict[str, np.ndarray]:
+        return {"actions": self._to_env(split_gaussian(inputs)[0])}
+
+
+def default_action_head(action_space: gym.Space) -> Categorical | DiagGaussian:
+    """The head of a policy-gradient module (PPO, IMPALA): a categorical or diagonal Gaussian."""
+    return Categorical() if isinstance(action_space, gym.spaces.Discrete) else DiagGaussian()
 
 
 def sample_categorical(logits: np.ndarray, rng: np.random.Generator
@@ -105,3 +190,38 @@ def gaussian_logp(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) ->
     """Log-density of a diagonal Gaussian, summed over action dimensions."""
     z = (actions - mean) / np.exp(log_std)
     return np.add.reduce(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi), axis=1)
+
+
+# -- the runner's module ------------------------------------------------------------------------
+
+class Network(Protocol):
+    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`)."""
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None: ...
+
+    def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+class InferenceModule:
+    """What an EnvRunner acts with: `network` gives the action distribution's inputs, `head`
+    turns them into actions, with this module's random generator."""
+
+    def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
+        self.network = network
+        self.head = head
+        self.rng = np.random.default_rng(seed)
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """New weights (only weights: exploration settings are the head's own fields)."""
+        self.network.set_state(state)
+
+    def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
+        return self.network.action_dist_inputs(obs)
+
+    def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        """Exploring actions (and, for a distribution, their log-probabilities)."""
+        return self.head.explore(self.network.action_dist_inputs(obs), self.rng)
+
+    def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        """Greedy actions."""
+        return self.head.greedy(self.network.action_dist_inputs(obs))

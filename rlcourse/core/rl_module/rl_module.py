@@ -3,7 +3,7 @@
 `_forward` gives the action distribution's inputs, `compute_values` the value estimates. Learners
 call `forward_train`; EnvRunners call `forward_exploration` (sample) or `forward_inference` (greedy).
 The default module is an MLP actor-critic sized from the spaces; runners run its policy in NumPy
-(`numpy_mlp.py`). A custom subclass runs on the runners in torch, via `TorchInferenceModule`.
+(`numpy_mlp.py`). A custom subclass runs on the runners in torch, as a `TorchNetwork`.
 """
 
 import itertools
@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec  # RLlib's path
 from rlcourse.utils.imports import import_attr
 
@@ -107,9 +108,13 @@ class RLModule(nn.Module):
                             f"{cls.__name__}: load it with RLModule.from_checkpoint(path).")
         return module
 
-    def get_inference_module(self, seed: int | None = None):
-        """The form an EnvRunner holds: here the torch module itself behind a NumPy interface."""
-        return TorchInferenceModule(self, seed)
+    def get_inference_module(self, head: ActionHead | None = None, seed: int | None = None
+                             ) -> InferenceModule:
+        """What an EnvRunner acts with: this torch module as its network, then `head` (default: a
+        categorical or diagonal Gaussian for the action space). A module with a distribution of
+        its own overrides this."""
+        return InferenceModule(TorchNetwork(self), head or default_action_head(self.action_space),
+                               seed)
 
 
 def mlp(sizes: list[int], activation: str) -> nn.Sequential:
@@ -198,24 +203,17 @@ def build_module(config, observation_space: gym.Space, action_space: gym.Space) 
     return module_class(observation_space, action_space, config.get_model_config())
 
 
-class TorchInferenceModule:
-    """Gives a custom torch RLModule the NumPy interface EnvRunners use."""
+class TorchNetwork:
+    """A custom torch RLModule as a runner's network (numpy_mlp.InferenceModule): NumPy in, the
+    module's `action_dist_inputs` out. Only runners that hold a custom module import torch."""
 
-    def __init__(self, module: RLModule, seed: int | None = None):
+    def __init__(self, module: RLModule):
         self.module = module
-        if seed is not None:
-            torch.manual_seed(seed)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         self.module.set_state(state)
 
-    def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        obs = torch.as_tensor(obs, device=self.module.device)
-        dist_inputs = self.module.forward_exploration({"obs": obs})
-        dist = self.module.get_action_dist(dist_inputs["action_dist_inputs"])
-        actions = dist.sample()
-        return {"actions": actions.cpu().numpy(), "action_logp": dist.log_prob(actions).cpu().numpy()}
-
-    def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+    @torch.no_grad()
+    def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         out = self.module.forward_inference({"obs": torch.as_tensor(obs, device=self.module.device)})
-        return {"actions": self.module.greedy_actions(out["action_dist_inputs"]).cpu().numpy()}
+        return out["action_dist_inputs"].cpu().numpy()

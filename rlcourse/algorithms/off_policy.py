@@ -1,0 +1,125 @@
+"""What the replay-based algorithms (DQN, SAC, Ape-X DQN) share, as plain functions: their settings'
+checks, the replay buffer, when learning starts, how many updates are due, the averaged learner
+results and the buffer in checkpoints. Each algorithm's `training_step` states its own loop and
+calls these (RLlib's dqn.py holds the same pieces)."""
+
+from typing import Any
+
+import numpy as np
+
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.utils.checkpoints import CheckpointError
+from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+
+REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
+                  "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}
+REPLAY_BUFFER_KEYS = {"type", "capacity", "alpha", "beta"}
+
+
+# -- settings -----------------------------------------------------------------------------------
+
+def check_replay_settings(config: AlgorithmConfig, tau_hint: str) -> None:
+    """The settings every replay-based algorithm shares (DQN, SAC): n-step returns, target updates,
+    when learning starts, the replay ratio, and whether checkpoints hold the buffer."""
+    check_bool(config, "store_buffer_in_checkpoints", "True or False")
+    check_int(config, "n_step", 1)
+    check_number(config, "tau", 0.0, 1.0, low_open=True, hint=tau_hint)
+    check_int(config, "target_network_update_freq", 0)
+    check_int(config, "num_steps_sampled_before_learning_starts", 0)
+    if config.training_intensity is not None:
+        check_number(config, "training_intensity", 0.0, low_open=True,
+                     hint="Or None for one update per training_step.")
+
+
+def check_replay_buffer_config(config: AlgorithmConfig) -> None:
+    """The replay buffer's type, capacity (at least a train batch) and priority settings (DQN, SAC)."""
+    rb = config.replay_buffer_config
+    if not isinstance(rb, dict) or set(rb) - REPLAY_BUFFER_KEYS:
+        fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(REPLAY_BUFFER_KEYS)}.")
+    if rb.get("type") not in REPLAY_BUFFERS:
+        fail(config, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
+    capacity = rb.get("capacity")
+    if not isinstance(capacity, int) or capacity < config.total_train_batch_size:
+        fail(config, "replay_buffer_config", f"its capacity {capacity!r} (env steps) is smaller "
+             f"than a train batch ({config.total_train_batch_size} rows): raise 'capacity' "
+             "(e.g. 50000) or lower train_batch_size_per_learner.")
+    if rb["type"] == "PrioritizedEpisodeReplayBuffer":
+        if not (isinstance(rb.get("alpha"), int | float) and rb["alpha"] >= 0):
+            fail(config, "replay_buffer_config", "'alpha' must be a number >= 0 (0: uniform).")
+        if not (isinstance(rb.get("beta"), int | float) and 0 <= rb["beta"] <= 1):
+            fail(config, "replay_buffer_config", "'beta' must be a number in [0, 1].")
+
+
+# -- the loop's pieces --------------------------------------------------------------------------
+
+def build_replay_buffer(config: AlgorithmConfig) -> EpisodeReplayBuffer:
+    """The buffer `replay_buffer_config` describes, seeded by the config's seed."""
+    rb = config.replay_buffer_config
+    if rb["type"] == "PrioritizedEpisodeReplayBuffer":
+        return PrioritizedEpisodeReplayBuffer(rb["capacity"], rb["alpha"], rb["beta"],
+                                              seed=config.seed)
+    return EpisodeReplayBuffer(rb["capacity"], seed=config.seed)
+
+
+def learning_started(config: AlgorithmConfig, num_env_steps_sampled_lifetime: int,
+                     num_env_steps_stored: int) -> bool:
+    """Whether enough env steps were sampled (`num_steps_sampled_before_learning_starts`) and a
+    train batch's worth is stored."""
+    return (num_env_steps_sampled_lifetime >= config.num_steps_sampled_before_learning_starts
+            and num_env_steps_stored >= config.total_train_batch_size)
+
+
+def num_updates_due(config: AlgorithmConfig, update_credit: float, num_env_steps_sampled: int
+                    ) -> tuple[int, float]:
+    """(updates owed for `num_env_steps_sampled` new env steps, the credit left over), so that env
+    steps trained / env steps sampled = `training_intensity` on average: a fraction of an update
+    is carried over in the credit. None: one update per training_step."""
+    if config.training_intensity is None:
+        return 1, update_credit
+    update_credit += (config.training_intensity * num_env_steps_sampled
+                      / config.total_train_batch_size)
+    updates = int(update_credit)
+    return updates, update_credit - updates
+
+
+def mean_learner_results(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The updates' statistics averaged, plus how many env steps (rows) and updates there were."""
+    mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]} if results else {}
+    mean.update(num_env_steps_trained=sum(r["num_env_steps_trained"] for r in results),
+                num_updates=len(results))
+    return mean
+
+
+# -- checkpoints: the buffer is saved only with store_buffer_in_checkpoints ----------------------
+
+def replay_state(config: AlgorithmConfig, buffer: EpisodeReplayBuffer, update_credit: float
+                 ) -> dict[str, Any]:
+    """What DQN and SAC add to the Algorithm's state (under the key "dqn")."""
+    return {"update_credit": update_credit,
+            "replay_buffer": buffer.get_state() if config.store_buffer_in_checkpoints else None}
+
+
+def check_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> None:
+    """Refuse, before anything is restored, a saved buffer of another capacity."""
+    saved = state["replay_buffer"]
+    if saved is not None and saved["capacity"] != buffer.capacity:
+        raise CheckpointError(f"The checkpoint's replay buffer holds {saved['capacity']} env "
+                              f"steps, this algorithm's {buffer.capacity}: use the checkpoint's "
+                              "replay_buffer_config, or Algorithm.from_checkpoint(path).")
+
+
+def set_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> float:
+    """Fill `buffer` from `replay_state()`'s output (if it was saved); return the update credit."""
+    if state["replay_buffer"] is not None:
+        buffer.set_state(state["replay_buffer"])
+    return state["update_credit"]
+
+
+def epsilon_greedy(greedy_actions: np.ndarray, epsilon: float, action_space: Any,
+                   rng: np.random.Generator) -> np.ndarray:
+    """`greedy_actions` (env actions of a Discrete space), each replaced with probability `epsilon`
+    by a uniformly random one: DQN's and Ape-X's `compute_actions(explore=True)`."""
+    explore_rows = rng.random(len(greedy_actions)) < epsilon
+    random_actions = action_space.start + rng.integers(action_space.n, size=len(greedy_actions))
+    return np.where(explore_rows, random_actions, greedy_actions)

@@ -53,6 +53,24 @@ class ChunkLength(ReferencePoleWobble):  # divides by the last chunk's length, n
         metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / len(episode))
 
 
+class WindowOfOne(ReferencePoleWobble):  # each result would show the last episode only
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 reduce="mean", window=1)
+
+
+class WindowOfTen(ReferencePoleWobble):
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 window=10)
+
+
+class SmoothedLikeTheReturn(ReferencePoleWobble):  # a right answer: smoothed over 100 episodes
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 window=100)
+
+
 class WrongKey(ReferencePoleWobble):
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
         metrics_logger.log_value("wobble", episode.custom_data["abs_angle_sum"] / episode.t)
@@ -77,7 +95,7 @@ class Stub(Callbacks):
 
 
 @pytest.mark.parametrize("answer, seed", [(ReferencePoleWobble, 0), (ReferencePoleWobble, 1),
-                                          (CountsTheResetToo, 0)])
+                                          (CountsTheResetToo, 0), (SmoothedLikeTheReturn, 0)])
 def test_right_answers_pass(answer, seed, capsys):
     assert check_pole_wobble_callbacks(answer, seed=seed) is answer
     out = capsys.readouterr().out
@@ -91,7 +109,9 @@ def test_right_answers_pass(answer, seed, capsys):
     (EveryStep, "log once per episode"),
     (ReduceMax, "reduce='mean'"),
     (AngularVelocity, r"observation\[2\]"),
-    (ChunkLength, "are not the episodes' mean"),
+    (ChunkLength, "divide by len\\(episode\\)"),
+    (WindowOfOne, "window=1"),
+    (WindowOfTen, "window=10"),
     (WrongKey, "Nothing was logged under 'pole_wobble'"),
     (ReferencePoleWobble(), "Pass your class itself"),
 ])

@@ -19,6 +19,7 @@ from rlcourse.course.exercises.common import ExerciseError, call, exercise, pass
 __all__ = ["check_pole_wobble_callbacks", "ReferencePoleWobble"]
 
 KEY = "pole_wobble"
+MIN_WINDOW = 100  # a window of 100 episodes smooths as episode_return_mean does; fewer is noise
 ANGLE = 2  # CartPole's observation: cart position, cart velocity, pole angle, pole angular velocity
 
 
@@ -72,6 +73,11 @@ def _means(angles: np.ndarray) -> list[float]:
     return [angles[1:].mean(), angles[:-1].mean(), angles.mean()]
 
 
+def _sums(angles: np.ndarray) -> list[float]:
+    """An episode's sum of angles, counted each way that `_means` accepts."""
+    return [angles[1:].sum(), angles[:-1].sum(), angles.sum()]
+
+
 def _matches(values: np.ndarray, candidates: list[list[float]]) -> bool:
     """Each value is one of its episode's candidates (either convention, episode by episode)."""
     return all(np.isclose(value, options, rtol=1e-5, atol=1e-7).any()
@@ -99,6 +105,12 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
     if reduce != "mean":
         raise ExerciseError(f"You logged with reduce={reduce!r}; the result should be the mean over "
                             "episodes of each episode's wobble: reduce='mean' (the default).")
+    window = logged[KEY]["window"]
+    if window is not None and window < MIN_WINDOW:
+        raise ExerciseError(f"You logged with window={window}: each result would average only the "
+                            f"last {window} episode(s) of all runners, not the iteration's episodes. "
+                            "Leave window out (None: every episode since the last result), or "
+                            f"smooth over at least {MIN_WINDOW} as episode_return_mean does.")
     if len(values) != len(ended):
         raise ExerciseError(f"{len(ended)} episodes ended but {len(values)} values were logged: log "
                             "once per episode, in on_episode_end (not in on_episode_step).")
@@ -114,6 +126,12 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
                             "for the others: on_episode_end gets only the episode's last chunk. Add "
                             "|angle| up step by step in on_episode_step, in episode.custom_data "
                             "(start it in on_episode_start), and divide by episode.t at the end.")
+    chunk_steps = [len(chunks[id_][-1]) for id_ in ended]
+    if _matches(values, [[total / n for total in _sums(np.abs(angles))]
+                         for angles, n in zip(episodes, chunk_steps, strict=True)]):
+        raise ExerciseError("Your sums are right but you divide by len(episode), the last chunk's "
+                            "steps: on_episode_end gets only the last chunk. Divide by episode.t, "
+                            "which counts every step since the reset.")
     if _matches(values, [_means(angles) for angles in episodes]):
         raise ExerciseError("The pole leans to either side and the signs cancel: average the "
                             "absolute value of the angle.")

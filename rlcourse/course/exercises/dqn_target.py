@@ -27,6 +27,7 @@ __all__ = ["check_dqn_target", "reference_dqn_target", "learner_target"]
 Batch = dict[str, torch.Tensor]
 QFunction = Callable[[torch.Tensor], torch.Tensor]
 N_STEP, NUM_ACTIONS, OBS_DIM = 3, 3, 4
+LESSON_GAMMA = 0.9  # the lesson's global gamma: the second batch is checked with another
 
 
 def reference_dqn_target(batch: Batch, q_online: QFunction, q_target: QFunction,
@@ -121,6 +122,9 @@ def _mistakes(batch: Batch, q_online: QFunction, q_target: QFunction, gamma: flo
         (y(chosen, discount=gamma ** N_STEP),
          "you discount every row by gamma ** 3; rows that reach an episode's end, or its newest "
          "stored step, summed fewer steps: use each row's own batch['n_step']."),
+        *([(y(chosen, discount=LESSON_GAMMA ** n),
+            f"your targets are those for gamma={LESSON_GAMMA} (the lesson's), but this batch's "
+            f"gamma is {gamma}: use the gamma argument.")] if gamma != LESSON_GAMMA else []),
     ]
 
 

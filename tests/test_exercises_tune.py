@@ -45,6 +45,11 @@ def nan_rows_dropped_first(df, varied):  # an errored trial's earlier return cou
     return as_dict(varied, last.groupby(varied)[RETURN].mean().idxmax())
 
 
+def groupby_last(df, varied):  # GroupBy.last() skips NaN: an errored trial keeps an earlier return
+    last = df.sort_values("training_iteration").groupby("trial_id").last()
+    return as_dict(varied, last.groupby(varied)[RETURN].mean().idxmax())
+
+
 def errored_config_dropped(df, varied):  # the errored trial's seeds all thrown away
     last = last_rows(df)
     clean = last.groupby(varied)[RETURN].transform(lambda x: x.notna().all())
@@ -93,6 +98,7 @@ def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
     (last_row_unsorted, "sort by training_iteration"),
     (numpy_mean_with_nan, "NaN"),
     (nan_rows_dropped_first, "dropping the NaN rows first"),
+    (groupby_last, r"groupby\(...\).last\(\), which skips NaN"),
     (errored_config_dropped, "whole config of an errored trial"),
     (only_trials_that_ran_every_iteration, "stopped early"),
     (first_row_per_trial, "first row"),
@@ -102,8 +108,8 @@ def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
     (lambda df, varied: {"config/lr": 1e-3}, "(not the config|return one value)"),
     (lambda df, varied: df["no such column"], "raised KeyError"),
 ], ids=["max-of-max", "lucky-seed", "whole-curve-mean", "unsorted-last-row", "nan-mean",
-        "nan-rows-dropped-first", "errored-config-dropped", "early-stopped-dropped", "first-row",
-        "median", "one-column", "a-tuple", "typed-lr", "raises"])
+        "nan-rows-dropped-first", "groupby-last", "errored-config-dropped", "early-stopped-dropped",
+        "first-row", "median", "one-column", "a-tuple", "typed-lr", "raises"])
 def test_each_mistake_is_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_pick_best_config(answer)

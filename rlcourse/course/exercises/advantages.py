@@ -5,6 +5,11 @@ Learner's own `rlcourse.utils.postprocessing.compute_gae` on chunks that end in 
 names the case (and the likely mistake) when they differ. Inputs are passed read-only, so an
 answer that changes them in place is refused. The stub is reported as not attempted and the lesson
 goes on with `reference_gae_fn`.
+
+Review, what answer would still pass that should not? None known beyond hard-coding the checker's
+chunks. No chunk uses the lesson's gamma=0.99 with lambda_=0.95, so reading config.gamma fails (and
+is named). A chunk both terminated and truncated cannot exist (SingleAgentEpisode refuses it; the
+runner records a termination on the time limit's step as terminated), so it is not a case here.
 """
 
 from collections.abc import Callable

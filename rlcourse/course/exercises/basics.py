@@ -3,9 +3,16 @@
 The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act with
 `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
 rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
-only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset, and
-acting on an old observation. The stub (NotImplementedError) is reported as not attempted and the
-lesson goes on with `reference_run_episode`.
+only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset,
+acting on an old observation, actions not from the policy, and the last reward left out (one env
+terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports it). The
+stub (NotImplementedError) is reported as not attempted and the lesson goes on with
+`reference_run_episode`.
+
+Review, what answer would still pass that should not? A loop capped at a fixed number of steps
+larger than these episodes (CartPole with the leaning policy ends within a few hundred steps, the
+other envs after 7 and 6), and an answer that resets, then steps and sums correctly but also calls
+the policy on a copy of the observation (harmless).
 """
 
 from collections.abc import Callable

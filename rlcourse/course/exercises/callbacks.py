@@ -5,8 +5,13 @@ pole wobbled: the mean |pole angle| over the episode's steps, as "pole_wobble" a
 episodes. The checker runs it on an EnvRunner in this process (no Ray) with 4 sub-envs and short
 fragments, so most episodes span several sample() calls, and compares every logged value with the
 truth from the joined episodes. The traps: reading only the last chunk in on_episode_end, keeping
-the running sum on `self` (shared by all sub-envs), the signed angle, logging every step, and
-reduce="max". Whether the reset's or the last observation counts is the learner's choice.
+the running sum on `self` (shared by all sub-envs), the signed angle, logging every step,
+dividing by the last chunk's length, reduce="max", and a window that averages only a few episodes
+(window=None, the default, or at least 100 like episode_return_mean). Whether the reset's or the
+last observation counts is the learner's choice.
+
+Review, what answer would still pass that should not? Extra keys logged beside "pole_wobble", and
+an answer that mixes the counting conventions episode by episode (each value is matched on its own).
 """
 
 from collections import defaultdict

@@ -2,8 +2,16 @@
 that makes a new machine join a cluster.
 
 Both answers are functions: the command is built for several heads, CPU counts and resource names
-(so an address typed from the printout fails), and the config is checked field by field. Stubs
-(NotImplementedError) are reported as not attempted; the lesson goes on with the references.
+(so an address typed from the printout fails), and the config is checked field by field: runners,
+evaluation runners and learner actors must fit into the CPUs left after the loss, the restart budget
+must allow a restart, no GPU and no custom resource may be asked for (a CPU given as one is named as
+such). Both checkers return the learner's function. Stubs (NotImplementedError) are reported as not
+attempted; the lesson goes on with the references.
+
+Review, what answer would still pass that should not? The config is read, not placed: memory, an
+env that cannot be made on the head, and num_cpus_for_main_process (the driver is outside the
+placement group here) are not checked. A worker command with extra flags (--block) or a resource
+amount other than 1 passes: any positive amount lets actors ask for the resource.
 """
 
 import json

@@ -11,7 +11,13 @@ new_obs, terminateds, n_step) plus `truncateds`, and `q_online` / `q_target` giv
 every action. `check_dqn_target` calls it on batches of its own (random rows with terminations,
 truncations and rows shorter than n at an episode's end) and compares it with the target inside
 rlcourse's `DQNLearner.compute_loss`. A wrong answer is matched against the typical mistakes, each
-with its own hint. The stub is reported as not attempted; the lesson goes on with `reference`.
+with its own hint (the lesson's gamma of 0.9 among them: the second batch uses 0.99). The stub is
+reported as not attempted; the lesson goes on with `reference`.
+
+Review, what answer would still pass that should not? A row both terminated and truncated cannot
+come from the replay buffer (an episode is never both), so an answer that lets a truncation win over
+a termination passes; y computed with gradients and then detached passes (it is a constant either
+way).
 """
 
 from collections.abc import Callable

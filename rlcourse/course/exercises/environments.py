@@ -9,7 +9,12 @@ default 50) an episode that has not terminated is truncated.
 The checker walks every action in every direction (right to the goal, left back from a middle cell,
 left against the wall, left until the time limit) with several env_configs. A stub that still
 raises NotImplementedError is reported as not attempted, and the lesson goes on with
-`ReferenceCorridor`.
+`ReferenceCorridor`. One env_config makes the goal the last allowed step: the spec truncates only
+an episode that has not terminated, so `truncated = steps >= max_episode_steps` alone is wrong.
+
+Review, what answer would still pass that should not? An env right for these four env_configs and
+wrong for others (e.g. a length over 12 handled differently), rendering (not checked), and extra
+keys in info (allowed by the spec).
 """
 
 import re

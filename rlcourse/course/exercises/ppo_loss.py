@@ -8,7 +8,14 @@ The learner writes `clipped_surrogate_loss(logp, old_logp, advantages, clip_para
 `check_clipped_surrogate` compares its value *and its gradient* with the `policy_loss` that
 `PPOLearner.compute_loss` (rlcourse/algorithms/ppo/ppo_learner.py) computes on the same batches,
 built so that the clip is active in both directions (ratio above 1 + eps with A > 0, below 1 - eps
-with A < 0) and inactive where the min keeps the unclipped term. Typical mistakes are named.
+with A < 0) and inactive where the min keeps the unclipped term. Typical mistakes are named, also
+by their gradient (a detached clipped term has the right value but loses its share of the gradient
+where ratio * A and clip(ratio) * A are equal).
+
+Review, what answer would still pass that should not? A loss that differs only where the ratio is
+exactly 1 - eps or 1 + eps (no row sits there), or one that adds a term without value or gradient.
+The advantages are larger on the positive side so that clipping at exp(+-eps) shows; it would pass
+with rtol 1e-4 only if the two bounds cancelled, which they do not on these batches (tested).
 """
 
 import math

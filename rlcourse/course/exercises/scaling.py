@@ -3,8 +3,14 @@ vectorizing a slow env buys with SYNC and ASYNC sub-envs.
 
 Both answers are functions, called by the checkers on the lesson's measurements *and* on tables
 and settings of their own, so an answer must compute its numbers rather than type them. Inputs are
-passed read-only. Stubs (NotImplementedError) are reported as not attempted and the lesson goes on
-with the reference functions below.
+passed read-only. One table is a machine where more runners are slower than one (speed-ups below
+1), so dividing by the slowest row or capping the speed-up at 1 fails. Both checkers return the
+learner's function (the stubs: the references below), as every checker does.
+
+Review, what answer would still pass that should not? scaling_table: within 2% (rounding to two
+decimals is meant to pass). vectorize_prediction: within 10%, so a small per-step overhead added to
+the prediction passes; an answer that caps ASYNC's overlap at os.cpu_count() sub-envs is right on a
+machine with 8 or more cores and fails on fewer (the exercise says to ignore all other costs).
 """
 
 import math

@@ -8,8 +8,16 @@ for the policies {"main", "main_v0", "main_v1", "main_v2"}: in every episode "ma
 being trained) plays exactly one of "player_0" and "player_1", the episode decides which, and the
 other player is one of the frozen snapshots. `check_self_play_mapping` asks it about several hundred
 MultiAgentEpisodes of its own (both agents; again in the other order; on each episode's next chunk;
-and as another Python process would see the same episode) and names the typical mistake it finds.
-The stub is reported as not attempted; the lesson goes on with `reference_self_play_mapping`.
+as a stand-in process whose str hash() is salted otherwise, and in a real second Python process:
+the mapping is cloudpickled, as Ray ships it to a runner, before this process has seen the episodes
+asked there) and names the typical mistake it finds. The real process is what catches hash() of a
+plain str copy, of bytes, or of a slice, and a random draw cached by the id's text: the stand-in's
+salt lives only on its own str subclass, and a cache would be shared by the stand-in. The stub is
+reported as not attempted; the lesson goes on with `reference_self_play_mapping`.
+
+Review, what answer would still pass that should not? One keyed on something that is stable for
+minutes but not across runs (the wall clock's hour mixed into the id's hash), and one that uses
+only part of the id (its first hex digit), which is still a fair, stable choice.
 """
 
 import inspect

@@ -4,8 +4,15 @@ The learner writes `pick_best_config(df, varied)`: from every reported iteration
 concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
 whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
 one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
-ends best, an errored trial (NaN), rows out of order, and two varied settings. Random values in
-each case, so an answer typed from a printout fails.
+ends best, an errored trial (NaN) in a losing config and one in the winning config (so neither
+dropping NaN rows first nor dropping the errored trial's whole config picks right), trials stopped
+early among shuffled rows (so neither dropping them nor a trial's first or last row picks right),
+one seed far above its config's others (the mean, not the median), and two varied settings. Random
+values in each case, so an answer typed from a printout fails.
+
+Review, what answer would still pass that should not? The best mean always leads by more than 5,
+so an answer that breaks near-ties differently passes. Sorting by another column that grows with
+the iterations would pick the same rows, but these sweeps have no such column.
 """
 
 from collections.abc import Callable, Sequence
@@ -174,9 +181,9 @@ def _mistakes(df: pd.DataFrame, varied: list[str]) -> list[tuple[dict, str]]:
     if errored:
         mistakes += [
             (best_mean(final_returns(df.dropna(subset=[RETURN]), varied)), "an errored trial's "
-             "last report is NaN: dropping the NaN rows first makes an earlier, lower return look "
-             "like its final one. Take each trial's last row, then leave out the trials whose "
-             "return is NaN"),
+             "last report is NaN: dropping the NaN rows first (or groupby(...).last(), which skips "
+             "NaN) makes an earlier, lower return look like its final one. Take each trial's last "
+             "row (sort, then tail(1)), then leave out the trials whose return is NaN"),
             (best_mean(finals[clean_configs]), "you left out the whole config of an errored "
              "trial; leave out only that trial: its config's other seeds still count"),
         ]

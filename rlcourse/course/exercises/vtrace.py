@@ -8,7 +8,12 @@ The learner writes
 for a fragment of T steps (arrays of length T; `terminated` says whether its last step ended the
 episode). `check_vtrace` compares it with `rlcourse.algorithms.impala.vtrace.vtrace` on cases chosen so
 that each typical mistake fails a case of its own, and names that case in its hint. Arrays are
-passed read-only. The stub is reported as not attempted; the lesson goes on with `reference`.
+passed read-only, and by position in the stub's order, so the learner may name them freely. No case
+uses the lesson's gamma (0.9), so reading the global fails. The stub is reported as not attempted;
+the lesson goes on with `reference`.
+
+Review, what answer would still pass that should not? None known beyond hard-coding these four
+fragments; rho_bar above 1 is never tried (the exercise's defaults are 1.0 and it names none above).
 """
 
 from collections.abc import Callable

@@ -71,6 +71,30 @@ class SmoothedLikeTheReturn(ReferencePoleWobble):  # a right answer: smoothed ov
                                  window=100)
 
 
+class DividesByStepsPlusOne(ReferencePoleWobble):  # T angles summed, T + 1 in the divisor
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble",
+                                 episode.custom_data["abs_angle_sum"] / (episode.t + 1))
+
+
+class Degrees(ReferencePoleWobble):
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble",
+                                 np.degrees(episode.custom_data["abs_angle_sum"] / episode.t))
+
+
+class LargestAngle(Callbacks):
+    def on_episode_start(self, *, episode, **kwargs):
+        episode.custom_data["largest"] = 0.0
+
+    def on_episode_step(self, *, episode, **kwargs):
+        angle = abs(float(episode.get_observations(-1)[2]))
+        episode.custom_data["largest"] = max(episode.custom_data["largest"], angle)
+
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["largest"])
+
+
 class WrongKey(ReferencePoleWobble):
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
         metrics_logger.log_value("wobble", episode.custom_data["abs_angle_sum"] / episode.t)
@@ -111,6 +135,9 @@ def test_right_answers_pass(answer, seed, capsys):
     (AngularVelocity, r"observation\[2\]"),
     (ChunkLength, "divide by len\\(episode\\)"),
     (WindowOfOne, "window=1"),
+    (DividesByStepsPlusOne, "one step more or fewer"),
+    (Degrees, "in degrees"),
+    (LargestAngle, "largest"),
     (WindowOfTen, "window=10"),
     (WrongKey, "Nothing was logged under 'pole_wobble'"),
     (ReferencePoleWobble(), "Pass your class itself"),

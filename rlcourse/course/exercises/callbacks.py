@@ -6,7 +6,8 @@ episodes. The checker runs it on an EnvRunner in this process (no Ray) with 4 su
 fragments, so most episodes span several sample() calls, and compares every logged value with the
 truth from the joined episodes. The traps: reading only the last chunk in on_episode_end, keeping
 the running sum on `self` (shared by all sub-envs), the signed angle, logging every step,
-dividing by the last chunk's length, reduce="max", and a window that averages only a few episodes
+dividing by the last chunk's length or by one step too many or too few, degrees, the largest
+angle, reduce="max", and a window that averages only a few episodes
 (window=None, the default, or at least 100 like episode_return_mean). Whether the reset's or the
 last observation counts is the learner's choice.
 
@@ -140,6 +141,19 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
     if _matches(values, [_means(angles) for angles in episodes]):
         raise ExerciseError("The pole leans to either side and the signs cancel: average the "
                             "absolute value of the angle.")
+    absolute = [np.abs(angles) for angles in episodes]
+    if _matches(values, [[total / (count + shift)  # T, T and T + 1 angles summed
+                          for total, count in zip(_sums(a), (len(a) - 1, len(a) - 1, len(a)),
+                                                  strict=True) for shift in (-1, 1)]
+                         for a in absolute]):
+        raise ExerciseError("You divide by one step more or fewer than the angles you added up: "
+                            "with one |angle| per step, divide by episode.t (the episode's steps).")
+    if _matches(values, [np.degrees(_means(a)).tolist() for a in absolute]):
+        raise ExerciseError("Your values are in degrees; CartPole's angle is in radians: log it "
+                            "as it is.")
+    if _matches(values, [[a[1:].max(), a.max()] for a in absolute]):
+        raise ExerciseError("You logged each episode's largest |angle|; the wobble is the mean "
+                            "|angle| over its steps.")
     truth = [_means(np.abs(angles))[0] for angles in episodes]
     raise ExerciseError(
         f"The values logged (first ones: {np.round(values[:3], 4).tolist()}) are not the episodes' "

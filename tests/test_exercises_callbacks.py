@@ -95,6 +95,17 @@ class LargestAngle(Callbacks):
         metrics_logger.log_value("pole_wobble", episode.custom_data["largest"])
 
 
+def holds_a_lock():
+    """Right in this process, but Ray cannot ship it (defined in a function, the class is pickled
+    by value, as a notebook's classes are)."""
+    import threading
+
+    class HoldsALock(ReferencePoleWobble):
+        lock = threading.Lock()
+
+    return HoldsALock
+
+
 class WrongKey(ReferencePoleWobble):
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
         metrics_logger.log_value("wobble", episode.custom_data["abs_angle_sum"] / episode.t)
@@ -137,6 +148,7 @@ def test_right_answers_pass(answer, seed, capsys):
     (WindowOfOne, "window=1"),
     (DividesByStepsPlusOne, "one step more or fewer"),
     (Degrees, "in degrees"),
+    (holds_a_lock(), "cannot be pickled"),
     (LargestAngle, "largest"),
     (WindowOfTen, "window=10"),
     (WrongKey, "Nothing was logged under 'pole_wobble'"),

@@ -11,12 +11,18 @@ angle, reduce="max", and a window that averages only a few episodes
 (window=None, the default, or at least 100 like episode_return_mean). Whether the reset's or the
 last observation counts is the learner's choice.
 
-Review, what answer would still pass that should not? Extra keys logged beside "pole_wobble", and
-an answer that mixes the counting conventions episode by episode (each value is matched on its own).
+The EnvRunner runs in this process; what a runner actor needs beyond that is that Ray can pickle
+the class, which is checked.
+
+Review, what answer would still pass that should not? Extra keys logged beside "pole_wobble", an
+answer that mixes the counting conventions episode by episode (each value is matched on its own),
+and one whose hooks read a notebook global that a runner process would see only as a copy taken
+when the class was shipped.
 """
 
 from collections import defaultdict
 
+import cloudpickle
 import numpy as np
 
 from rlcourse.callbacks.callbacks import Callbacks
@@ -98,6 +104,13 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
     if not (isinstance(callbacks_class, type) and issubclass(callbacks_class, Callbacks)):
         raise ExerciseError(f"Pass your class itself (a subclass of Callbacks), not "
                             f"{type(callbacks_class).__name__}.")
+
+    try:  # Ray ships the class to every runner actor, another process, by pickling it
+        cloudpickle.loads(cloudpickle.dumps(callbacks_class))
+    except Exception as e:
+        raise ExerciseError(f"{callbacks_class.__name__} cannot be pickled ({type(e).__name__}: "
+                            f"{e}); Ray sends it to the runner actors, other processes, that way. "
+                            "Keep locks, open files and the like out of the class.") from None
 
     def sample_with_your_hooks() -> tuple:
         return _run(callbacks_class, seed)

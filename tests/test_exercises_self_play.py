@@ -85,23 +85,26 @@ def needs_worker(agent_id, episode, worker, **kwargs):
     return learners_mapping()(agent_id, episode)
 
 
-_drawn = {}
+def random_but_remembered():
+    """A random draw per episode, cached by the id's text: the same answer every time in this
+    process only. (Built in a function so that it is pickled by value, as a notebook's is.)"""
+    drawn = {}
 
+    def self_play_mapping(agent_id, episode, **kwargs):
+        key = str(episode.id_)
+        if key not in drawn:
+            drawn[key] = (random.randrange(2), random.choice(OPPONENTS))
+        side, opponent = drawn[key]
+        return "main" if agent_id == f"player_{side}" else opponent
 
-def random_but_remembered(agent_id, episode, **kwargs):
-    """A random draw per episode, cached by id: the same answer every time in this process only."""
-    key = str(episode.id_)
-    if key not in _drawn:
-        _drawn[key] = (random.randrange(2), random.choice(OPPONENTS))
-    side, opponent = _drawn[key]
-    return "main" if agent_id == f"player_{side}" else opponent
+    return self_play_mapping
 
 
 @pytest.mark.parametrize(("fn", "words"), [
     (learners_mapping(key=lambda episode: hash(str(episode.id_))), "in a new Python process"),
     (learners_mapping(key=lambda episode: hash(episode.id_.encode())), "in a new Python process"),
     (learners_mapping(key=lambda episode: hash(episode.id_[:8])), "in a new Python process"),
-    (random_but_remembered, "in a new Python process"),
+    (random_but_remembered(), "in a new Python process"),
 ], ids=["hash-of-a-str-copy", "hash-of-bytes", "hash-of-a-slice", "random-but-cached"])
 def test_what_only_a_real_second_process_shows_is_rejected(fn, words):
     with pytest.raises(ExerciseError, match=words):

@@ -7,9 +7,9 @@ fragments, so most episodes span several sample() calls, and compares every logg
 truth from the joined episodes. The traps: reading only the last chunk in on_episode_end, keeping
 the running sum on `self` (shared by all sub-envs), the signed angle, logging every step,
 dividing by the last chunk's length or by one step too many or too few, degrees, the largest
-angle, reduce="max", and a window that averages only a few episodes
-(window=None, the default, or at least 100 like episode_return_mean). Whether the reset's or the
-last observation counts is the learner's choice.
+angle, reduce="max", and a window (each result is to average that iteration's episodes:
+window=None, the default). Whether the reset's or the last observation counts is the learner's
+choice.
 
 The EnvRunner runs in this process; what a runner actor needs beyond that is that Ray can pickle
 the class, which is checked.
@@ -31,7 +31,6 @@ from rlcourse.course.exercises.common import ExerciseError, call, exercise, pass
 __all__ = ["check_pole_wobble_callbacks", "ReferencePoleWobble"]
 
 KEY = "pole_wobble"
-MIN_WINDOW = 100  # a window of 100 episodes smooths as episode_return_mean does; fewer is noise
 ANGLE = 2  # CartPole's observation: cart position, cart velocity, pole angle, pole angular velocity
 
 
@@ -125,11 +124,10 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
         raise ExerciseError(f"You logged with reduce={reduce!r}; the result should be the mean over "
                             "episodes of each episode's wobble: reduce='mean' (the default).")
     window = logged[KEY]["window"]
-    if window is not None and window < MIN_WINDOW:
-        raise ExerciseError(f"You logged with window={window}: each result would average only the "
-                            f"last {window} episode(s) of all runners, not the iteration's episodes. "
-                            "Leave window out (None: every episode since the last result), or "
-                            f"smooth over at least {MIN_WINDOW} as episode_return_mean does.")
+    if window is not None:
+        raise ExerciseError(f"You logged with window={window}: each result would average the last "
+                            f"{window} episode(s) of all runners, not that iteration's episodes. "
+                            "Leave window out (None: every episode since the last result).")
     if len(values) != len(ended):
         raise ExerciseError(f"{len(ended)} episodes ended but {len(values)} values were logged: log "
                             "once per episode, in on_episode_end (not in on_episode_step).")

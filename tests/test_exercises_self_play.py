@@ -111,6 +111,16 @@ def test_what_only_a_real_second_process_shows_is_rejected(fn, words):
         check_self_play_mapping(fn)
 
 
+def test_a_mapping_that_prints_passes_in_the_other_process_too():
+    right = learners_mapping()
+
+    def chatty(agent_id, episode, **kwargs):
+        print("asked about", agent_id)
+        return right(agent_id, episode)
+
+    assert check_self_play_mapping(chatty) is chatty
+
+
 def test_a_mapping_that_cannot_be_pickled_is_rejected():
     import threading
 

@@ -85,13 +85,14 @@ def _episodes(process: int | None, seed: int = 10, n: int = NUM_EPISODES
 # Run in a fresh Python process: read (fn, episodes) pickled, answer for both agents of each episode.
 _ELSEWHERE = """
 import pickle, sys
+out, sys.stdout = sys.stdout.buffer, sys.stderr  # the learner's prints must not mix with the answer
 fn, episodes = pickle.load(sys.stdin.buffer)
 try:
     result = ("ok", [{agent: fn(agent, episode) for agent in ("player_0", "player_1")}
                      for episode in episodes])
 except Exception as e:
     result = ("error", f"{type(e).__name__}: {e}")
-sys.stdout.buffer.write(pickle.dumps(result))
+out.write(pickle.dumps(result))
 """
 
 

@@ -230,6 +230,7 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
                                 + "; or: ".join(hints) + ".")
         raise ExerciseError(f"On the sweep with {what} you picked {shown}, which is not the config "
                             "with the best mean over its seeds of their last reported returns.")
-    passed("on every sweep (a lucky seed, an early peak, a slow start, an errored trial, rows out "
-           "of order, two varied settings) you picked the config whose seeds end best on average.")
+    passed("on every sweep (a lucky seed, an early peak, a slow start, errored trials, trials "
+           "stopped early among shuffled rows, a seed far above its config's others, two varied "
+           "settings) you picked the config whose seeds end best on average.")
     return pick_best_config

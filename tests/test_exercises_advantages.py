@@ -22,6 +22,15 @@ def make_gae(*, bootstrap_after=lambda episode: not episode.is_terminated,
     return gae
 
 
+def lessons_gamma_and_lambda(episode, values, gamma, lambda_):
+    return make_gae()(episode, values, 0.99, 0.95)  # config.gamma and config.lambda_, not the args
+
+
+def test_the_lessons_gamma_and_lambda_instead_of_the_arguments_are_named():
+    with pytest.raises(ExerciseError, match="use the arguments"):
+        check_gae(lessons_gamma_and_lambda)
+
+
 def vectorized_gae(episode, values, gamma, lambda_):
     """Another right answer: deltas at once, then a discounted reverse cumulative sum."""
     next_values = values[1:].copy()

@@ -53,6 +53,28 @@ def acts_on_the_first_observation(env, policy, seed):
     return total
 
 
+def random_actions(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        total += reward
+        done = terminated or truncated
+    return total
+
+
+def drops_the_last_reward_on_truncation(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total = 0.0
+    while True:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        if truncated:  # "time's up": the last reward is thrown away
+            return total
+        total += reward
+        if terminated:
+            return total
+
+
 def test_the_right_loop_passes_and_is_returned(capsys):
     assert check_run_episode(right) is right
     assert "Correct" in capsys.readouterr().out
@@ -65,8 +87,11 @@ def test_the_right_loop_passes_and_is_returned(capsys):
     (one_step, "returned before the episode ended"),
     (acts_on_the_first_observation, "old observation"),
     (lambda env, policy, seed: 1 / 0, "raised ZeroDivisionError"),
+    (random_actions, "asked the policy for 0 actions"),
+    (drops_the_last_reward_on_truncation, "last step's reward \\(0.5\\) is missing"),
 ], ids=["stops-only-on-terminated", "counts-steps-not-rewards", "ignores-the-seed",
-        "returns-after-one-step", "acts-on-the-first-observation", "raises"])
+        "returns-after-one-step", "acts-on-the-first-observation", "raises",
+        "random-actions", "drops-the-last-reward-on-truncation"])
 def test_run_episode_rejects_each_mistake_with_its_hint(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_run_episode(wrong)

@@ -53,6 +53,59 @@ class ChunkLength(ReferencePoleWobble):  # divides by the last chunk's length, n
         metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / len(episode))
 
 
+class WindowOfOne(ReferencePoleWobble):  # each result would show the last episode only
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 reduce="mean", window=1)
+
+
+class WindowOfTen(ReferencePoleWobble):
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 window=10)
+
+
+class SmoothedLikeTheReturn(ReferencePoleWobble):  # over 100 episodes, not the iteration's
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["abs_angle_sum"] / episode.t,
+                                 window=100)
+
+
+class DividesByStepsPlusOne(ReferencePoleWobble):  # T angles summed, T + 1 in the divisor
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble",
+                                 episode.custom_data["abs_angle_sum"] / (episode.t + 1))
+
+
+class Degrees(ReferencePoleWobble):
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble",
+                                 np.degrees(episode.custom_data["abs_angle_sum"] / episode.t))
+
+
+class LargestAngle(Callbacks):
+    def on_episode_start(self, *, episode, **kwargs):
+        episode.custom_data["largest"] = 0.0
+
+    def on_episode_step(self, *, episode, **kwargs):
+        angle = abs(float(episode.get_observations(-1)[2]))
+        episode.custom_data["largest"] = max(episode.custom_data["largest"], angle)
+
+    def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("pole_wobble", episode.custom_data["largest"])
+
+
+def holds_a_lock():
+    """Right in this process, but Ray cannot ship it (defined in a function, the class is pickled
+    by value, as a notebook's classes are)."""
+    import threading
+
+    class HoldsALock(ReferencePoleWobble):
+        lock = threading.Lock()
+
+    return HoldsALock
+
+
 class WrongKey(ReferencePoleWobble):
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
         metrics_logger.log_value("wobble", episode.custom_data["abs_angle_sum"] / episode.t)
@@ -91,7 +144,14 @@ def test_right_answers_pass(answer, seed, capsys):
     (EveryStep, "log once per episode"),
     (ReduceMax, "reduce='mean'"),
     (AngularVelocity, r"observation\[2\]"),
-    (ChunkLength, "are not the episodes' mean"),
+    (ChunkLength, "divide by len\\(episode\\)"),
+    (WindowOfOne, "window=1"),
+    (DividesByStepsPlusOne, "one step more or fewer"),
+    (Degrees, "in degrees"),
+    (holds_a_lock(), "cannot be pickled"),
+    (LargestAngle, "largest"),
+    (WindowOfTen, "window=10"),
+    (SmoothedLikeTheReturn, "window=100"),
     (WrongKey, "Nothing was logged under 'pole_wobble'"),
     (ReferencePoleWobble(), "Pass your class itself"),
 ])

@@ -24,8 +24,25 @@ def runners(n=2, cpus=0.5, strategy="SPREAD", pin=None, env="CartPole-v1", envs=
 
 
 def test_a_spread_placement_that_fits_on_the_head_passes(capsys):
-    config = check_survivable_placement(runners(), NODES, lost_node="worker-1")
-    assert "Correct" in capsys.readouterr().out and config.placement_strategy == "SPREAD"
+    answer = runners()
+    assert check_survivable_placement(answer, NODES, lost_node="worker-1") is answer
+    assert "Correct" in capsys.readouterr().out
+
+
+def with_learners(n, cpus=1.0):  # learner actors need CPUs on the surviving node too
+    return lambda: runners()().learners(num_learners=n, num_cpus_per_learner=cpus)
+
+
+def no_restart_budget():  # restarts switched on, but none allowed
+    return runners()().fault_tolerance(max_num_env_runner_restarts=0)
+
+
+def cpu_as_custom_resource():  # a CPU asked for as a custom resource, not num_cpus_per_env_runner
+    return runners(pin={"CPU": 0.5})()
+
+
+def gpu_runners():  # the nodes have CPUs only
+    return runners()().env_runners(num_gpus_per_env_runner=0.5)
 
 
 @pytest.mark.parametrize(("answer", "hint"), [
@@ -42,9 +59,15 @@ def test_a_spread_placement_that_fits_on_the_head_passes(capsys):
     (runners(env="Pendulum-v1"), "CartPole-v1"),
     (lambda: runners()().fault_tolerance(restart_failed_env_runners=False), "does not restart"),
     (lambda: None, "return the PPOConfig itself"),
+    (with_learners(1), r"1 learner\(s\) x 1 CPU.*num_learners=0"),
+    (with_learners(2, 0.25), r"2 learner\(s\) x 0.25 CPU"),
+    (no_restart_budget, "max_num_env_runner_restarts=0"),
+    (cpu_as_custom_resource, "standard resources.*num_cpus_per_env_runner"),
+    (gpu_runners, "CPUs only"),
 ], ids=["one-runner", "no-placement-group", "pack", "strict-pack", "strict-spread", "pinned",
         "whole-cpus", "too-many-runners", "four-small-runners", "one-env-each", "wrong-env",
-        "no-restarts", "returns-nothing"])
+        "no-restarts", "returns-nothing", "a-learner-actor", "two-small-learners",
+        "no-restart-budget", "cpu-as-custom-resource", "gpu-runners"])
 def test_survivable_placement_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_survivable_placement(answer, NODES, lost_node="worker-1")
@@ -82,8 +105,20 @@ def test_a_right_worker_command_passes(answer, capsys):
     (command("""ray start --address={head} --num-cpus={cpus} --resources='{{"{resource}": 1}}"""),
      "quotes"),
     (lambda head_address, num_cpus, resource: ["ray", "start"], "one string"),
+    (command("""ray start --address={head} --resources='{{"CPU": {cpus}, "{resource}": 1}}'"""),
+     "refuses 'CPU'.*--num-cpus"),
+    (lambda head_address, num_cpus, resource: reference_worker_start_command(HEAD, num_cpus,
+                                                                             resource),
+     "Build it from the head_address argument"),
+    (lambda head_address, num_cpus, resource: reference_worker_start_command(head_address, 8,
+                                                                             resource),
+     "--num-cpus=16"),
+    (lambda head_address, num_cpus, resource: reference_worker_start_command(head_address,
+                                                                             num_cpus, "big-box"),
+     "'gpu-box'"),
 ], ids=["ray-up", "head", "dashboard-port", "typed-address", "no-cpus", "no-resource",
-        "other-resource", "single-quoted-json", "unclosed-quote", "a-list"])
+        "other-resource", "single-quoted-json", "unclosed-quote", "a-list",
+        "cpu-as-custom-resource", "lessons-head", "lessons-cpus", "lessons-resource"])
 def test_worker_start_command_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_worker_start_command(answer, HEAD)
@@ -96,8 +131,8 @@ def test_the_cluster_stubs_are_not_attempted(capsys):
     def worker_start_command(head_address, num_cpus, resource):
         raise NotImplementedError("TODO")
 
-    config = check_survivable_placement(placement_config, NODES, lost_node="worker-1")
-    assert config.num_env_runners == 2
+    reference = check_survivable_placement(placement_config, NODES, lost_node="worker-1")
+    assert reference().num_env_runners == 2
     assert check_worker_start_command(worker_start_command, HEAD) is reference_worker_start_command
     assert capsys.readouterr().out.count("Not attempted yet") == 2
 

@@ -74,6 +74,14 @@ def test_each_mistake_is_rejected_with_its_hint(mistake, words):
         check_dqn_target(wrong)
 
 
+def test_the_lessons_gamma_instead_of_the_argument_is_named():
+    def lessons_gamma(batch, q_online, q_target, gamma):
+        return learners_answer(batch, q_online, q_target, 0.9)
+
+    with pytest.raises(ExerciseError, match="use the gamma argument"):
+        check_dqn_target(lessons_gamma)
+
+
 def test_a_target_with_a_gradient_is_rejected():
     def with_gradient(batch, q_online, q_target, gamma):
         y = learners_answer(batch, q_online, q_target, gamma)

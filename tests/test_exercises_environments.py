@@ -19,6 +19,20 @@ def step_changed(change):
     return Changed
 
 
+class TruncatesAtTheGoalToo(Corridor):
+    """truncated from the step count alone: on the last allowed step the goal gives both flags."""
+
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, self.steps >= self.max_episode_steps, info
+
+
+class GoalRewardReplacesNothing(Corridor):  # +1 and -0.1 on the goal step: 0.9
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward - 0.1 if terminated else reward, terminated, truncated, info
+
+
 class NoSuperReset(Corridor):
     def reset(self, *, seed=None, options=None):
         self.position, self.steps = 0, 0
@@ -153,9 +167,12 @@ def test_a_half_written_corridor_is_not_attempted_yet(capsys):
     (LeftDoesNothing, r"step 2 \(to the left\).*should be in cell 0"),
     (SwappedActions, "first step to the right.*should be in cell 1"),
     (LeftWrapsAround, "not (in|within) (the )?observation.space|should be in cell 0"),
+    (TruncatesAtTheGoalToo, "truncates only an episode that has not terminated"),
+    (GoalRewardReplacesNothing, r"reward 0.9; the spec says 1.0 \(\+1 on reaching"),
 ], ids=["no-super-reset", "float64", "ignores-env-config", "no-config-argument", "step-count",
         "reused-array", "timeout-terminates", "never-truncates", "numpy-bools", "old-gym-api",
-        "rewards", "scalar-observation", "left-does-nothing", "swapped-actions", "no-wall-on-the-left"])
+        "rewards", "scalar-observation", "left-does-nothing", "swapped-actions", "no-wall-on-the-left",
+        "truncated-at-the-goal", "goal-reward-minus-step"])
 def test_typical_mistakes_get_a_hint(env_class, message):
     with pytest.raises(ExerciseError, match=message):
         check_env_implementation(env_class)

@@ -68,6 +68,47 @@ def min_of_ratios(logp, old_logp, advantages, clip_param):
     return -(torch.min(ratio, torch.clamp(ratio, 1 - clip_param, 1 + clip_param)) * advantages).mean()
 
 
+def detached_clipped_term(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(ratio.detach(), 1 - clip_param, 1 + clip_param)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+def straight_through_clip(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    clipped = ratio + (torch.clamp(ratio, 1 - clip_param, 1 + clip_param) - ratio).detach()
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+def log_ratio_clipped_to_eps(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.exp(torch.clamp(logp - old_logp, -clip_param, clip_param))
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+def log_ratio_clipped(logp, old_logp, advantages, clip_param):
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(logp - old_logp, 1 - clip_param, 1 + clip_param)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+def lessons_clip_param(logp, old_logp, advantages, clip_param):
+    return right(logp, old_logp, advantages, 0.2)  # the lesson's config.clip_param, not the argument
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (detached_clipped_term, "the clipped term is detached"),
+    (straight_through_clip, "straight-through"),
+    (log_ratio_clipped_to_eps, r"to \[-eps, eps\]"),
+    (log_ratio_clipped, "clipped the log-ratio logp - old_logp, not the ratio"),
+    (lessons_clip_param, "use the clip_param argument"),
+], ids=["detached-clipped-term", "straight-through", "log-ratio-clipped-to-eps", "log-ratio-clipped",
+        "lessons-clip-param"])
+def test_clipped_surrogate_names_mistakes_of_the_clip(wrong, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_clipped_surrogate(wrong)
+
+
 @pytest.mark.parametrize(("wrong", "hint"), [
     (min_of_means, "min of the two means"),
     (min_of_ratios, r"min\(ratio, clip\(ratio\)\) \* A"),

@@ -22,8 +22,10 @@ def table(speedup=lambda t, n: t[n] / t[1], efficiency=lambda s, n: s / n):
     return speedup_and_efficiency
 
 
-def test_a_right_scaling_table_passes_and_returns_the_measured_table(capsys):
-    speedups, efficiencies = check_scaling_table(table(), MEASURED)
+def test_a_right_scaling_table_passes_and_is_returned(capsys):
+    answer = table()
+    assert check_scaling_table(answer, MEASURED) is answer
+    speedups, efficiencies = answer(MEASURED)
     assert speedups == pytest.approx({1: 1.0, 2: 5900 / 3100, 4: 6100 / 3100})
     assert efficiencies[4] == pytest.approx(6100 / 3100 / 4)
     assert "4 runner(s)" in capsys.readouterr().out  # the fastest count is named
@@ -52,8 +54,12 @@ def mutates(throughputs):
     (mutates, "changed `throughputs` in place"),
     (lambda throughputs: ({1: 1.0}, {1: 1.0}), r"no value for \[2, 4, 8\]"),
     (lambda throughputs: reference_speedup_and_efficiency(throughputs)[0], "Return two dicts"),
+    (table(speedup=lambda t, n: t[n] / min(t.values())), "divided by the slowest row"),
+    (table(speedup=lambda t, n: max(1.0, t[n] / t[1])), "Do not cap it at 1"),
+    (table(efficiency=lambda s, n: min(1.0, s / n) if s >= 1 else 1.0), "speed-up / number of runners"),
 ], ids=["upside-down", "row-before", "not-divided-by-one-runner", "percent", "runners-over-speedup",
-        "efficiency-is-speedup", "typed-numbers", "mutates-input", "missing-rows", "one-dict"])
+        "efficiency-is-speedup", "typed-numbers", "mutates-input", "missing-rows", "one-dict",
+        "divided-by-the-slowest", "capped-at-one", "efficiency-of-a-slowdown-is-one"])
 def test_scaling_table_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_scaling_table(answer, MEASURED)
@@ -81,8 +87,7 @@ def test_the_scaling_stubs_are_not_attempted(capsys):
     def predict_steps_per_s(num_envs, step_latency_s, mode):
         raise NotImplementedError("TODO")
 
-    assert check_scaling_table(speedup_and_efficiency, MEASURED) == \
-        reference_speedup_and_efficiency(MEASURED)
+    assert check_scaling_table(speedup_and_efficiency, MEASURED) is reference_speedup_and_efficiency
     predict = check_vectorize_prediction(predict_steps_per_s)
     assert predict(4, 0.005, "ASYNC") == pytest.approx(800)
     assert capsys.readouterr().out.count("Not attempted yet") == 2

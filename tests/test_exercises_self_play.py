@@ -85,6 +85,55 @@ def needs_worker(agent_id, episode, worker, **kwargs):
     return learners_mapping()(agent_id, episode)
 
 
+def random_but_remembered():
+    """A random draw per episode, cached by the id's text: the same answer every time in this
+    process only. (Built in a function so that it is pickled by value, as a notebook's is.)"""
+    drawn = {}
+
+    def self_play_mapping(agent_id, episode, **kwargs):
+        key = str(episode.id_)
+        if key not in drawn:
+            drawn[key] = (random.randrange(2), random.choice(OPPONENTS))
+        side, opponent = drawn[key]
+        return "main" if agent_id == f"player_{side}" else opponent
+
+    return self_play_mapping
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (learners_mapping(key=lambda episode: hash(str(episode.id_))), "in a new Python process"),
+    (learners_mapping(key=lambda episode: hash(episode.id_.encode())), "in a new Python process"),
+    (learners_mapping(key=lambda episode: hash(episode.id_[:8])), "in a new Python process"),
+    (random_but_remembered(), "in a new Python process"),
+], ids=["hash-of-a-str-copy", "hash-of-bytes", "hash-of-a-slice", "random-but-cached"])
+def test_what_only_a_real_second_process_shows_is_rejected(fn, words):
+    with pytest.raises(ExerciseError, match=words):
+        check_self_play_mapping(fn)
+
+
+def test_a_mapping_that_prints_passes_in_the_other_process_too():
+    right = learners_mapping()
+
+    def chatty(agent_id, episode, **kwargs):
+        print("asked about", agent_id)
+        return right(agent_id, episode)
+
+    assert check_self_play_mapping(chatty) is chatty
+
+
+def test_a_mapping_that_cannot_be_pickled_is_rejected():
+    import threading
+
+    lock = threading.Lock()
+
+    def locked(agent_id, episode, **kwargs):
+        with lock:
+            return learners_mapping()(agent_id, episode)
+
+    with pytest.raises(ExerciseError, match="cannot be pickled"):
+        check_self_play_mapping(locked)
+
+
 @pytest.mark.parametrize(("fn", "words"), [
     (learners_mapping(opponent=lambda h: ("main_v1", "main_v2", "main_v3")[h // 2 % 3]),
      "'main_v3', which is not one of the policies"),

@@ -46,11 +46,30 @@ def sorts_the_rows(rows, target):
     return None
 
 
-@pytest.mark.parametrize("wrong", [last_row_at_target, strictly_above, nan_counts_as_reached,
-                                   steps_and_seconds_swapped, final_row_when_never_reached,
-                                   index_instead_of_steps, sorts_the_rows])
-def test_a_typical_mistake_is_named(wrong):
-    with pytest.raises(ExerciseError):
+def best_row(rows, target):
+    returns = np.nan_to_num(rows[:, 2], nan=-np.inf)
+    i = int(np.argmax(returns))
+    return (int(rows[i, 0]), float(rows[i, 1])) if returns[i] >= target else None
+
+
+def lessons_target(rows, target):
+    return reference_time_to_return(rows, 200.0)  # the lesson's TARGET, not the argument
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (last_row_at_target, "first row at the target, not the last one"),
+    (strictly_above, "is >=, not >"),
+    (nan_counts_as_reached, "True for NaN"),
+    (steps_and_seconds_swapped, r"\(env steps, seconds\), in that order"),
+    (final_row_when_never_reached, "return None when no row reaches"),
+    (index_instead_of_steps, "not its index"),
+    (sorts_the_rows, "in place"),
+    (best_row, "not the row with the best return"),
+    (lessons_target, "use the target argument"),
+], ids=["last-row", "strictly-above", "nan-reached", "swapped", "final-row", "index", "sorts",
+        "best-row", "lessons-target"])
+def test_a_typical_mistake_is_named(wrong, hint):
+    with pytest.raises(ExerciseError, match=hint):
         check_time_to_return(wrong)
 
 

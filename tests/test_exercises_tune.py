@@ -40,11 +40,37 @@ def numpy_mean_with_nan(df, varied):
     return as_dict(varied, best)
 
 
+def nan_rows_dropped_first(df, varied):  # an errored trial's earlier return counts as its last
+    last = last_rows(df.dropna(subset=[RETURN]))
+    return as_dict(varied, last.groupby(varied)[RETURN].mean().idxmax())
+
+
+def groupby_last(df, varied):  # GroupBy.last() skips NaN: an errored trial keeps an earlier return
+    last = df.sort_values("training_iteration").groupby("trial_id").last()
+    return as_dict(varied, last.groupby(varied)[RETURN].mean().idxmax())
+
+
+def errored_config_dropped(df, varied):  # the errored trial's seeds all thrown away
+    last = last_rows(df)
+    clean = last.groupby(varied)[RETURN].transform(lambda x: x.notna().all())
+    return as_dict(varied, last[clean].groupby(varied)[RETURN].mean().idxmax())
+
+
+def only_trials_that_ran_every_iteration(df, varied):  # early-stopped trials left out
+    last = df[df["training_iteration"] == df["training_iteration"].max()]
+    return as_dict(varied, last.dropna(subset=[RETURN]).groupby(varied)[RETURN].mean().idxmax())
+
+
+def first_row_per_trial(df, varied):  # right while the rows come newest first
+    first = df.groupby("trial_id").head(1).dropna(subset=[RETURN])
+    return as_dict(varied, first.groupby(varied)[RETURN].mean().idxmax())
+
+
 def lr_only(df, varied):
     return reference_pick_best_config(df, ["config/lr"])
 
 
-def median_over_seeds(df, varied):  # not what the exercise asks, but right on every case here?
+def median_over_seeds(df, varied):  # not what the exercise asks
     last = last_rows(df).dropna(subset=[RETURN])
     return as_dict(varied, last.groupby(varied)[RETURN].median().idxmax())
 
@@ -71,12 +97,19 @@ def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
     (mean_of_whole_curve, "mean over every iteration"),
     (last_row_unsorted, "sort by training_iteration"),
     (numpy_mean_with_nan, "NaN"),
+    (nan_rows_dropped_first, "dropping the NaN rows first"),
+    (groupby_last, r"groupby\(...\).last\(\), which skips NaN"),
+    (errored_config_dropped, "whole config of an errored trial"),
+    (only_trials_that_ran_every_iteration, "stopped early"),
+    (first_row_per_trial, "first row"),
+    (median_over_seeds, "not the median"),
     (lr_only, "return one value for each"),
     (lambda df, varied: tuple(reference_pick_best_config(df, varied).values()), "as a dict"),
     (lambda df, varied: {"config/lr": 1e-3}, "(not the config|return one value)"),
     (lambda df, varied: df["no such column"], "raised KeyError"),
 ], ids=["max-of-max", "lucky-seed", "whole-curve-mean", "unsorted-last-row", "nan-mean",
-        "one-column", "a-tuple", "typed-lr", "raises"])
+        "nan-rows-dropped-first", "groupby-last", "errored-config-dropped", "early-stopped-dropped",
+        "first-row", "median", "one-column", "a-tuple", "typed-lr", "raises"])
 def test_each_mistake_is_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_pick_best_config(answer)

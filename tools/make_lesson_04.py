@@ -158,7 +158,8 @@ def speedup_and_efficiency(throughputs):
     raise NotImplementedError("TODO: speed-up and efficiency")
 
 
-speedups, efficiencies = check_scaling_table(speedup_and_efficiency, throughputs)
+speedup_and_efficiency = check_scaling_table(speedup_and_efficiency, throughputs)
+speedups, efficiencies = speedup_and_efficiency(throughputs)
 print({n: f"{speedups[n]:.2f}x, {efficiencies[n]:.0%}" for n in speedups})"""),
     md("""## 3. Sub-envs: SYNC or ASYNC?
 

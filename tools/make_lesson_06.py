@@ -141,7 +141,8 @@ def placement_config():
 
 
 node_cpus = {name: node.num_cpus for name, node in cluster.nodes.items()}
-config = check_survivable_placement(placement_config, node_cpus, lost_node="worker-1")
+placement_config = check_survivable_placement(placement_config, node_cpus, lost_node="worker-1")
+config = placement_config()
 """),
     md("""
 The exercise placed the runners; what PPO learns with is set next. `PPOConfig`'s defaults are RLlib's,

@@ -270,7 +270,8 @@ Write `pick_best_config(df, varied)`. `df` has every reported iteration of every
 `env_runners/episode_return_mean` and the `config/...` settings); rows may come in any order.
 `varied` lists the columns that define a config, e.g. `["config/lr"]`. Return a dict
 `{column: value}` of the config whose trials have the best **mean last reported return**,
-leaving out trials whose last return is NaN (errored). The checker builds its own sweeps, each
+leaving out trials whose last return is NaN (errored); a trial stopped early counts with its last
+report. The checker builds its own sweeps, each
 with a trap. Stuck? `show_solution("pick_best_config")`.
 """),
     code("""

@@ -71,7 +71,8 @@ or `"sum"`, a running total).
 ### Exercise: `PoleWobble`
 
 Log, once per finished CartPole episode, how much the pole **wobbled**: the mean |pole angle|
-(observation index 2) over the episode's steps, under the key `"pole_wobble"`. A good policy keeps
+(observation index 2) over the episode's steps, under the key `"pole_wobble"`, so that each
+result's `pole_wobble` is the mean over that iteration's episodes. A good policy keeps
 the pole still, so the wobble should fall as the policy learns.
 
 Two facts make this harder than it looks, as in RLlib:

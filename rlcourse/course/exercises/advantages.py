@@ -5,6 +5,11 @@ Learner's own `rlcourse.utils.postprocessing.compute_gae` on chunks that end in 
 names the case (and the likely mistake) when they differ. Inputs are passed read-only, so an
 answer that changes them in place is refused. The stub is reported as not attempted and the lesson
 goes on with `reference_gae_fn`.
+
+Review, what answer would still pass that should not? None known beyond hard-coding the checker's
+chunks. No chunk uses the lesson's gamma=0.99 with lambda_=0.95, so reading config.gamma fails (and
+is named). A chunk both terminated and truncated cannot exist (SingleAgentEpisode refuses it; the
+runner records a termination on the time limit's step as terminated), so it is not a case here.
 """
 
 from collections.abc import Callable
@@ -18,6 +23,7 @@ from rlcourse.utils.postprocessing import compute_gae
 
 __all__ = ["check_gae"]
 
+LESSON = (0.99, 0.95)  # the lesson's config.gamma and config.lambda_
 GaeFunction = Callable[[SingleAgentEpisode, np.ndarray, float, float], np.ndarray]
 
 
@@ -71,10 +77,11 @@ CASES = [
 
 
 def reference_gae(case: Case, terminated: bool | None = None, gamma: float | None = None,
-                  carry: float | None = None) -> np.ndarray:
+                  carry: float | None = None, lambda_: float | None = None) -> np.ndarray:
     """The Learner's advantages for `case`; the keyword arguments model typical mistakes."""
     n = len(case.rewards)
     gamma = case.gamma if gamma is None else gamma
+    lambda_ = case.lambda_ if lambda_ is None else lambda_
     terminated = case.terminated if terminated is None else terminated
     terminateds = np.zeros(n, dtype=bool)
     terminateds[-1] = terminated
@@ -82,7 +89,7 @@ def reference_gae(case: Case, terminated: bool | None = None, gamma: float | Non
     chunk_ends[-1] = True
     if carry is None:
         advantages, _ = compute_gae(case.rewards.astype(np.float64), case.values[:-1],
-                                    case.values[1:], terminateds, chunk_ends, gamma, case.lambda_)
+                                    case.values[1:], terminateds, chunk_ends, gamma, lambda_)
         return advantages
     # compute_gae discounts by gamma * lambda_; a mistaken discount needs the loop written out.
     deltas = case.rewards + gamma * case.values[1:] * ~terminateds - case.values[:-1]
@@ -120,6 +127,11 @@ def _diagnose(case: Case, got: np.ndarray) -> str:
     if case.terminated and _close(got, reference_gae(case, terminated=False)):
         return ("you bootstrapped after a termination. The episode ended: there is no future, so "
                 "V(s_n) of the final observation must not be added (use 0 after `is_terminated`).")
+    lesson = reference_gae(case, gamma=LESSON[0], lambda_=LESSON[1])
+    if (case.gamma, case.lambda_) != LESSON and _close(got, lesson):
+        return (f"your advantages are those for the lesson's gamma={LESSON[0]} and "
+                f"lambda_={LESSON[1]}, but this chunk's are gamma={case.gamma}, "
+                f"lambda_={case.lambda_}: use the arguments, not config.gamma or numbers.")
     if case.truncated and _close(got, reference_gae(case, terminated=True)):
         return ("you did not bootstrap after a truncation. A time limit cut the episode, but the "
                 "agent could have gone on: add gamma * V(s_n) of the final observation to the last "

@@ -3,9 +3,16 @@
 The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act with
 `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
 rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
-only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset, and
-acting on an old observation. The stub (NotImplementedError) is reported as not attempted and the
-lesson goes on with `reference_run_episode`.
+only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset,
+acting on an old observation, actions not from the policy, and the last reward left out (one env
+terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports it). The
+stub (NotImplementedError) is reported as not attempted and the lesson goes on with
+`reference_run_episode`.
+
+Review, what answer would still pass that should not? A loop capped at a fixed number of steps
+larger than these episodes (CartPole with the leaning policy ends within a few hundred steps, the
+other envs after 7 and 6), and an answer that resets, then steps and sums correctly but also calls
+the policy on a copy of the observation (harmless).
 """
 
 from collections.abc import Callable
@@ -25,6 +32,8 @@ class _Watched(gym.Wrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self.ended, self.seeds, self.latest = False, [], None
+        self.steps, self.actions = 0, 0  # env steps taken, and actions the policy chose
+        self.last_reward = 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.ended = False
@@ -39,7 +48,8 @@ class _Watched(gym.Wrapper):
                                 "`terminated or truncated` is True: a time limit ends an episode "
                                 "by truncation, without terminating it.")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.ended, self.latest = terminated or truncated, obs
+        self.ended, self.latest, self.last_reward = terminated or truncated, obs, float(reward)
+        self.steps += 1
         return obs, reward, terminated, truncated, info
 
     def watch(self, policy: Callable) -> Callable:
@@ -50,16 +60,21 @@ class _Watched(gym.Wrapper):
                 raise ExerciseError("The policy was given an old observation. Act on the newest one: "
                                     "`obs, reward, terminated, truncated, info = env.step(...)` must "
                                     "replace obs before the next policy(obs).")
+            self.actions += 1
             return policy(obs)
 
         return watched
 
 
 class _Drift(gym.Env):
-    """Never terminates; rewards 0.5, 1.5, 0.5, 1.5, ...; starts at a random point."""
+    """Rewards 0.5, 1.5, 0.5, 1.5, ...; starts at a random point; terminates after `ends_after`
+    steps (never by default)."""
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, ends_after: int | None = None):
+        self.ends_after = ends_after
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -68,7 +83,8 @@ class _Drift(gym.Env):
 
     def step(self, action):
         self.t += 1
-        return np.zeros(1, np.float32), 0.5 + (self.t % 2 == 0), False, False, {}
+        return (np.full(1, self.t / 10, np.float32), 0.5 + (self.t % 2 == 0),
+                self.t == self.ends_after, False, {})
 
 
 def reference_run_episode(env: gym.Env, policy: Callable, seed: int) -> float:
@@ -92,6 +108,10 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
         ("an env that only ends by its time limit (7 steps, rewards 0.5 and 1.5)",
          lambda: gym.wrappers.TimeLimit(_Drift(), max_episode_steps=7), lambda obs: 0,
          "Add up the rewards themselves (they are not always 1), and stop on truncation too."),
+        # gymnasium's TimeLimit sets both flags when an episode terminates on its last allowed step.
+        ("an env that terminates on the step its time limit truncates it (6 steps, both flags)",
+         lambda: gym.wrappers.TimeLimit(_Drift(ends_after=6), max_episode_steps=6), lambda obs: 1,
+         "Add every step's reward, the last one too: it ends the episode by both flags at once."),
     ]
 
 
@@ -120,7 +140,18 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
             if not env.ended:
                 raise ExerciseError(f"run_episode returned before the episode ended ({name}). "
                                     "Keep stepping until terminated or truncated is True.")
+            if env.actions != env.steps:
+                raise ExerciseError(f"run_episode took {env.steps} steps but asked the policy for "
+                                    f"{env.actions} actions ({name}): every action comes from "
+                                    "policy(obs), one call per step (not env.action_space.sample()"
+                                    " or a fixed action).")
             expected = reference_run_episode(make_env(), policy, seed)
+            if np.isclose(float(got), expected - env.last_reward) and env.last_reward:
+                raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
+                                    f"episode's return is {expected}: the last step's reward "
+                                    f"({env.last_reward:g}) is missing. It comes with "
+                                    "terminated or truncated: add each reward before checking "
+                                    "whether the episode ended.")
             if not np.isclose(float(got), expected):
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
                                     f"episode's return is {expected}. Hint: {hint}")

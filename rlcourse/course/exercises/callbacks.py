@@ -5,12 +5,24 @@ pole wobbled: the mean |pole angle| over the episode's steps, as "pole_wobble" a
 episodes. The checker runs it on an EnvRunner in this process (no Ray) with 4 sub-envs and short
 fragments, so most episodes span several sample() calls, and compares every logged value with the
 truth from the joined episodes. The traps: reading only the last chunk in on_episode_end, keeping
-the running sum on `self` (shared by all sub-envs), the signed angle, logging every step, and
-reduce="max". Whether the reset's or the last observation counts is the learner's choice.
+the running sum on `self` (shared by all sub-envs), the signed angle, logging every step,
+dividing by the last chunk's length or by one step too many or too few, degrees, the largest
+angle, reduce="max", and a window (each result is to average that iteration's episodes:
+window=None, the default). Whether the reset's or the last observation counts is the learner's
+choice.
+
+The EnvRunner runs in this process; what a runner actor needs beyond that is that Ray can pickle
+the class, which is checked.
+
+Review, what answer would still pass that should not? Extra keys logged beside "pole_wobble", an
+answer that mixes the counting conventions episode by episode (each value is matched on its own),
+and one whose hooks read a notebook global that a runner process would see only as a copy taken
+when the class was shipped.
 """
 
 from collections import defaultdict
 
+import cloudpickle
 import numpy as np
 
 from rlcourse.callbacks.callbacks import Callbacks
@@ -72,6 +84,11 @@ def _means(angles: np.ndarray) -> list[float]:
     return [angles[1:].mean(), angles[:-1].mean(), angles.mean()]
 
 
+def _sums(angles: np.ndarray) -> list[float]:
+    """An episode's sum of angles, counted each way that `_means` accepts."""
+    return [angles[1:].sum(), angles[:-1].sum(), angles.sum()]
+
+
 def _matches(values: np.ndarray, candidates: list[list[float]]) -> bool:
     """Each value is one of its episode's candidates (either convention, episode by episode)."""
     return all(np.isclose(value, options, rtol=1e-5, atol=1e-7).any()
@@ -87,6 +104,13 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
         raise ExerciseError(f"Pass your class itself (a subclass of Callbacks), not "
                             f"{type(callbacks_class).__name__}.")
 
+    try:  # Ray ships the class to every runner actor, another process, by pickling it
+        cloudpickle.loads(cloudpickle.dumps(callbacks_class))
+    except Exception as e:
+        raise ExerciseError(f"{callbacks_class.__name__} cannot be pickled ({type(e).__name__}: "
+                            f"{e}); Ray sends it to the runner actors, other processes, that way. "
+                            "Keep locks, open files and the like out of the class.") from None
+
     def sample_with_your_hooks() -> tuple:
         return _run(callbacks_class, seed)
 
@@ -99,6 +123,11 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
     if reduce != "mean":
         raise ExerciseError(f"You logged with reduce={reduce!r}; the result should be the mean over "
                             "episodes of each episode's wobble: reduce='mean' (the default).")
+    window = logged[KEY]["window"]
+    if window is not None:
+        raise ExerciseError(f"You logged with window={window}: each result would average the last "
+                            f"{window} episode(s) of all runners, not that iteration's episodes. "
+                            "Leave window out (None: every episode since the last result).")
     if len(values) != len(ended):
         raise ExerciseError(f"{len(ended)} episodes ended but {len(values)} values were logged: log "
                             "once per episode, in on_episode_end (not in on_episode_step).")
@@ -114,9 +143,28 @@ def check_pole_wobble_callbacks(callbacks_class: type, seed: int = 0) -> type:
                             "for the others: on_episode_end gets only the episode's last chunk. Add "
                             "|angle| up step by step in on_episode_step, in episode.custom_data "
                             "(start it in on_episode_start), and divide by episode.t at the end.")
+    chunk_steps = [len(chunks[id_][-1]) for id_ in ended]
+    if _matches(values, [[total / n for total in _sums(np.abs(angles))]
+                         for angles, n in zip(episodes, chunk_steps, strict=True)]):
+        raise ExerciseError("Your sums are right but you divide by len(episode), the last chunk's "
+                            "steps: on_episode_end gets only the last chunk. Divide by episode.t, "
+                            "which counts every step since the reset.")
     if _matches(values, [_means(angles) for angles in episodes]):
         raise ExerciseError("The pole leans to either side and the signs cancel: average the "
                             "absolute value of the angle.")
+    absolute = [np.abs(angles) for angles in episodes]
+    if _matches(values, [[total / (count + shift)  # T, T and T + 1 angles summed
+                          for total, count in zip(_sums(a), (len(a) - 1, len(a) - 1, len(a)),
+                                                  strict=True) for shift in (-1, 1)]
+                         for a in absolute]):
+        raise ExerciseError("You divide by one step more or fewer than the angles you added up: "
+                            "with one |angle| per step, divide by episode.t (the episode's steps).")
+    if _matches(values, [np.degrees(_means(a)).tolist() for a in absolute]):
+        raise ExerciseError("Your values are in degrees; CartPole's angle is in radians: log it "
+                            "as it is.")
+    if _matches(values, [[a[1:].max(), a.max()] for a in absolute]):
+        raise ExerciseError("You logged each episode's largest |angle|; the wobble is the mean "
+                            "|angle| over its steps.")
     truth = [_means(np.abs(angles))[0] for angles in episodes]
     raise ExerciseError(
         f"The values logged (first ones: {np.round(values[:3], 4).tolist()}) are not the episodes' "

@@ -2,8 +2,16 @@
 that makes a new machine join a cluster.
 
 Both answers are functions: the command is built for several heads, CPU counts and resource names
-(so an address typed from the printout fails), and the config is checked field by field. Stubs
-(NotImplementedError) are reported as not attempted; the lesson goes on with the references.
+(so an address typed from the printout fails), and the config is checked field by field: runners,
+evaluation runners and learner actors must fit into the CPUs left after the loss, the restart budget
+must allow a restart, no GPU and no custom resource may be asked for (a CPU given as one is named as
+such). Both checkers return the learner's function. Stubs (NotImplementedError) are reported as not
+attempted; the lesson goes on with the references.
+
+Review, what answer would still pass that should not? The config is read, not placed: memory, an
+env that cannot be made on the head, and num_cpus_for_main_process (the driver is outside the
+placement group here) are not checked. A worker command with extra flags (--block) or a resource
+amount other than 1 passes: any positive amount lets actors ask for the resource.
 """
 
 import json
@@ -40,12 +48,12 @@ def reference_worker_start_command(head_address: str, num_cpus: int, resource: s
 
 @exercise("survivable_placement", stub="placement_config",
           fallback="rlcourse's reference_placement_config()",
-          reference=lambda fn, node_cpus, lost_node: reference_placement_config())
+          reference=lambda fn, node_cpus, lost_node: reference_placement_config)
 def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[str, float],
-                               lost_node: str):
+                               lost_node: str) -> Callable:
     """`placement_config()` must return a config of two runners with four CartPoles each that start
     on every node of `node_cpus` (node name -> CPUs) and can all run again on the other nodes once
-    `lost_node` is gone. Returns that config."""
+    `lost_node` is gone. Returns `placement_config` when it is right."""
     config = call(placement_config)
     if not hasattr(config, "num_env_runners"):
         raise ExerciseError(f"placement_config() returned {config!r}; return the PPOConfig itself "
@@ -79,30 +87,52 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
         raise ExerciseError(f"STRICT_SPREAD needs a different node for every bundle, also when Ray "
                             f"re-places the bundles of {lost_node!r}: with fewer nodes than runners "
                             "they cannot all come back. Is there a strategy that spreads when it can?")
-    pinned = [name for name in config.custom_resources_per_env_runner if name in node_cpus]
+    custom = dict(config.custom_resources_per_env_runner)
+    standard = [name for name in custom if name.upper() in ("CPU", "GPU")]
+    if standard:
+        raise ExerciseError(f"custom_resources_per_env_runner={custom} gives {standard[0]!r} as a "
+                            "custom resource; CPUs and GPUs are Ray's standard resources, set with "
+                            "env_runners(num_cpus_per_env_runner=..., num_gpus_per_env_runner=...). "
+                            "Leave custom_resources_per_env_runner empty.")
+    pinned = [name for name in custom if name in node_cpus]
     if pinned:
         raise ExerciseError(f"custom_resources_per_env_runner pins every runner to {pinned[0]!r}: "
                             "a pinned runner can never move to another node. Leave it empty.")
-    unknown = list(config.custom_resources_per_env_runner)  # a node offers only its own name
-    if unknown:
-        raise ExerciseError(f"custom_resources_per_env_runner asks for {unknown[0]!r}, which none "
-                            f"of the nodes {sorted(node_cpus)} offers: the runners could not start "
-                            "anywhere. Leave it empty.")
+    if custom:  # a node offers only its own name
+        raise ExerciseError(f"custom_resources_per_env_runner asks for {next(iter(custom))!r}, "
+                            f"which none of the nodes {sorted(node_cpus)} offers: the runners "
+                            "could not start anywhere. Leave it empty.")
+    gpus = [(setting, getattr(config, setting)) for setting, used in (
+        ("num_gpus_per_env_runner", True), ("num_gpus_per_learner", config.num_learners > 0))
+        if used and getattr(config, setting) > 0]
+    if gpus:
+        raise ExerciseError(f"{gpus[0][0]}={gpus[0][1]:g}, but these nodes have CPUs only: the "
+                            "actors could not start anywhere. Leave it at 0.")
     if not config.restart_failed_env_runners:
         raise ExerciseError("With fault_tolerance(restart_failed_env_runners=False) Ray does not "
                             "restart the runners of a lost node.")
+    if config.max_num_env_runner_restarts < 1:
+        raise ExerciseError("fault_tolerance(max_num_env_runner_restarts=0) leaves the runners no "
+                            "restart: the one on the lost node would stay dead. Keep the default "
+                            "(1000), or at least one restart per runner that can be lost.")
     left = sum(n for name, n in node_cpus.items() if name != lost_node)
     actors = runners + config.evaluation_num_env_runners  # evaluation runners need CPUs too
-    if actors * cpus > left + 1e-9:
+    learners = config.num_learners * config.num_cpus_per_learner  # learner actors (0: the driver's)
+    if actors * cpus + learners > left + 1e-9:
+        also = (f" + {config.num_learners} learner(s) x {config.num_cpus_per_learner:g} CPU"
+                if config.num_learners else "")
         raise ExerciseError(f"After losing {lost_node!r}, {left:g} CPU(s) are left for {actors} "
-                            f"runners x {cpus:g} CPU = {actors * cpus:g}: use fewer runners or a "
-                            "fraction of a CPU each (env_runners(num_cpus_per_env_runner=...)).")
+                            f"runners x {cpus:g} CPU{also} = {actors * cpus + learners:g}: use "
+                            "fewer runners or a fraction of a CPU each "
+                            "(env_runners(num_cpus_per_env_runner=...))"
+                            + (", and learn in the driver (learners(num_learners=0))"
+                               if config.num_learners else "") + ".")
     if runners != NUM_RUNNERS:
         raise ExerciseError(f"The exercise asks for {NUM_RUNNERS} runners "
                             f"(env_runners(num_env_runners={NUM_RUNNERS})), not {runners}.")
     passed(f"{runners} runners x {cpus:g} CPU, spread over {len(node_cpus)} nodes by SPREAD; "
            f"without {lost_node!r} they still fit into the {left:g} CPU(s) left.")
-    return config
+    return placement_config
 
 
 def _options(tokens: list[str]) -> dict[str, str]:
@@ -159,17 +189,17 @@ def _check_command(command: str, head_address: str, num_cpus: int, resource: str
         raise ExerciseError(f"Give the head's address: --address={head_address} "
                             f"(you gave {options.get('--address')!r}) {where}. Build it from the "
                             "head_address argument.")
-    if options.get("--num-cpus") != str(num_cpus):
-        raise ExerciseError(f"Tell Ray how many CPUs the machine offers: --num-cpus={num_cpus} "
-                            f"{where}.")
     try:
         resources = json.loads(options.get("--resources", "{}"))
     except json.JSONDecodeError:
         raise ExerciseError("--resources takes a JSON object in single quotes, e.g. "
                             "--resources='{\"name\": 1}' (JSON strings use double quotes).") from None
-    if isinstance(resources, dict) and {"CPU", "GPU"} & set(resources):
+    if isinstance(resources, dict) and {"CPU", "GPU"} & {str(k).upper() for k in resources}:
         raise ExerciseError("--resources is for custom resources only: `ray start` refuses 'CPU' or "
                             "'GPU' in it. Give CPUs with --num-cpus (and GPUs with --num-gpus).")
+    if options.get("--num-cpus") != str(num_cpus):
+        raise ExerciseError(f"Tell Ray how many CPUs the machine offers: --num-cpus={num_cpus} "
+                            f"{where}.")
     amount = resources.get(resource) if isinstance(resources, dict) else None
     if not isinstance(amount, int | float) or not math.isfinite(amount) or amount <= 0:
         raise ExerciseError(f"Offer the custom resource with --resources='{{\"{resource}\": 1}}', "

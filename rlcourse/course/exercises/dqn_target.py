@@ -11,7 +11,13 @@ new_obs, terminateds, n_step) plus `truncateds`, and `q_online` / `q_target` giv
 every action. `check_dqn_target` calls it on batches of its own (random rows with terminations,
 truncations and rows shorter than n at an episode's end) and compares it with the target inside
 rlcourse's `DQNLearner.compute_loss`. A wrong answer is matched against the typical mistakes, each
-with its own hint. The stub is reported as not attempted; the lesson goes on with `reference`.
+with its own hint (the lesson's gamma of 0.9 among them: the second batch uses 0.99). The stub is
+reported as not attempted; the lesson goes on with `reference`.
+
+Review, what answer would still pass that should not? A row both terminated and truncated cannot
+come from the replay buffer (an episode is never both), so an answer that lets a truncation win over
+a termination passes; y computed with gradients and then detached passes (it is a constant either
+way).
 """
 
 from collections.abc import Callable
@@ -27,6 +33,7 @@ __all__ = ["check_dqn_target", "reference_dqn_target", "learner_target"]
 Batch = dict[str, torch.Tensor]
 QFunction = Callable[[torch.Tensor], torch.Tensor]
 N_STEP, NUM_ACTIONS, OBS_DIM = 3, 3, 4
+LESSON_GAMMA = 0.9  # the lesson's global gamma: the second batch is checked with another
 
 
 def reference_dqn_target(batch: Batch, q_online: QFunction, q_target: QFunction,
@@ -121,6 +128,9 @@ def _mistakes(batch: Batch, q_online: QFunction, q_target: QFunction, gamma: flo
         (y(chosen, discount=gamma ** N_STEP),
          "you discount every row by gamma ** 3; rows that reach an episode's end, or its newest "
          "stored step, summed fewer steps: use each row's own batch['n_step']."),
+        *([(y(chosen, discount=LESSON_GAMMA ** n),
+            f"your targets are those for gamma={LESSON_GAMMA} (the lesson's), but this batch's "
+            f"gamma is {gamma}: use the gamma argument.")] if gamma != LESSON_GAMMA else []),
     ]
 
 

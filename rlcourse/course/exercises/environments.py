@@ -9,7 +9,12 @@ default 50) an episode that has not terminated is truncated.
 The checker walks every action in every direction (right to the goal, left back from a middle cell,
 left against the wall, left until the time limit) with several env_configs. A stub that still
 raises NotImplementedError is reported as not attempted, and the lesson goes on with
-`ReferenceCorridor`.
+`ReferenceCorridor`. One env_config makes the goal the last allowed step: the spec truncates only
+an episode that has not terminated, so `truncated = steps >= max_episode_steps` alone is wrong.
+
+Review, what answer would still pass that should not? An env right for these four env_configs and
+wrong for others (e.g. a length over 12 handled differently), rendering (not checked), and extra
+keys in info (allowed by the spec).
 """
 
 import re
@@ -30,6 +35,8 @@ LEFT, RIGHT = 0, 1
 # (env_config, the length and step limit it means), tried in this order.
 CONFIGS = [({"length": 6, "max_episode_steps": 20}, 6, 20),
            ({"length": 3, "max_episode_steps": 5}, 3, 5),
+           # The goal is reached on the last allowed step: terminated, and not truncated.
+           ({"length": 5, "max_episode_steps": 4}, 5, 4),
            ({"length": 12, "max_episode_steps": 40}, 12, 40),
            ({}, DEFAULT_LENGTH, DEFAULT_MAX_STEPS)]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -152,6 +159,11 @@ def _check_walk_right(env: gym.Env, length: int, max_steps: int, where: str) -> 
                   "terminated is False. Reaching the last cell ends the episode: terminated=True.")
         if terminated and not at_goal:
             _fail(f"{where}: terminated is True in cell {t}, before the last cell {length - 1}.")
+        if truncated and at_goal and t >= max_steps:
+            _fail(f"{where}: the agent reached the goal on step {t}, the last one "
+                  f"max_episode_steps={max_steps} allows, and you returned terminated=True and "
+                  "truncated=True. The spec truncates only an episode that has not terminated: "
+                  "truncated = not terminated and steps >= max_episode_steps.")
         if truncated:
             _fail(f"{where}: truncated is True after {t} steps, but max_episode_steps is "
                   f"{max_steps}. Read it from env_config and count the steps since reset().")
@@ -244,7 +256,7 @@ def _check(env_class: type) -> None:
         if env_config == CONFIGS[0][0]:
             _run_gymnasium_checker(_make(env_class, env_config))
         _check_walk_right(env, length, max_steps, where)
-        if length >= 4:  # the walk reaches cell 2, which must not be the goal
+        if length >= 4 and max_steps > 6:  # the walk reaches cell 2 (not the goal) in 6 steps
             _check_back_and_forth(env, where)
         # The same env object again, as a vector env reuses it: reset() must start afresh.
         _check_walk_left(env, max_steps, where)

@@ -8,9 +8,17 @@ The learner writes `clipped_surrogate_loss(logp, old_logp, advantages, clip_para
 `check_clipped_surrogate` compares its value *and its gradient* with the `policy_loss` that
 `PPOLearner.compute_loss` (rlcourse/algorithms/ppo/ppo_learner.py) computes on the same batches,
 built so that the clip is active in both directions (ratio above 1 + eps with A > 0, below 1 - eps
-with A < 0) and inactive where the min keeps the unclipped term. Typical mistakes are named.
+with A < 0) and inactive where the min keeps the unclipped term. Typical mistakes are named, also
+by their gradient (a detached clipped term has the right value but loses its share of the gradient
+where ratio * A and clip(ratio) * A are equal).
+
+Review, what answer would still pass that should not? A loss that differs only where the ratio is
+exactly 1 - eps or 1 + eps (no row sits there), or one that adds a term without value or gradient.
+The advantages are larger on the positive side so that clipping at exp(+-eps) shows; it would pass
+with rtol 1e-4 only if the two bounds cancelled, which they do not on these batches (tested).
 """
 
+import math
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -22,6 +30,7 @@ from rlcourse.course.exercises.common import ExerciseError, call, exercise, pass
 __all__ = ["check_clipped_surrogate", "reference_clipped_surrogate_loss"]
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
+CLIP_PARAMS = (0.2, 0.3)  # the lesson's clip_param is 0.2: checked with another as well
 
 
 def reference_clipped_surrogate_loss(logp: torch.Tensor, old_logp: torch.Tensor,
@@ -34,8 +43,8 @@ def reference_clipped_surrogate_loss(logp: torch.Tensor, old_logp: torch.Tensor,
 
 # Plausible wrong answers, each with the hint that names it (tried in this order).
 def _mistakes(clip: float) -> list[tuple[Callable, str]]:
-    def surrogate(ratio, adv, combine=torch.min):
-        return combine(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+    def surrogate(ratio, adv, combine=torch.min, clip_param=clip):
+        return combine(ratio * adv, ratio.clamp(1 - clip_param, 1 + clip_param) * adv)
 
     return [
         (lambda lp, old, adv: surrogate(torch.exp(lp - old), adv).mean(),
@@ -66,6 +75,24 @@ def _mistakes(clip: float) -> list[tuple[Callable, str]]:
          "clip(ratio) * A, since a negative A flips which one is smaller."),
         (lambda lp, old, adv: -surrogate(torch.exp(lp - old), adv).sum(),
          "average over the batch (mean), do not sum: the loss must not grow with the batch size."),
+        (lambda lp, old, adv: -torch.min(torch.exp(lp - old) * adv,
+                                         torch.exp((lp - old).clamp(-clip, clip)) * adv).mean(),
+         "you clipped the log-ratio logp - old_logp to [-eps, eps]: its exp runs from "
+         f"{math.exp(-clip):.3f} to {math.exp(clip):.3f}, not from 1 - eps to 1 + eps. Clip the "
+         "ratio itself: torch.clamp(ratio, 1 - clip_param, 1 + clip_param)."),
+        (lambda lp, old, adv: -torch.min(torch.exp(lp - old) * adv,
+                                         (lp - old).clamp(1 - clip, 1 + clip) * adv).mean(),
+         "you clipped the log-ratio logp - old_logp, not the ratio: clip "
+         "ratio = exp(logp - old_logp), torch.clamp(ratio, 1 - eps, 1 + eps)."),
+        (lambda lp, old, adv: -torch.min(torch.exp(lp - old) * adv, (lp - old).clamp(
+            math.log(1 - clip), math.log(1 + clip)) * adv).mean(),
+         "you clipped the log-ratio logp - old_logp (to [log(1 - eps), log(1 + eps)]) and used it "
+         "as the ratio: the clipped term is clip(exp(logp - old_logp), 1 - eps, 1 + eps) * A."),
+        *[(lambda lp, old, adv, other=other: -surrogate(torch.exp(lp - old), adv,
+                                                         clip_param=other).mean(),
+           f"your loss is the one for clip_param={other}, but this call's clip_param is {clip}: "
+           "use the clip_param argument, not a number or a global of the lesson.")
+          for other in CLIP_PARAMS if other != clip],
     ]
 
 
@@ -74,7 +101,9 @@ def _batch(seed: int, clip: float, n: int = 48) -> dict[str, torch.Tensor]:
     1.6, with advantages of both signs, so every branch of the clipped objective is used."""
     rng = np.random.default_rng(seed)
     log_ratio = np.log(np.tile([0.5, 0.7, 0.95, 1.05, 1.3, 1.6], n // 6))
-    advantages = np.tile([1.0, -1.0], n // 2) * rng.uniform(0.2, 2.0, n)
+    # Larger positive than negative advantages: the two clip bounds do not cancel out in the mean
+    # (so that a clip at exp(+-eps) instead of 1 +- eps shows clearly).
+    advantages = np.tile([1.0, -0.5], n // 2) * rng.uniform(0.2, 2.0, n)
     return {"obs": torch.as_tensor(rng.normal(size=(n, 4)), dtype=torch.float32),
             "actions": torch.as_tensor(rng.integers(0, 2, n)),
             "log_ratio": torch.as_tensor(rng.permutation(log_ratio), dtype=torch.float32),
@@ -97,7 +126,7 @@ def check_clipped_surrogate(loss_fn: LossFunction) -> LossFunction:
     """Check `loss_fn(logp, old_logp, advantages, clip_param) -> loss` (a scalar tensor) against the
     policy loss of PPOLearner.compute_loss, in value and in gradient. Returns `loss_fn` if right."""
     with torch.random.fork_rng():  # building a Learner seeds torch: leave the lesson's RNG alone
-        for seed, clip in ((0, 0.2), (1, 0.3)):
+        for seed, clip in enumerate(CLIP_PARAMS):
             learner = _learner(clip)
             batch = _batch(seed, clip)
             module = learner.module
@@ -146,10 +175,29 @@ def _check_result(loss, logp, old_logp, advantages, clip, expected, where) -> No
                             ".detach(), .numpy() and float(...) inside it; the optimizer needs "
                             "d loss / d logp.")
     (grad,) = torch.autograd.grad(loss, logp)
-    leaf = logp.detach().clone().requires_grad_(True)
-    (right,) = torch.autograd.grad(reference_clipped_surrogate_loss(leaf, old_logp, advantages,
-                                                                    clip), leaf)
-    if not torch.allclose(grad, right, rtol=1e-4, atol=1e-6):
+    if not torch.allclose(grad, _gradient(reference_clipped_surrogate_loss, logp, old_logp,
+                                          advantages, clip), rtol=1e-4, atol=1e-6):
+        detached = _gradient(_detached_clip, logp, old_logp, advantages, clip)
+        if torch.allclose(grad, detached, rtol=1e-4, atol=1e-6):
+            raise ExerciseError(
+                "Your loss has the right value but the wrong gradient: the clipped term is "
+                "detached. Where the ratio lies inside [1 - eps, 1 + eps] both terms are equal, "
+                "and torch.min shares the gradient between them: a detached clipped term loses "
+                "its share. Clamp the ratio itself (torch.clamp(ratio, ...), no .detach()): the "
+                "clamp alone makes the gradient 0 where it clips.")
         raise ExerciseError("Your loss has the right value but the wrong gradient: where the clip "
-                            "is active the gradient must be 0 (torch.clamp gives that); a "
-                            "hand-made clip with constants or .detach() changes it.")
+                            "is active the clipped term's gradient must be 0, and elsewhere it is "
+                            "the ratio's (torch.clamp gives both); a hand-made clip (e.g. a "
+                            "straight-through ratio + (clip - ratio).detach()) changes it.")
+
+
+def _detached_clip(logp, old_logp, advantages, clip):
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(ratio.detach(), 1 - clip, 1 + clip)
+    return -torch.min(ratio * advantages, clipped * advantages).mean()
+
+
+def _gradient(loss_fn: Callable, logp, old_logp, advantages, clip) -> torch.Tensor:
+    leaf = logp.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(loss_fn(leaf, old_logp, advantages, clip), leaf)
+    return grad

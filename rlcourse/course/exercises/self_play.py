@@ -8,11 +8,23 @@ for the policies {"main", "main_v0", "main_v1", "main_v2"}: in every episode "ma
 being trained) plays exactly one of "player_0" and "player_1", the episode decides which, and the
 other player is one of the frozen snapshots. `check_self_play_mapping` asks it about several hundred
 MultiAgentEpisodes of its own (both agents; again in the other order; on each episode's next chunk;
-and as another Python process would see the same episode) and names the typical mistake it finds.
-The stub is reported as not attempted; the lesson goes on with `reference_self_play_mapping`.
+as a stand-in process whose str hash() is salted otherwise, and in a real second Python process:
+the mapping is cloudpickled, as Ray ships it to a runner, before this process has seen the episodes
+asked there) and names the typical mistake it finds. The real process is what catches hash() of a
+plain str copy, of bytes, or of a slice, and a random draw cached by the id's text: the stand-in's
+salt lives only on its own str subclass, and a cache would be shared by the stand-in. The stub is
+reported as not attempted; the lesson goes on with `reference_self_play_mapping`.
+
+Review, what answer would still pass that should not? One keyed on something that is stable for
+minutes but not across runs (the wall clock's hour mixed into the id's hash), and one that uses
+only part of the id (its first hex digit), which is still a fair, stable choice.
 """
 
 import inspect
+import os
+import pickle
+import subprocess
+import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -30,6 +42,8 @@ PLAYERS = ("player_0", "player_1")
 OPPONENTS = ("main_v0", "main_v1", "main_v2")
 NUM_EPISODES = 400
 BALANCE = (0.4, 0.6)  # main's share of player_0; a fair coin over 400 episodes: 0.5 +- 0.025
+ELSEWHERE_EPISODES = 100  # asked about in a real second Python process
+ELSEWHERE_TIMEOUT_S = 120  # starting Python and importing rlcourse's episode takes about a second
 Mapping = Callable[..., Any]
 
 
@@ -58,12 +72,57 @@ class _ProcessId(str):
         return hash((self.process, str(self)))
 
 
-def _episodes(process: int) -> list[MultiAgentEpisode]:
-    """NUM_EPISODES episodes with random 32-hex-digit ids (as the runner's), the same ids in every
-    process."""
-    rng = np.random.default_rng(10)
-    return [MultiAgentEpisode(_ProcessId(rng.bytes(16).hex(), process), env_name="ConnectFour")
-            for _ in range(NUM_EPISODES)]
+def _episodes(process: int | None, seed: int = 10, n: int = NUM_EPISODES
+              ) -> list[MultiAgentEpisode]:
+    """`n` episodes with random 32-hex-digit ids (as the runner's), the same ids in every process;
+    `process` salts their hash() as that stand-in process would (None: plain str ids)."""
+    rng = np.random.default_rng(seed)
+    ids = [rng.bytes(16).hex() for _ in range(n)]
+    return [MultiAgentEpisode(id_ if process is None else _ProcessId(id_, process),
+                              env_name="ConnectFour") for id_ in ids]
+
+
+# Run in a fresh Python process: read (fn, episodes) pickled, answer for both agents of each episode.
+_ELSEWHERE = """
+import pickle, sys
+out, sys.stdout = sys.stdout.buffer, sys.stderr  # the learner's prints must not mix with the answer
+fn, episodes = pickle.load(sys.stdin.buffer)
+try:
+    result = ("ok", [{agent: fn(agent, episode) for agent in ("player_0", "player_1")}
+                     for episode in episodes])
+except Exception as e:
+    result = ("error", f"{type(e).__name__}: {e}")
+out.write(pickle.dumps(result))
+"""
+
+
+def _ask_elsewhere(fn: Mapping, episodes: list[MultiAgentEpisode]) -> list[dict[str, Any]]:
+    """{agent: fn's answer} for each episode, asked in a new Python process with another hash()
+    salt, as a runner actor would be: Ray pickles the mapping (cloudpickle) and ships it there."""
+    import cloudpickle
+
+    try:
+        payload = cloudpickle.dumps((fn, episodes))
+    except Exception as e:
+        raise ExerciseError(
+            f"self_play_mapping cannot be pickled ({type(e).__name__}: {e}). Ray ships it to every "
+            "runner, a process of its own, by pickling it: keep locks, open files and the like "
+            "out of it.") from None
+    seed = "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"  # a salt unlike this process's
+    env = {**os.environ, "PYTHONHASHSEED": seed,
+           "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+    done = subprocess.run([sys.executable, "-c", _ELSEWHERE], input=payload, env=env,
+                          capture_output=True, timeout=ELSEWHERE_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+        raise ExerciseError(f"self_play_mapping could not run in another Python process (as on a "
+                            f"runner): {last}")
+    status, answers = pickle.loads(done.stdout)
+    if status != "ok":
+        raise ExerciseError(f"self_play_mapping raised {answers} in another Python process (as on "
+                            "a runner), though not in this one: does it rely on something only "
+                            "this process has?")
+    return answers
 
 
 def _check_signature(fn: Mapping) -> None:
@@ -184,15 +243,18 @@ def _check_league(first: list[dict], opponents: Sequence[str]) -> tuple[int, Cou
     return on_0, played
 
 
-def _check_stable(first: list[dict], elsewhere: list[dict]) -> None:
-    """The same episode id gives the same answers in another process."""
+def _check_stable(first: list[dict], elsewhere: list[dict], real: bool = False) -> None:
+    """The same episode id gives the same answers in another process (a stand-in for one, with
+    another hash() salt, or with `real` a new Python process)."""
     found = _first_difference(first, elsewhere)
     if found:
         i, agent = found
         differ = sum(_first_difference([x], [y]) is not None
                      for x, y in zip(first, elsewhere, strict=True))
+        where = ("in a new Python process (as a runner is)" if real
+                 else "with another Python process's hash() salt")
         raise ExerciseError(
-            "The same episode id gave other answers with another Python process's hash() salt "
+            f"The same episode id gave other answers {where} "
             f"({differ} of {len(first)} episodes, e.g. {agent!r}: {first[i][agent]!r} here, "
             f"{elsewhere[i][agent]!r} there). hash() of a str is salted per process "
             "(PYTHONHASHSEED), and a random draw or a cache lives in one process only: the episode "
@@ -219,9 +281,16 @@ def check_self_play_mapping(fn: Mapping, opponents: Sequence[str] = OPPONENTS) -
     _check_consistency(first, again, _ask(fn, [episode.cut() for episode in episodes]))
     on_0, played = _check_league(first, opponents)
     _check_stable(first, _ask(fn, _episodes(process=2)))
+    # A real second process: fn is pickled before this process sees these episodes, so that
+    # neither a cache nor a str subclass's hash() can make the two processes agree by accident.
+    fresh = _episodes(process=None, seed=11, n=ELSEWHERE_EPISODES)
+    elsewhere = _ask_elsewhere(fn, fresh)
+    here = _ask(fn, fresh)
+    _check_answers(elsewhere, policies)
+    _check_stable(here, elsewhere, real=True)
     n = len(first)
     passed(f"in each of {n} episodes one player is main and the other a snapshot; main played "
            f"player_0 in {on_0} and player_1 in {n - on_0}, against "
            f"{', '.join(f'{o} {played[o]}x' for o in opponents)}; every answer was the same when "
-           "asked again, on the episode's next chunk and with another process's hash() salt.")
+           "asked again, on the episode's next chunk and in another Python process.")
     return fn

@@ -6,7 +6,11 @@ is (env steps, seconds) of the first row whose return is at least `target`, or N
 The lesson's wall-time ratio between rlcourse and RLlib is computed with it. The checker builds its
 own runs, each with a trap: NaN returns before any episode ends, a return that reaches the target
 and falls back, a target met exactly, a target never reached, and a single row. Random values in
-every case, so an answer typed from a printout fails.
+every case, so an answer typed from a printout fails; the target is never the lesson's (200 or 150).
+Each typical mistake is named.
+
+Review, what answer would still pass that should not? A list [steps, seconds] instead of a tuple
+(the lesson only indexes it), and seconds returned as an int when they happen to be whole.
 """
 
 from collections.abc import Callable
@@ -51,11 +55,51 @@ def checker_cases(seed: int = 0) -> list[tuple[str, np.ndarray, float]]:
             ("a single row", _run(rng, [target + 1]), target)]
 
 
+LESSON_TARGETS = (200.0, 150.0)  # the lesson's TARGET and IMPALA_TARGET
+
+
 def _same(answer: Answer, expected: Answer) -> bool:
     if expected is None or answer is None:
         return answer is expected
-    return (len(answer) == 2 and int(answer[0]) == expected[0]
-            and bool(np.isclose(float(answer[1]), expected[1])))
+    try:
+        return (len(answer) == 2 and float(answer[0]) == float(expected[0])
+                and bool(np.isclose(float(answer[1]), float(expected[1]))))
+    except (TypeError, ValueError):
+        return False
+
+
+def _row(rows: np.ndarray, i: int) -> tuple[int, float]:
+    return int(rows[i, 0]), float(rows[i, 1])
+
+
+def _mistakes(rows: np.ndarray, target: float) -> list[tuple[Answer, str]]:
+    """What each typical mistake answers on `rows`, and the hint that names it."""
+    returns = rows[:, 2]
+    reached = np.flatnonzero(returns >= target)
+    first = reference_time_to_return(rows, target)
+    above = np.flatnonzero(returns > target)
+    nan_too = np.flatnonzero(~(returns < target))
+    mistakes = [
+        (_row(rows, reached[-1]) if len(reached) else None, "take the first row at the target, "
+         "not the last one: the run may fall back below it and reach it again"),
+        (_row(rows, above[0]) if len(above) else None, "'at least the target' is >=, not >: a "
+         "return exactly at the target counts"),
+        (_row(rows, nan_too[0]) if len(nan_too) else None, "a NaN return (no episode finished "
+         "yet) has reached nothing, but `not value < target` is True for NaN: compare with "
+         "value >= target"),
+        (first and (first[1], first[0]), "return (env steps, seconds), in that order"),
+        (first or _row(rows, len(rows) - 1), "return None when no row reaches the target, not "
+         "the last row"),
+        ((int(reached[0]), float(rows[reached[0], 1])) if len(reached) else None, "return the "
+         "row's env steps (its column 0), not its index"),
+        (_row(rows, int(np.nanargmax(returns))) if np.isfinite(returns).any() else None, "take "
+         "the first row at the target, not the row with the best return"),
+    ]
+    for lesson in LESSON_TARGETS:
+        if lesson != target:
+            mistakes.append((reference_time_to_return(rows, lesson), f"the target here is "
+                             f"{target:g}, not the lesson's {lesson:g}: use the target argument"))
+    return mistakes
 
 
 @exercise("time_to_return", stub="time_to_return", fallback="rlcourse's first_reaching",
@@ -68,10 +112,13 @@ def check_time_to_return(fn: Callable[[np.ndarray, float], Answer]) -> Callable:
         answer = call(fn, readonly, target, where=what)
         expected = reference_time_to_return(rows, target)
         if not _same(answer, expected):
+            hints = [hint for wrong, hint in _mistakes(rows, target)
+                     if not _same(wrong, expected) and _same(answer, wrong)]
             raise ExerciseError(
                 f"On {what} (target {target:g}) time_to_return gave {answer!r}; expected {expected!r}"
-                f" (env steps, seconds). Rows are (env steps, seconds, return): take the first row "
-                "whose return is at least the target (NaN is never at least anything), return its "
-                "env steps and seconds, and None if no row reaches the target.")
+                f" (env steps, seconds). " + (f"Hint: {'; or: '.join(hints)}." if hints else
+                "Rows are (env steps, seconds, return): take the first row whose return is at "
+                "least the target (NaN is never at least anything), return its env steps and "
+                "seconds, and None if no row reaches the target."))
     passed("time_to_return finds the first iteration at the target, and None when there is none.")
     return fn

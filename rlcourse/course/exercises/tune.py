@@ -4,8 +4,15 @@ The learner writes `pick_best_config(df, varied)`: from every reported iteration
 concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
 whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
 one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
-ends best, an errored trial (NaN), rows out of order, and two varied settings. Random values in
-each case, so an answer typed from a printout fails.
+ends best, an errored trial (NaN) in a losing config and one in the winning config (so neither
+dropping NaN rows first nor dropping the errored trial's whole config picks right), trials stopped
+early among shuffled rows (so neither dropping them nor a trial's first or last row picks right),
+one seed far above its config's others (the mean, not the median), and two varied settings. Random
+values in each case, so an answer typed from a printout fails.
+
+Review, what answer would still pass that should not? The best mean always leads by more than 5,
+so an answer that breaks near-ties differently passes. Sorting by another column that grows with
+the iterations would pick the same rows, but these sweeps have no such column.
 """
 
 from collections.abc import Callable, Sequence
@@ -70,6 +77,17 @@ def _sweep(rng: np.random.Generator, configs: dict[str, tuple[dict, list]], iter
     return pd.DataFrame(rows)
 
 
+def _shuffled(rng: np.random.Generator, df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with its trials in random order and each trial's rows rotated, so that its last
+    iteration sits in the middle: neither its first nor its last row is its end."""
+    n = df.groupby("trial_id")["training_iteration"].transform("max")
+    rank = df["trial_id"].map(dict(zip(df["trial_id"].unique(),
+                                       rng.permutation(df["trial_id"].nunique()), strict=True)))
+    order = (df["training_iteration"] + n // 2) % n
+    return df.assign(_rank=rank, _order=order).sort_values(["_rank", "_order"]).drop(
+        columns=["_rank", "_order"])
+
+
 def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
     """(what the case tests, dataframe, varied columns): each with one trap, values drawn anew."""
     rng = np.random.default_rng(seed)
@@ -96,11 +114,21 @@ def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
         ("an errored trial (NaN)", _sweep(rng, {
             "errored": ({"lr": a}, [(20, s(60)), ("nan", s(70)), (20, s(62))]),
             "fine": ({"lr": b}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
-        ("trials stopped early, rows out of order", _sweep(rng, {
-            "stopped": ({"lr": c}, [("short", 3, s(50), s(60)), ("short", 3, s(50), s(58)),
-                                    (s(50), s(95))]),
-            "full": ({"lr": d}, [(20, s(120)), (20, s(125)), (20, s(118))])}).iloc[::-1],
+        # The errored trial had reached little: counted with its last number, its config loses; its
+        # config dropped whole, the other wins. Left out, its config's other seeds win.
+        ("an errored trial in the best config", _sweep(rng, {
+            "errored": ({"lr": c}, [(20, s(120)), ("nan", s(30)), (20, s(118))]),
+            "fine": ({"lr": d}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
+        # Two seeds stopped early (low), one ran on (high): dropping the stopped trials picks
+        # "stopped", and so does taking a trial's first or last row (see _shuffled).
+        ("trials stopped early, rows out of order", _shuffled(rng, _sweep(rng, {
+            "stopped": ({"lr": a}, [("short", 3, s(50), s(60)), ("short", 3, s(50), s(58)),
+                                    (s(50), s(200))]),
+            "full": ({"lr": b}, [(20, s(120)), (20, s(125)), (20, s(118))])})),
          ["config/lr"]),
+        ("one seed far above its config's others (the mean, not the median)", _sweep(rng, {
+            "skewed": ({"lr": c}, [(20, s(100)), (20, s(105)), (20, s(260))]),
+            "even": ({"lr": d}, [(20, s(140)), (20, s(138)), (20, s(142))])}), ["config/lr"]),
         ("two varied settings", _sweep(rng, {
             "a4": ({"lr": a, "num_epochs": 4}, [(20, s(90)), (20, s(95))]),
             "a8": ({"lr": a, "num_epochs": 8}, [(20, s(130)), (20, s(125))]),
@@ -117,24 +145,53 @@ def _as_config(row: pd.Series, varied: list[str]) -> dict[str, Any]:
     return {name: row[name] for name in varied}
 
 
+def _tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
 def _mistakes(df: pd.DataFrame, varied: list[str]) -> list[tuple[dict, str]]:
     finals = final_returns(df, varied)
+    errored = set(finals.loc[finals[RETURN].isna(), "trial_id"])
     per_trial_max = df.groupby("trial_id")[RETURN].max()
     best_ever = df.loc[df["trial_id"] == per_trial_max.idxmax()].iloc[0]
     lucky = finals.loc[finals[RETURN].idxmax()]
-    whole = df.groupby(varied)[RETURN].mean().idxmax()
-    unsorted_last = df.groupby("trial_id").tail(1).groupby(varied)[RETURN].mean().idxmax()
-    key = lambda v: dict(zip(varied, v if isinstance(v, tuple) else (v,), strict=True))  # noqa: E731
-    return [
+
+    def best_mean(rows: pd.DataFrame) -> dict[str, Any]:
+        best = rows.groupby(varied)[RETURN].mean().idxmax()
+        return dict(zip(varied, _tuple(best), strict=True))
+
+    ran_all = df.groupby("trial_id")["training_iteration"].transform("max") == \
+        df["training_iteration"].max()
+    clean_configs = finals.groupby(varied)[RETURN].transform(lambda x: x.notna().all())
+    mistakes = [
         (_as_config(best_ever, varied), "the best return any iteration reached (the max of the "
          "curve) rewards a trial that peaked early and fell; use each trial's last reported return"),
         (_as_config(lucky, varied), "the single best trial is one lucky seed; average each "
          "config's seeds (groupby the varied columns, then mean)"),
-        (key(whole), "the mean over every iteration weighs the whole curve, early iterations "
+        (best_mean(df), "the mean over every iteration weighs the whole curve, early iterations "
          "included; take each trial's last reported iteration only"),
-        (key(unsorted_last), "rows may come in any order: a trial's last row is not its last "
-         "iteration; sort by training_iteration first (or take the row of the largest one)"),
+        (best_mean(df.groupby("trial_id").tail(1)), "rows may come in any order: a trial's last "
+         "row is not its last iteration; sort by training_iteration first (or take the row of the "
+         "largest one)"),
+        (dict(zip(varied, _tuple(finals.groupby(varied)[RETURN].median().idxmax()), strict=True)),
+         "the exercise asks for the mean over each config's seeds, not the median"),
+        (best_mean(df.groupby("trial_id").head(1)), "a trial's first row is not its last "
+         "iteration either; sort by training_iteration and take each trial's last row"),
     ]
+    if errored:
+        mistakes += [
+            (best_mean(final_returns(df.dropna(subset=[RETURN]), varied)), "an errored trial's "
+             "last report is NaN: dropping the NaN rows first (or groupby(...).last(), which skips "
+             "NaN) makes an earlier, lower return look like its final one. Take each trial's last "
+             "row (sort, then tail(1)), then leave out the trials whose return is NaN"),
+            (best_mean(finals[clean_configs]), "you left out the whole config of an errored "
+             "trial; leave out only that trial: its config's other seeds still count"),
+        ]
+    if not ran_all.all():
+        mistakes.append((best_mean(final_returns(df[ran_all], varied)), "trials stopped early (by "
+                         "a scheduler or a stopper) still count, with their last reported return: "
+                         "keep every trial, not only those that ran every iteration"))
+    return mistakes
 
 
 def _same(answer: Any, expected: dict[str, Any]) -> bool:
@@ -160,10 +217,12 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
                                 f"one value for each (you returned the keys {sorted(answer)}).")
         if _same(answer, expected):
             continue
-        if what.startswith("an errored"):
-            raise ExerciseError("On the sweep with an errored trial (its last return is NaN) you "
-                                "picked the config with the NaN trial: a NaN mean or a NaN in max() "
-                                "wins by accident. Leave errored trials out (dropna) before averaging.")
+        nan_configs = final_returns(df, list(varied)).loc[lambda f: f[RETURN].isna()]
+        if any(_same(answer, _as_config(row, list(varied))) for _, row in nan_configs.iterrows()):
+            raise ExerciseError(f"On the sweep with {what} you picked the config of the errored "
+                                "trial (its last return is NaN): a NaN mean, or a NaN in max(), "
+                                "wins by accident. Leave errored trials out (dropna on each "
+                                "trial's last return) before averaging.")
         shown = {k: v.item() if hasattr(v, "item") else v for k, v in answer.items()}
         hints = [hint for config, hint in _mistakes(df, list(varied)) if _same(answer, config)]
         if hints:
@@ -171,6 +230,7 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
                                 + "; or: ".join(hints) + ".")
         raise ExerciseError(f"On the sweep with {what} you picked {shown}, which is not the config "
                             "with the best mean over its seeds of their last reported returns.")
-    passed("on every sweep (a lucky seed, an early peak, a slow start, an errored trial, rows out "
-           "of order, two varied settings) you picked the config whose seeds end best on average.")
+    passed("on every sweep (a lucky seed, an early peak, a slow start, errored trials, trials "
+           "stopped early among shuffled rows, a seed far above its config's others, two varied "
+           "settings) you picked the config whose seeds end best on average.")
     return pick_best_config

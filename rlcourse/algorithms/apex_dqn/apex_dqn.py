@@ -20,10 +20,11 @@ import numpy as np
 import ray
 from ray.exceptions import GetTimeoutError, RayError
 
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn.apex_dqn_config import ApexDQNConfig, per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
 from rlcourse.algorithms.dqn.dqn import DQN
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import fail
 
@@ -200,7 +201,7 @@ class ApexDQN(DQN):
         learner = {k: float(np.mean([r[k] for r in learner_results]))
                    for k in learner_results[0]} if learner_results else {}
         learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
                                   "num_replay_requests_in_flight_max": peak["replay"],
                                   "num_priority_updates_in_flight": len(self._priority_updates)}}

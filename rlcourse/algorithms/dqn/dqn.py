@@ -10,8 +10,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
@@ -190,10 +191,11 @@ class DQN(Algorithm):
         """What the runners explore with now, for result["env_runners"] (SAC: nothing to add)."""
         return {"epsilon": self.current_epsilon()}
 
-    def compute_actions(self, observations: np.ndarray, explore: bool = False) -> np.ndarray:
+    def compute_actions(self, observations: np.ndarray, explore: bool = False,
+                        module_id: str | None = None) -> np.ndarray:
         """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
         runners act (not samples from a softmax of the Q-values)."""
-        actions = super().compute_actions(observations, explore=False)
+        actions = super().compute_actions(observations, explore=False, module_id=module_id)
         if explore:
             explore_rows = self._rng.random(len(actions)) < self.current_epsilon()
             random_actions = self.action_space.start + self._rng.integers(
@@ -243,7 +245,7 @@ class DQN(Algorithm):
                    for k in learner_results[0]} if learner_results else {}
         learner.update(num_env_steps_trained=trained, num_updates=len(learner_results))
         env_runner_results.update(self._exploration_metrics())
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
 

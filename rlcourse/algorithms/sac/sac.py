@@ -14,9 +14,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config, check_replay_settings
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import check_bool, check_number, fail
 
@@ -168,7 +169,7 @@ class SAC(DQN):
         """DQN's step. Before learning starts, the learner's results still hold the temperature
         that learning will start from (alpha_value, log_alpha_value, target_entropy)."""
         result = super().training_step()
-        learner = result["learners"][DEFAULT_POLICY]
+        learner = result["learners"][DEFAULT_MODULE_ID]
         if "alpha_value" not in learner:
             log_alpha = float(self.learner_group.get_weights()["log_alpha"])
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,

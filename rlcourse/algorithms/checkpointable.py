@@ -1,21 +1,12 @@
-"""Checkpointable: a base class that saves and restores an object through two methods it writes.
+"""Checkpointable: a base class that saves and restores an object through methods it writes.
 
-RLlib's boundary (rllib/utils/checkpoints.py): a subclass writes what its state is, this base writes
-the checkpoint directory around it. The subclass writes (Algorithm does, in algorithm.py):
-
-    get_state()                  -> (JSON-compatible state, {file name: {name: tensor}})
-    set_state(state, tensors)    checks all of it first, then applies it
-    _build_from_state(state)     a new object built as the saved one was, not restored yet
-                                 (RLlib: get_ctor_args_and_kwargs; an Algorithm: its saved config)
-    on_checkpoint_loaded()       after a restore          stop()   releases what it holds
-
-and gets, written once here over those (the files themselves: utils/checkpoints.py):
+RLlib's boundary (rllib/utils/checkpoints.py): a subclass (Algorithm, in algorithm.py) writes its
+state, in the abstract methods below; this base writes the checkpoint directory around it, once:
 
     save_to_path(path)         get_state() -> the directory, written atomically
-    restore_from_path(path)    the files, read and verified -> set_state()
-    from_checkpoint(path)      the files -> _build_from_state() -> set_state()
+    restore_from_path(path)    the files, read and verified (utils/checkpoints.py) -> set_state()
+    from_checkpoint(path)      the files -> _build_from_state() (a new object) -> set_state()
 """
-
 import abc
 import os
 from collections.abc import Iterable

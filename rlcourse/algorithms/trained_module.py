@@ -28,15 +28,18 @@ def trained_module(algo: "Algorithm", module_id: str | None = None, copy: bool =
     """Module `module_id` (None: single-agent, the one module; multi-agent, the MultiRLModule)."""
     learners = algo.learner_group
     if learners.is_local and not copy:
-        module = learners.local_learner.module
-    elif algo.module_spec is not None:
-        from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module
-        module = build_multi_rl_module(algo.config, algo.module_spec)
-        module.set_state(learners.get_weights())
-    else:
+        return _by_id(algo, learners.local_learner.module, module_id)
+    if algo.module_spec is None:  # a copy: built from the config, with the learners' weights
         from rlcourse.core.rl_module.rl_module import build_module
         module = build_module(algo.config, algo.observation_space, algo.action_space)
-        module.set_state(learners.get_weights())
+    else:
+        from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module
+        module = build_multi_rl_module(algo.config, algo.module_spec)
+    module.set_state(learners.get_weights())
+    return _by_id(algo, module, module_id)
+
+
+def _by_id(algo: "Algorithm", module: Any, module_id: str | None) -> Any:
     if module_id is None or (algo.module_spec is None and module_id == DEFAULT_MODULE_ID):
         return module
     if algo.module_spec is not None and module_id in module:

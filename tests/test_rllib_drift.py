@@ -20,7 +20,7 @@ from ray.rllib.utils import metrics as rllib_metrics
 
 import rlcourse
 from rlcourse import PPOConfig
-from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
+from rlcourse.core import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 
 pytestmark = pytest.mark.timeout(300)

@@ -373,8 +373,9 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 | rlcourse | RLlib | notes |
 |---|---|---|
 | `rlcourse/algorithms/algorithm_config.py` | `algorithms/algorithm_config.py` | same setters and setting names; RLlib has many more settings |
-| `rlcourse/algorithms/algorithm.py`, `evaluation.py` | `algorithms/algorithm.py` | RLlib's `Algorithm` *is* a Tune `Trainable`; rlcourse builds one on demand (`rlcourse/tune/`) |
-| `rlcourse/algorithms/checkpointable.py` | `utils/checkpoints.py` (`Checkpointable`) | the same methods: `save_to_path`, `restore_from_path`, `from_checkpoint` |
+| `rlcourse/algorithms/algorithm.py`, `evaluation.py`, `trained_module.py`, `algorithm_state.py` | `algorithms/algorithm.py` | RLlib's `Algorithm` *is* a Tune `Trainable`; rlcourse builds one on demand (`rlcourse/tune/`); RLlib writes evaluation, `get_module` and `get_state` in that one file |
+| `rlcourse/algorithms/checkpointable.py` | `utils/checkpoints.py` (`Checkpointable`) | the same base class: `get_state` / `set_state` to write, `save_to_path`, `restore_from_path`, `from_checkpoint` given |
+| `rlcourse/core/__init__.py` | `core/__init__.py` | `DEFAULT_MODULE_ID`, `ALL_MODULES` |
 | `rlcourse/algorithms/ppo/ppo.py`, `ppo_learner.py` | `algorithms/ppo/ppo.py`, `ppo/torch/ppo_torch_learner.py` | same loss terms and settings |
 | `rlcourse/utils/postprocessing.py` (GAE) | `connectors/learner/general_advantage_estimation.py` | a function here, a learner connector there |
 | `rlcourse/algorithms/impala/impala.py`, `learner_thread.py` | `algorithms/impala/impala.py`, `impala_learner.py` | RLlib: aggregator actors, a circular buffer, `min_time_s_per_iteration` |

@@ -6,29 +6,32 @@
 Each algorithm writes its loop in `training_step` (PPO: sample, update, sync weights, in
 `ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
 result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
-Two mixins hold the rest of the Algorithm's methods: EvaluationMixin (evaluation.py: `evaluate()`
-and the evaluation runners) and Checkpointable (checkpointable.py: `get_state` / `set_state`,
-`save_to_path` / `restore_from_path` / `from_checkpoint`; the files: utils/checkpoints.py).
-After `stop()`, or once Ray was shut down under an algorithm with actors, every use raises
-AlgorithmStopped saying so (instead of an AttributeError, or Ray quietly starting anew).
+Every method a user calls or an algorithm overrides is here; the long ones call plain functions
+beside this file (evaluation.py, trained_module.py, algorithm_state.py). Checkpointable (as RLlib's)
+writes `save_to_path` / `restore_from_path` / `from_checkpoint` over get_state / set_state.
 """
 
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import ray
 
-from rlcourse.algorithms.checkpointable import Checkpointable
-from rlcourse.algorithms.evaluation import EvaluationMixin
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.algorithm_state import algorithm_state, restore_algorithm_state
+from rlcourse.algorithms.checkpointable import Checkpointable, State
+from rlcourse.algorithms.evaluation import build_eval_env_runner_group, run_evaluation
+from rlcourse.algorithms.trained_module import compute_actions, trained_module
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
+from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.core.learner.learner_group import LearnerGroup
-from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
-from rlcourse.core.rl_module.default_model_config import space_info, to_env_actions
+from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
+from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers
 from rlcourse.utils.resources import (
     check_cpus,
@@ -38,11 +41,10 @@ from rlcourse.utils.resources import (
     init_ray,
 )
 
-DEFAULT_POLICY = "default_policy"
-
 
 class AlgorithmStopped(RuntimeError):
-    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
+    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it
+    (raised instead of an AttributeError, or Ray quietly starting anew)."""
 
 
 def _current_ray_session() -> str:
@@ -52,12 +54,12 @@ def _current_ray_session() -> str:
     return f"{context.get_job_id()}@{context.get_node_id()}"
 
 
-class Algorithm(Checkpointable, EvaluationMixin):
+class Algorithm(Checkpointable):
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
     supports_multi_agent = False  # whether its training_step handles config.multi_agent(...)
 
-    def __init__(self, config):
+    def __init__(self, config: AlgorithmConfig):
         self.config = config
         self.iteration = 0
         self.env_runner_group: EnvRunnerGroup | None = None
@@ -76,7 +78,7 @@ class Algorithm(Checkpointable, EvaluationMixin):
             raise
 
     @classmethod
-    def get_default_config(cls):
+    def get_default_config(cls) -> AlgorithmConfig:
         """A config with this algorithm's defaults (RLlib's name); each algorithm returns its own."""
         raise NotImplementedError
 
@@ -90,7 +92,7 @@ class Algorithm(Checkpointable, EvaluationMixin):
         init_ray()
         return trainable_for(cls)
 
-    def setup(self, config) -> None:
+    def setup(self, config: AlgorithmConfig) -> None:
         self.env_creator = config.get_env_creator()
         # Multi-agent: one module per policy id, each with the spaces of its agents (checked here).
         self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
@@ -115,11 +117,12 @@ class Algorithm(Checkpointable, EvaluationMixin):
                 check_cpus(config)
                 check_custom_resources(config)
         check_gpus(config)
-        self.env_runner_group = EnvRunnerGroup(config, self.env_creator,
-                                               on_recreated=self._on_recreated,
-                                               env_to_module=self.env_to_module)
+        self.env_runner_group = EnvRunnerGroup(
+            config, self.env_creator, env_to_module=self.env_to_module,
+            on_recreated=lambda indices: self.callbacks.on_env_runners_recreated(
+                algorithm=self, env_runner_indices=indices, is_evaluation=False))
         if config.evaluation_num_env_runners > 0:
-            self.eval_env_runner_group = self._build_eval_group()
+            self.eval_env_runner_group = build_eval_env_runner_group(self)
         # While the runner actors start, build the learners here (importing torch takes seconds).
         self.learner_group = LearnerGroup(config, self.observation_space, self.action_space,
                                           module_spec=self.module_spec)
@@ -132,15 +135,14 @@ class Algorithm(Checkpointable, EvaluationMixin):
                 for module_id, spaces in self._module_spaces().items():
                     check_same_spaces(env_name(config.env), spaces, [
                         s[module_id] if self.module_spec else s for s in runner_spaces])
-        # The learners' first weights, read directly: no learner thread runs yet (IMPALA's starts
-        # after this, and its _runner_weights takes the thread's lock).
+        # Read directly: no learner thread runs yet (IMPALA's _runner_weights takes its lock).
         self.sync_env_runner_weights(weights=self.learner_group.get_weights(inference_only=True))
         self.callbacks.on_algorithm_init(algorithm=self)
 
     def _module_spaces(self) -> dict[str, tuple]:
         """{module_id: (observation_space, action_space)}; one module for a single-agent algorithm."""
         if self.module_spec is None:
-            return {DEFAULT_POLICY: (self.observation_space, self.action_space)}
+            return {DEFAULT_MODULE_ID: (self.observation_space, self.action_space)}
         return self.module_spec.spaces()
 
     def _check_usable(self) -> None:
@@ -151,7 +153,7 @@ class Algorithm(Checkpointable, EvaluationMixin):
             raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
                                    "config.build_algo(), or continue from a checkpoint with "
                                    "Algorithm.from_checkpoint(path).")
-        if self._ray_session is not None and not self._same_ray():
+        if not self._same_ray():
             raise AlgorithmStopped(
                 "Ray was shut down under this Algorithm (ray.shutdown() or a new ray.init()), and "
                 "its runner and learner actors with it. Call algo.stop(), then build a new one "
@@ -159,12 +161,9 @@ class Algorithm(Checkpointable, EvaluationMixin):
                 "with Algorithm.from_checkpoint(path). Save checkpoints before shutting Ray down.")
 
     def _same_ray(self) -> bool:
-        """Whether the Ray that this algorithm's actors live in is still the one connected."""
-        return ray.is_initialized() and _current_ray_session() == self._ray_session
-
-    def _on_recreated(self, indices: list[int], is_evaluation: bool = False) -> None:
-        self.callbacks.on_env_runners_recreated(algorithm=self, env_runner_indices=indices,
-                                                is_evaluation=is_evaluation)
+        """Whether the Ray that this algorithm's actors live in (if any) is still connected."""
+        return self._ray_session is None or (ray.is_initialized()
+                                             and _current_ray_session() == self._ray_session)
 
     # -- training ---------------------------------------------------------------------------
 
@@ -182,9 +181,8 @@ class Algorithm(Checkpointable, EvaluationMixin):
         if evaluate_now and self.config.evaluation_parallel_to_training:
             # Evaluate the weights this iteration starts with, on the evaluation runners, while
             # training_step() runs here (both mostly wait on Ray, so threads suffice).
-            weights = self._runner_weights()
             with ThreadPoolExecutor(max_workers=1) as pool:
-                evaluation = pool.submit(self._evaluate, weights)
+                evaluation = pool.submit(run_evaluation, self, self._runner_weights())
                 result = self.training_step()
                 result["evaluation"] = evaluation.result()
         else:
@@ -215,6 +213,11 @@ class Algorithm(Checkpointable, EvaluationMixin):
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
 
+    def evaluate(self) -> dict[str, Any]:
+        """Run `evaluation_duration` episodes (or timesteps) with `evaluation_config` (greedy)."""
+        self._check_usable()
+        return run_evaluation(self, self._runner_weights())
+
     # -- weights and inference --------------------------------------------------------------
 
     def _runner_weights(self) -> dict[str, np.ndarray]:
@@ -230,28 +233,18 @@ class Algorithm(Checkpointable, EvaluationMixin):
                                 weights: dict[str, Any] | None = None,
                                 weights_seq_no: int | None = None,
                                 env_to_module_state: list | None = None) -> None:
-        """The one way weights reach runners (setup, every training_step, restores,
-        set_module_weights, evaluation): `weights` (default: the learners' now) and, beside them,
-        `runner_epsilon()`, to `group` (default: the training runners). See
-        EnvRunnerGroup.sync_weights for `weights_seq_no` and `env_to_module_state`."""
+        """The one way weights reach runners (setup, every training_step, restores, evaluation):
+        `weights` (default: the learners' now) and `runner_epsilon()` beside them, to `group`
+        (default: the training runners); the rest as EnvRunnerGroup.sync_weights."""
         group = self.env_runner_group if group is None else group
         group.sync_weights(self._runner_weights() if weights is None else weights, weights_seq_no,
                            env_to_module_state, epsilon=self.runner_epsilon())
 
-    def get_module(self, module_id: str | None = None):
-        """The trained torch RLModule (multi-agent: the MultiRLModule, or its `module_id` module):
-        the Learner's own when it runs in this process, else a copy."""
+    def get_module(self, module_id: str | None = None) -> Any:
+        """The trained torch RLModule `module_id` (None: single-agent, the one module; multi-agent,
+        the MultiRLModule): the Learner's own when it runs in this process, else a copy."""
         self._check_usable()
-        if self.learner_group.is_local:
-            module = self.learner_group.local_learner.module
-        else:
-            module = self._copy_of_module()
-        if module_id is None:
-            return module
-        if self.module_spec is None or module_id not in module:
-            raise KeyError(f"get_module({module_id!r}): this algorithm's modules are "
-                           f"{sorted(self._module_spaces())}.")
-        return module[module_id]
+        return trained_module(self, module_id)
 
     def set_module_weights(self, weights: dict[str, Any]) -> None:
         """Load weights into the learners' modules and send the runners the new weights. Multi-agent:
@@ -261,44 +254,39 @@ class Algorithm(Checkpointable, EvaluationMixin):
         self.learner_group.set_weights(weights)
         self.sync_env_runner_weights()
 
-    def _copy_of_module(self):
-        if self.module_spec is not None:
-            from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module
-            module = build_multi_rl_module(self.config, self.module_spec)
-        else:
-            from rlcourse.core.rl_module.rl_module import build_module
-            module = build_module(self.config, self.observation_space, self.action_space)
-        module.set_state(self.learner_group.get_weights())
-        return module
-
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
                         module_id: str | None = None) -> np.ndarray:
         """Actions of the trained policy for a batch of observations (greedy unless `explore`);
-        multi-agent: of module `module_id`."""
-        import torch
+        multi-agent: of module `module_id` (trained_module.py)."""
+        return compute_actions(self, observations, explore, module_id)
 
-        if (module_id is None) != (self.module_spec is None):
-            raise ValueError("compute_actions(): name the policy with module_id=... for a "
-                             "multi-agent algorithm (one of " f"{sorted(self._module_spaces())}), "
-                             "and only then.")
-        module = self.get_module(module_id)
-        action_space = self._module_spaces()[module_id or DEFAULT_POLICY][1]
-        if self.env_to_module is not None:  # as the runners see them, with the merged statistics
-            self.env_to_module.set_state(self.env_runner_group.env_to_module_state)
-            observations = self.env_to_module(observations)
-        obs = torch.as_tensor(np.asarray(observations))
-        with torch.no_grad():
-            inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
-            actions = (module.get_action_dist(inputs).sample() if explore
-                       else module.greedy_actions(inputs))
-        return to_env_actions(actions.numpy(), action_space)
+    # -- checkpoints (save_to_path, restore_from_path, from_checkpoint: checkpointable.py) ----
+
+    def get_state(self) -> State:
+        """(JSON-compatible state, tensors) as algorithm_state.py says; DQN and Ape-X add theirs."""
+        self._check_usable()
+        return algorithm_state(self)
+
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        """Restore what `get_state` returned; a state that does not fit raises and changes nothing."""
+        self._check_usable()
+        restore_algorithm_state(self, state, tensors)
+
+    @classmethod
+    def _build_from_state(cls, state: dict[str, Any], source: str,
+                          allowed: Iterable[Any]) -> "Algorithm":
+        """The checkpoint's algorithm (whichever class `cls` is), built from its saved config."""
+        return config_from_json(state["config"], source, allowed).build_algo()
+
+    def on_checkpoint_loaded(self) -> None:
+        self.callbacks.on_checkpoint_loaded(algorithm=self)
 
     # -- life cycle -------------------------------------------------------------------------
 
     def stop(self) -> None:
         """Stop runner and learner actors and close envs. Safe to call twice, and after Ray was shut
         down (the actors ended with it; no new Ray is started to stop them)."""
-        actors_alive = self._ray_session is None or self._same_ray()
+        actors_alive = self._same_ray()
         for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
             if part is not None:
                 part.stop(kill_actors=actors_alive)

@@ -1,87 +1,48 @@
-"""Checkpointable: an Algorithm's checkpoints, mixed into Algorithm (algorithm.py).
+"""Checkpointable: a base class that saves and restores an object through methods it writes.
 
-    get_state()          -> (JSON-compatible state, tensors): config, counters, learner, runners
-    set_state(...)       checks all of it first (checkpoint_contents.check_restorable), then applies
-    save_to_path(path)   get_state() -> utils/checkpoints.py writes the directory atomically
-    restore_from_path()  utils/checkpoints.py reads and verifies the files -> set_state()
-    from_checkpoint()    builds the algorithm from the checkpoint's saved config, then set_state()
+RLlib's boundary (rllib/utils/checkpoints.py): a subclass (Algorithm, in algorithm.py) writes its
+state, in the abstract methods below; this base writes the checkpoint directory around it, once:
 
-RLlib's Algorithm gets save_to_path / restore_from_path / from_checkpoint from its Checkpointable
-base (rllib/utils/checkpoints.py) and writes get_state / set_state itself. Here an Algorithm is the
-only thing saved this way, so this mixin holds both halves; it uses the Algorithm's attributes
-(config, learner_group, env_runner_group, ...). Algorithms with more to save (DQN's replay buffer,
-Ape-X's shards) override get_state / set_state and call super().
+    save_to_path(path)         get_state() -> the directory, written atomically
+    restore_from_path(path)    the files, read and verified (utils/checkpoints.py) -> set_state()
+    from_checkpoint(path)      the files -> _build_from_state() (a new object) -> set_state()
 """
-
+import abc
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
-from rlcourse.utils.checkpoint_contents import (
-    check_restorable,
-    config_from_json,
-    config_to_json,
-    env_layers,
-)
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
 
-if TYPE_CHECKING:
-    from rlcourse.algorithms.algorithm import Algorithm
+State = tuple[dict[str, Any], dict[str, Any]]  # (JSON-compatible state, {file name: tensors})
 
 
-class Checkpointable:
-    """get_state / set_state and the checkpoint directory around them, for Algorithm."""
+class Checkpointable(abc.ABC):
+    """save_to_path / restore_from_path / from_checkpoint over a subclass's get_state / set_state."""
 
-    def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(JSON-compatible state, tensors) of everything a continued run needs."""
-        self._check_usable()
-        learner_state = self.learner_group.get_state()
-        tensors = {name: learner_state.pop(name) for name in ("module", "optimizer", "torch_rng")}
-        state = {
-            "config": config_to_json(self.config),
-            "algorithm": {"iteration": self.iteration,
-                          "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
-                          "weights_seq_no": self.env_runner_group.weights_seq_no,
-                          "env_to_module_state": self.env_runner_group.env_to_module_state,
-                          **self.episode_stats.get_state()},
-            "learner": learner_state,
-            "env_runners": self.env_runner_group.get_state(),
-            # Evaluation envs go on too, so a resumed run evaluates (and picks a best) as before.
-            "evaluation_env_runners": (self.eval_env_runner_group.get_state()
-                                       if self.eval_env_runner_group else None),
-            "callbacks": self.callbacks.get_state(),
-        }
-        return state, {"learner.pt": tensors}
+    @abc.abstractmethod
+    def get_state(self) -> State:
+        """Everything a continued run needs: (JSON-compatible state, {file name: tensors})."""
 
+    @abc.abstractmethod
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Restore what `get_state` returned. All of it is checked first (algorithm, network and
-        optimizer shapes, files, runners' sub-envs), so a checkpoint that does not fit raises and
-        leaves this algorithm as it was."""
-        self._check_usable()
-        evaluation = state.get("evaluation_env_runners")  # None: not evaluated yet when saved
-        eval_group = self.eval_env_runner_group
-        if evaluation is not None and eval_group is None and self.config.evaluation_interval:
-            eval_group = self._build_eval_group()  # built on first use otherwise; needed now
-        try:
-            check_restorable(state, tensors, self.config, self.learner_group.get_state(),
-                             self.env_runner_group.foreach_env_runner(env_layers),
-                             eval_group.foreach_env_runner(env_layers) if eval_group else None)
-        except BaseException:
-            if eval_group is not self.eval_env_runner_group:
-                eval_group.stop()  # a refused restore leaves the algorithm as it was
-            raise
-        self.eval_env_runner_group = eval_group
-        algo = state["algorithm"]
-        self.iteration = algo["iteration"]
-        self.num_env_steps_trained_lifetime = algo["num_env_steps_trained_lifetime"]
-        self.episode_stats.set_state(algo)
-        self.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
-        self.env_runner_group.set_state(state["env_runners"])
-        self.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
-        if evaluation is not None and eval_group is not None:
-            eval_group.set_state(evaluation)
-        self.sync_env_runner_weights(weights_seq_no=algo["weights_seq_no"],
-                                     env_to_module_state=algo.get("env_to_module_state"))
+        """Take back what `get_state` returned. Check all of it before applying any, so that a
+        state that does not fit raises and leaves this object as it was."""
+
+    @classmethod
+    @abc.abstractmethod
+    def _build_from_state(cls, state: dict[str, Any], source: str,
+                          allowed: Iterable[Any]) -> Self:
+        """A new object built as the one that saved `state` was (not restored yet). `source` names
+        the checkpoint in errors; `allowed`: see `from_checkpoint`."""
+
+    @abc.abstractmethod
+    def on_checkpoint_loaded(self) -> None:
+        """Called after `restore_from_path` or `from_checkpoint` restored a checkpoint."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Release what this object holds; `from_checkpoint` calls it when the restore fails."""
 
     def save_to_path(self, path: str | os.PathLike) -> str:
         """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""
@@ -89,29 +50,29 @@ class Checkpointable:
         return str(write_checkpoint(path, state, tensors))
 
     def restore_from_path(self, path: str | os.PathLike) -> None:
-        """Continue from the checkpoint in `path` (saved by an algorithm with the same settings)."""
+        """Continue from the checkpoint in `path` (saved by an object with the same settings)."""
         state, tensors = read_checkpoint(path)
         try:
             self.set_state(state, tensors)
         except CheckpointError as e:
             raise CheckpointError(f"{path}: {e}") from None
-        self.callbacks.on_checkpoint_loaded(algorithm=self)
+        self.on_checkpoint_loaded()
 
-    @staticmethod
-    def from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "Algorithm":
-        """Build the checkpoint's algorithm from its saved config and restore its state.
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, allowed: Iterable[Any] = ()) -> Self:
+        """Build the checkpoint's object from its saved state and restore it.
 
         Loading imports no class or function because the checkpoint names it (an edited file must
-        not run code): its config may name rlcourse's own classes, register_env names and gymnasium
-        ids. Pass the classes and env creators of your own that it names in `allowed`, e.g.
-        `Algorithm.from_checkpoint(path, allowed=[MyCallbacks, make_my_env])`.
+        not run code): an Algorithm's config may name rlcourse's own classes, register_env names and
+        gymnasium ids. Pass the classes and env creators of your own that it names in `allowed`,
+        e.g. `Algorithm.from_checkpoint(path, allowed=[MyCallbacks, make_my_env])`.
         """
         state, tensors = read_checkpoint(path)
-        algo = config_from_json(state["config"], f"The checkpoint {path}", allowed).build_algo()
+        restored = cls._build_from_state(state, f"The checkpoint {path}", allowed)
         try:
-            algo.set_state(state, tensors)
+            restored.set_state(state, tensors)
         except BaseException:
-            algo.stop()
+            restored.stop()
             raise
-        algo.callbacks.on_checkpoint_loaded(algorithm=algo)
-        return algo
+        restored.on_checkpoint_loaded()
+        return restored

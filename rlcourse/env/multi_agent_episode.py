@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.multi_agent_env import ALL, AgentID, names
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 ModuleID = str
-DEFAULT_MODULE_ID = "default_policy"  # RLlib's DEFAULT_MODULE_ID
 
 
 def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: "MultiAgentEpisode") -> ModuleID:

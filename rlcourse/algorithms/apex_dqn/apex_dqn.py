@@ -21,9 +21,10 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 
 from rlcourse.algorithms import off_policy
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn.apex_dqn_config import ApexDQNConfig, per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import fail
 
@@ -199,7 +200,7 @@ class ApexDQN(Algorithm):
                                   num_sample_requests_in_flight_max=peak["sample"])
         learner = off_policy.mean_learner_results(learner_results)
         self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
                                   "num_replay_requests_in_flight_max": peak["replay"],
                                   "num_priority_updates_in_flight": len(self._priority_updates)}}

@@ -11,8 +11,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.algorithms import off_policy
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.schedules import scheduled_value
@@ -177,7 +178,7 @@ class DQN(Algorithm):
         learner = off_policy.mean_learner_results(learner_results)
         self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
         env_runner_results["epsilon"] = self.current_epsilon()
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
+from rlcourse.algorithms.trained_module import trained_module
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.utils.validation import check_bool, check_int, check_number, fail
 
 
@@ -113,7 +115,7 @@ class IMPALA(Algorithm):
         learner.update(num_env_steps_trained=trained, num_updates=len(learner_results),
                        num_updates_lifetime=self.learner_thread.num_updates)
         return {"env_runners": self.episode_stats.add(runner_metrics),
-                "learners": {DEFAULT_POLICY: learner},
+                "learners": {DEFAULT_MODULE_ID: learner},
                 "learner_queue": {"size": self.learner_thread.inqueue.qsize(),
                                   "num_drops_lifetime": self.learner_thread.num_queue_drops}}
 
@@ -133,10 +135,11 @@ class IMPALA(Algorithm):
         with self.learner_thread.lock:
             return super()._runner_weights()
 
-    def get_module(self):
+    def get_module(self, module_id: str | None = None) -> Any:
         """A copy of the module as of one update (the learner thread keeps changing its own)."""
+        self._check_usable()
         with self.learner_thread.lock:
-            return self._copy_of_module()
+            return trained_module(self, module_id, copy=True)
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         with self.learner_thread.lock:

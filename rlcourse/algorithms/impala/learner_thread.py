@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 

@@ -16,8 +16,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.algorithms import off_policy
-from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import check_bool, check_number, fail
@@ -200,7 +201,7 @@ class SAC(Algorithm):
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
                            target_entropy=resolve_target_entropy(cfg.target_entropy,
                                                                  self.action_space.shape[0]))
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_POLICY: learner},
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
 

@@ -13,13 +13,10 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError
 
-from rlcourse.core.learner.multi_agent_batch import (
-    ALL_MODULES,
-    episodes_by_module,
-    num_minibatches,
-)
+from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
+from rlcourse.core.learner.multi_agent_batch import episodes_by_module, num_minibatches
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
-from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, MultiAgentEpisode
+from rlcourse.env.multi_agent_episode import MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import learner_options

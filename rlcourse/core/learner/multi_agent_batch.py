@@ -12,8 +12,6 @@ from typing import Any
 from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
-ALL_MODULES = "__all_modules__"  # RLlib's key for results about all modules together
-
 
 def should_module_be_updated(config: Any, module_id: ModuleID,
                              episodes: list[MultiAgentEpisode] | None = None) -> bool:

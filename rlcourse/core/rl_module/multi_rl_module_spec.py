@@ -15,9 +15,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.multi_agent_env import names
-from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, ModuleID, MultiAgentEpisode
+from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 
 NUM_PROBE_EPISODES = 8  # a mapping may depend on the episode (self-play): ask it for several
 

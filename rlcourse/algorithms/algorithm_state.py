@@ -1,0 +1,71 @@
+"""What an Algorithm's checkpoint holds: `Algorithm.get_state` / `set_state` (algorithm.py) call these.
+
+    state.json   config, counters ("algorithm"), learner (all but tensors), each runner's env and
+                 connector state ("env_runners", "evaluation_env_runners"), callbacks
+    learner.pt   the learners' module and optimizer tensors, torch's RNG
+
+A restore checks all of it first (utils/checkpoint_contents.py: check_restorable), so a checkpoint
+that does not fit raises and leaves the algorithm as it was; then it applies every part and sends
+the runners the restored weights. The directory around these files: checkpointable.py.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from rlcourse.algorithms.evaluation import build_eval_env_runner_group
+from rlcourse.utils.checkpoint_contents import check_restorable, config_to_json, env_layers
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm import Algorithm
+
+TENSORS = ("module", "optimizer", "torch_rng")  # the learner's state that goes to learner.pt
+
+
+def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(JSON-compatible state, {"learner.pt": tensors}) of everything a continued run needs."""
+    learner_state = algo.learner_group.get_state()
+    tensors = {name: learner_state.pop(name) for name in TENSORS}
+    group, eval_group = algo.env_runner_group, algo.eval_env_runner_group
+    state = {
+        "config": config_to_json(algo.config),
+        "algorithm": {"iteration": algo.iteration,
+                      "num_env_steps_trained_lifetime": algo.num_env_steps_trained_lifetime,
+                      "weights_seq_no": group.weights_seq_no,
+                      "env_to_module_state": group.env_to_module_state,
+                      **algo.episode_stats.get_state()},
+        "learner": learner_state,
+        "env_runners": group.get_state(),
+        # Evaluation envs go on too, so a resumed run evaluates (and picks a best) as before.
+        "evaluation_env_runners": eval_group.get_state() if eval_group else None,
+        "callbacks": algo.callbacks.get_state(),
+    }
+    return state, {"learner.pt": tensors}
+
+
+def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any],
+                            tensors: dict[str, Any]) -> None:
+    """Check `algorithm_state`'s result against `algo` (algorithm, network and optimizer shapes,
+    files, runners' sub-envs), then apply it."""
+    evaluation = state.get("evaluation_env_runners")  # None: not evaluated yet when saved
+    eval_group = algo.eval_env_runner_group
+    if evaluation is not None and eval_group is None and algo.config.evaluation_interval:
+        eval_group = build_eval_env_runner_group(algo)  # built on first use otherwise; needed now
+    try:
+        check_restorable(state, tensors, algo.config, algo.learner_group.get_state(),
+                         algo.env_runner_group.foreach_env_runner(env_layers),
+                         eval_group.foreach_env_runner(env_layers) if eval_group else None)
+    except BaseException:
+        if eval_group is not algo.eval_env_runner_group:
+            eval_group.stop()  # a refused restore leaves the algorithm as it was
+        raise
+    algo.eval_env_runner_group = eval_group
+    counters = state["algorithm"]
+    algo.iteration = counters["iteration"]
+    algo.num_env_steps_trained_lifetime = counters["num_env_steps_trained_lifetime"]
+    algo.episode_stats.set_state(counters)
+    algo.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
+    algo.env_runner_group.set_state(state["env_runners"])
+    algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
+    if evaluation is not None and eval_group is not None:
+        eval_group.set_state(evaluation)
+    algo.sync_env_runner_weights(weights_seq_no=counters["weights_seq_no"],  # None: none saved
+                                 env_to_module_state=counters.get("env_to_module_state"))

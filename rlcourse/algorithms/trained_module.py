@@ -1,0 +1,72 @@
+"""The trained modules, read and run in this process: `Algorithm.get_module` and `compute_actions`
+(algorithm.py) call these.
+
+`trained_module` gives the Learner's own torch module when the Learner runs in this process, else a
+copy built from the config with the learners' weights (IMPALA always copies: its learner thread
+keeps changing its own). `compute_actions` passes observations through the env-to-module
+connectors with the runners' merged statistics (as the runners see them), then takes the most
+likely action of `forward_inference`'s output (a sample with `explore`), as the env takes it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlcourse.core import DEFAULT_MODULE_ID
+from rlcourse.core.rl_module.default_model_config import to_env_actions
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm import Algorithm
+
+
+def module_ids(algo: "Algorithm") -> list[str]:
+    """The algorithm's module ids: ["default_policy"] for a single-agent one."""
+    return [DEFAULT_MODULE_ID] if algo.module_spec is None else sorted(algo.module_spec.spaces())
+
+
+def trained_module(algo: "Algorithm", module_id: str | None = None, copy: bool = False) -> Any:
+    """Module `module_id` (None: single-agent, the one module; multi-agent, the MultiRLModule)."""
+    learners = algo.learner_group
+    if learners.is_local and not copy:
+        return _by_id(algo, learners.local_learner.module, module_id)
+    if algo.module_spec is None:  # a copy: built from the config, with the learners' weights
+        from rlcourse.core.rl_module.rl_module import build_module
+        module = build_module(algo.config, algo.observation_space, algo.action_space)
+    else:
+        from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module
+        module = build_multi_rl_module(algo.config, algo.module_spec)
+    module.set_state(learners.get_weights())
+    return _by_id(algo, module, module_id)
+
+
+def _by_id(algo: "Algorithm", module: Any, module_id: str | None) -> Any:
+    if module_id is None or (algo.module_spec is None and module_id == DEFAULT_MODULE_ID):
+        return module
+    if algo.module_spec is not None and module_id in module:
+        return module[module_id]
+    raise KeyError(f"get_module({module_id!r}): no module {module_id!r}; this algorithm's modules "
+                   f"are {module_ids(algo)}.")
+
+
+def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool = False,
+                    module_id: str | None = None) -> np.ndarray:
+    """Env actions of module `module_id` (of `algo.get_module`) for a batch of observations."""
+    import torch
+
+    if module_id is None and algo.module_spec is not None:
+        raise ValueError("compute_actions(): name the policy with module_id=... for a multi-agent "
+                         f"algorithm (one of {module_ids(algo)}).")
+    module = algo.get_module(module_id)
+    if algo.module_spec is None:
+        action_space = algo.action_space
+    else:
+        action_space = algo.module_spec.spaces()[module_id][1]
+    if algo.env_to_module is not None:  # as the runners see them, with the merged statistics
+        algo.env_to_module.set_state(algo.env_runner_group.env_to_module_state)
+        observations = algo.env_to_module(observations)
+    obs = torch.as_tensor(np.asarray(observations))
+    with torch.no_grad():
+        inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
+        actions = (module.get_action_dist(inputs).sample() if explore
+                   else module.greedy_actions(inputs))
+    return to_env_actions(actions.numpy(), action_space)

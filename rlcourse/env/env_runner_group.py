@@ -1,16 +1,13 @@
 """EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
 
-With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvRunner actors sample
-in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
-new weights into Ray's object store once and sends that one reference to every runner; every sample
-request carries it too, so a runner that Ray restarted in between catches up before it samples.
-`sample()` asks the healthy runners and waits for them; asynchronous sampling, with requests in flight
-(`fetch_ready_async_samples`), is in async_sampling.py (a mixin of this class).
-
-Fault tolerance (`config.fault_tolerance()`): a request to a runner that died fails with a
-RayActorError and one that hangs times out after `sample_timeout_s` (the runner is then ended); its
-sample is dropped whole (never half-used), and its next request brings it the current weights.
-Whether the runner is back, and when to give up on it, is decided in env_runner_health.py.
+With `num_env_runners=0` one runner samples in the driver; with N > 0, N runner actors sample in
+parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
+new weights into Ray's object store once and sends that one reference to every runner, and every
+sample request carries it too, so a runner that Ray restarted catches up before it samples.
+`sample()` waits for the healthy runners; `fetch_ready_async_samples` keeps requests in flight
+(async_sampling.py) and takes those that are done. A request to a runner that died fails with a
+RayActorError, one that hangs times out after `sample_timeout_s` (the runner is ended); its sample is
+dropped whole, and whether the runner is back is decided in env_runner_health.py.
 """
 
 import contextlib
@@ -23,29 +20,25 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
-from rlcourse.env.async_sampling import AsyncSamplingMixin
+from rlcourse.env.async_sampling import AsyncRequests
 from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.sample_result import SampleResult
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.resources import (
-    current_placement_group,
-    env_runner_options,
-    make_placement_group,
-)
+from rlcourse.utils.resources import current_placement_group, env_runner_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
 
 
 def env_runner_class(config) -> type:
-    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else EnvRunner (RLlib's
-    SingleAgentEnvRunner)."""
-    return MultiAgentEnvRunner if config.is_multi_agent else EnvRunner
+    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else SingleAgentEnvRunner."""
+    return MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner
 
 
-class EnvRunnerGroup(AsyncSamplingMixin):
+class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
@@ -66,15 +59,13 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         self.remote_env_runners = [
             ray.remote(runner_class).options(**env_runner_options(config, self.placement_group, i))
             .remote(config, env_creator, worker_index=i + 1) for i in range(n)]
-        # The actors start in the background (a new process each); wait_until_ready() collects
-        # these answers, so the driver can build its learners meanwhile.
+        # The actors start in the background; wait_until_ready() collects these answers.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
-        self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated)
+        self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated) if n else None
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
-        self._in_flight: dict[ray.ObjectRef, int] = {}  # async request -> runner (async_sampling.py)
-        self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
+        self._requests: AsyncRequests | None = None  # async sample requests, once asked for
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -104,11 +95,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     @property
     def num_env_runner_restarts(self) -> int:
-        return self.health.num_restarts
+        return self.health.num_restarts if self.health else 0
 
     @property
     def num_env_runner_failures(self) -> int:
-        return self.health.num_failures
+        return self.health.num_failures if self.health else 0
 
     # -- weights ----------------------------------------------------------------------------
 
@@ -116,13 +107,12 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                      env_to_module_state: list | None = None) -> None:
         """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
 
-        The calls are not waited for, yet whatever a runner is asked after this, it answers with
-        these weights: Ray runs one caller's calls to an actor in the order they were sent (a sample
-        already running finishes with the weights it started with). Versions only grow: the next
-        one, or `weights_seq_no` if that is later (IMPALA numbers versions by learner updates), so
-        weights restored from a checkpoint are never ignored as "older" by a runner.
-        The connectors' merged statistics go with them (`env_to_module_state`, if given, replaces
-        them first: a checkpoint's, or the training runners' for evaluation runners).
+        The calls are not waited for, yet a runner answers whatever it is asked next with these
+        weights: Ray runs one caller's calls to an actor in the order they were sent. Versions only
+        grow: the next one, or `weights_seq_no` if later (IMPALA numbers them by learner updates),
+        so restored weights are never ignored as "older". The connectors' merged statistics go
+        with them (`env_to_module_state`, if given, replaces them first: a checkpoint's, or the
+        training runners' for evaluation runners).
         """
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if env_to_module_state is not None:
@@ -141,8 +131,7 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                 for i, healthy in enumerate(self.health.healthy) if healthy]
 
     def _connector_kwargs(self) -> dict[str, ray.ObjectRef]:
-        """The merged connector statistics for a runner call, if there are any (a
-        MultiAgentEnvRunner, which has no connectors, never gets them)."""
+        """The merged connector statistics for a runner call, if there are any."""
         ref = self._env_to_module_ref
         return {} if ref is None else {"env_to_module_state": ref}
 
@@ -153,9 +142,8 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                                                                        [buffers])
 
     def _collect_weight_deliveries(self) -> None:
-        """Take the answers of finished set_weights calls. A runner that died meanwhile needs
-        nothing here: its next sample request fails and is handled, or it was restarted and that
-        request brings it the weights."""
+        """Take the answers of finished set_weights calls (a runner that died meanwhile fails its
+        next sample request, or was restarted and that request brings it the weights)."""
         done, self._weight_deliveries = ray.wait(self._weight_deliveries,
                                                  num_returns=len(self._weight_deliveries), timeout=0)
         for ref in done:
@@ -172,13 +160,13 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
         """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners.
 
-        Returns the episodes and each answering runner's metrics. A runner that fails mid-request
-        loses its share; the shortfall is requested again from the runners that are healthy.
+        Returns the episodes and each answering runner's metrics. A runner that fails loses its
+        share; the shortfall is requested again from the healthy runners.
         """
         if self.local_env_runner is not None:
             runner = self.local_env_runner
             episodes = runner.sample(num_timesteps, num_episodes, explore)
-            if self.env_to_module is not None:  # (a MultiAgentEnvRunner has no connectors)
+            if runner.env_to_module is not None:
                 self._merge_env_to_module_buffers(runner.env_to_module.pop_buffers())
             return episodes, [runner.get_metrics()]
         episodes: list[SingleAgentEpisode] = []
@@ -203,6 +191,58 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                     and (num_timesteps is not None or num_episodes is not None or metrics)):
                 return episodes, metrics
 
+    # -- asynchronous sampling (IMPALA, Ape-X) ----------------------------------------------
+
+    def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
+                                  ) -> list[SampleResult]:
+        """Keep up to `max_requests_in_flight` sample requests running on each healthy runner and
+        return the results of those that are done, without waiting for the slowest runner."""
+        if self.local_env_runner is not None:  # no actors: sample here, synchronously
+            result = self.local_env_runner.sample_and_get_metrics()
+            self._merge_env_to_module_buffers(result.env_to_module_buffers)
+            return [result]
+        requests = self._async_requests()
+        refs = requests.top_up(max_requests_in_flight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:  # take everything else that is done by now, too
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        results = [self._get(ref, requests.answered(ref), timeout_s=None) for ref in ready]
+        requests.end_round(max_requests_in_flight)
+        return [result for result in results if result is not None]
+
+    def fetch_ready_async_sample_refs(self, max_requests_in_flight: int, timeout_s: float = 0.0
+                                      ) -> list[tuple[int, ray.ObjectRef]]:
+        """As `fetch_ready_async_samples`, but (runner index, ObjectRef of its SampleResult), not
+        fetched: Ape-X's replay shards resolve them. Settle each with `settle_async_sample`."""
+        requests = self._async_requests()
+        refs = requests.top_up(max_requests_in_flight)
+        ready = ray.wait(refs, num_returns=len(refs), timeout=timeout_s,
+                         fetch_local=False)[0] if refs else []
+        finished = [(requests.answered(ref), ref) for ref in ready]
+        requests.end_round(max_requests_in_flight)
+        return finished
+
+    def settle_async_sample(self, i: int, pid_or_error: int | Exception,
+                            env_to_module_buffers: list | None = None) -> None:
+        """Runner i's forwarded sample was consumed (its process id and connector statistics) or
+        failed (the error its consumer met): handled as `fetch_ready_async_samples` does."""
+        if isinstance(pid_or_error, Exception):
+            self._handle_failure(i, pid_or_error)
+        else:
+            self.health.answered(i, pid_or_error)
+            self._merge_env_to_module_buffers(env_to_module_buffers)
+
+    @property
+    def in_flight_sample_requests(self) -> list[ray.ObjectRef]:
+        """The async requests still running (for a caller's own `ray.wait` beside its requests)."""
+        return [] if self._requests is None else list(self._requests.in_flight)
+
+    def _async_requests(self) -> AsyncRequests:
+        if self._requests is None:
+            self._requests = AsyncRequests(self._request, self.health.healthy_indices,
+                                           self._handle_failure, self.config.sample_timeout_s)
+        return self._requests
+
     # -- failures ---------------------------------------------------------------------------
 
     def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> SampleResult | None:
@@ -220,7 +260,8 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
         if not self.health.came_back_after(i, error):
-            self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+            if self._requests is not None:
+                self._requests.forget(i)
             self.health.give_up_on(i, error)
 
     # -- state, calls, life cycle -----------------------------------------------------------
@@ -231,13 +272,10 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     def set_state(self, states: list[dict]) -> None:
         """Give each runner its saved state; with another number of runners, episodes restart."""
-        runners = [self.local_env_runner] if self.local_env_runner else self.remote_env_runners
-        if len(states) != len(runners):
-            return
-        if self.local_env_runner is not None:
+        if self.local_env_runner is not None and len(states) == 1:
             self.local_env_runner.set_state(states[0])
-        else:
-            ray.get([r.set_state.remote(s) for r, s in zip(runners, states, strict=True)])
+        elif (runners := self.remote_env_runners) and len(states) == len(runners):
+            ray.get([r.set_state.remote(state) for r, state in zip(runners, states, strict=True)])
 
     def foreach_env_runner(self, fn: Callable[[EnvRunner], Any]) -> list[Any]:
         """Call `fn(runner)` on every runner (in its own process for actors) and return results."""
@@ -247,10 +285,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     def stop(self, kill_actors: bool = True) -> None:
         """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
-        ended with their Ray, and a call to Ray now would start a new one)."""
-        self._in_flight.clear()
+        ended with their Ray, and calling Ray would start a new one)."""
+        self._requests = None
         self._weight_deliveries.clear()
-        self.health.stop()
+        if self.health is not None:
+            self.health.stop()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
         for runner in self.remote_env_runners if kill_actors else []:

@@ -196,8 +196,7 @@ class MultiAgentEpisode:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
-        if record.ready:
-            self._num_ready -= 1
+        self._num_ready -= record.ready
         record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
@@ -212,8 +211,6 @@ class MultiAgentEpisode:
                    "rewards or done flags, or leave it out of those dicts")
         return (f"{self.env_name} {what} agent {agent_id!r} at env step {self.env_t + 1}, {why}. "
                 f"Fix the env: {fix}.")
-
-    # -- handing over -----------------------------------------------------------------------
 
     def to_numpy(self) -> "MultiAgentEpisode":
         """Turn every agent's lists into arrays (RLlib's `to_numpy()`), so the chunk travels

@@ -19,6 +19,7 @@ Hardening, here because it guards the sample loop:
     `env.step` that never returns: sample on runner actors for that.
 """
 
+import abc
 import math
 import os
 import time
@@ -59,11 +60,11 @@ def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
     return None
 
 
-class EnvRunner:
-    """The shared part of a runner. A subclass builds its envs and modules in `__init__` and writes
-    `_sample_steps`, `_sample_episodes`, `_set_module_weights`, `_initialize_weights`,
-    `get_spaces`, `get_state`, `set_state` and `stop`."""
+class EnvRunner(abc.ABC):
+    """The shared part of a runner. A subclass builds its envs and modules in `__init__` (setting
+    `num_envs`) and writes the abstract methods: above all `_sample_steps`, its sample loop."""
 
+    num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
@@ -95,7 +96,6 @@ class EnvRunner:
         connectors' merged statistics sent with them. From a remote group they arrive as ObjectRefs
         that Ray resolves. Versions not newer than the one held are ignored, so a late delivery
         never replaces newer weights."""
-        self._check_weights(weights)
         if weights_seq_no is None:
             weights_seq_no = self.weights_seq_no + 1
         if weights_seq_no > self.weights_seq_no:
@@ -104,16 +104,18 @@ class EnvRunner:
                 self.env_to_module.set_state(env_to_module_state)
             self.weights_seq_no = weights_seq_no
 
-    def _check_weights(self, weights: dict[str, Any]) -> None:
-        """Refuse weights this runner has no module for (before any version is compared)."""
-
+    @abc.abstractmethod
     def _set_module_weights(self, weights: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Load the weights into the module(s) this runner acts with."""
 
+    @abc.abstractmethod
     def _initialize_weights(self) -> None:
         """A runner built alone acts with freshly initialized modules, as RLlib's does; a group's
         runners never do this: they wait for the learner's weights."""
-        raise NotImplementedError
+
+    @abc.abstractmethod
+    def get_spaces(self) -> Any:
+        """The observation and action spaces its module(s) are built for."""
 
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
@@ -149,11 +151,13 @@ class EnvRunner:
                                          samples=episodes)
         return episodes
 
+    @abc.abstractmethod
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None) -> list:
-        raise NotImplementedError
+        """`steps` env steps in every sub-env: the episode chunks they make (the sample loop)."""
 
+    @abc.abstractmethod
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None) -> list:
-        raise NotImplementedError
+        """`num_episodes` whole episodes, from fresh resets."""
 
     def _check_deadline(self, deadline: float | None) -> None:
         """Raise SampleTimeoutError if `deadline` has passed (one clock read per env step)."""
@@ -212,3 +216,17 @@ class EnvRunner:
                    "custom_metrics": self.metrics.pop_logged()}
         self._reset_metrics()
         return metrics
+
+    # -- checkpoints and life cycle ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def get_state(self) -> dict:
+        """What a checkpoint keeps of this runner, as plain data (env_state.py)."""
+
+    @abc.abstractmethod
+    def set_state(self, state: dict) -> None:
+        """Continue from `get_state()` of a runner built with the same config."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Close the envs."""

@@ -64,13 +64,16 @@ class MultiAgentEnvRunner(EnvRunner):
 
     # -- weights and health -----------------------------------------------------------------
 
-    def _check_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]]) -> None:
-        """Weights go as {module_id: module weights}; modules left out keep theirs."""
+    def set_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]],
+                    weights_seq_no: int | None = None, env_to_module_state: list | None = None) -> None:
+        """As EnvRunner's, with weights as {module_id: module weights}; modules left out keep
+        theirs."""
         unknown = set(weights) - set(self.modules)
         if unknown:
             raise ValueError(f"set_weights(): no module {sorted(map(repr, unknown))[0]} on this "
                              f"runner; its modules are {names(self.modules)}. Weights "
                              "go as {module_id: module weights}.")
+        super().set_weights(weights, weights_seq_no, env_to_module_state)
 
     def _set_module_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]]) -> None:
         for module_id, module_weights in weights.items():

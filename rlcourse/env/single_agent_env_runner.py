@@ -261,7 +261,6 @@ class SingleAgentEnvRunner(EnvRunner):
         return state
 
     def set_state(self, state: dict) -> None:
-        """Continue from `get_state()` of a runner built with the same config."""
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
         if state["module_rng"] is not None and hasattr(self.module, "rng"):
             self.module.rng = from_plain(state["module_rng"])

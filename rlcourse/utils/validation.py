@@ -84,10 +84,11 @@ def _check_environment(config: Any) -> None:
         fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
-    from rlcourse.connectors.clip_rewards import check_clip_rewards
-    problem = check_clip_rewards(config.clip_rewards)
-    if problem:
-        fail(config, "clip_rewards", problem)
+    if config.clip_rewards is not None:  # (None: not configured, nothing to check)
+        from rlcourse.connectors.clip_rewards import check_clip_rewards
+        problem = check_clip_rewards(config.clip_rewards)
+        if problem:
+            fail(config, "clip_rewards", problem)
 
 
 def _check_env_runners(config: Any) -> None:

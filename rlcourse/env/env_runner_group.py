@@ -1,13 +1,13 @@
 """EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
 
 With `num_env_runners=0` one runner samples in the driver; with N > 0, N runner actors sample in
-parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
-new weights into Ray's object store once and sends that one reference to every runner, and every
-sample request carries it too, so a runner that Ray restarted catches up before it samples.
-`sample()` waits for the healthy runners; `fetch_ready_async_samples` keeps requests in flight
-(async_sampling.py) and takes those that are done. A request to a runner that died fails with a
-RayActorError, one that hangs times out after `sample_timeout_s` (the runner is ended); its sample is
-dropped whole, and whether the runner is back is decided in env_runner_health.py.
+parallel, with the CPUs and GPUs the config asks for. `sync_weights` puts new weights into Ray's
+object store once and sends that reference to every runner; every sample request carries it too, so
+a runner that Ray restarted catches up first. `sample()` waits for the healthy runners;
+`fetch_ready_async_samples` keeps requests in flight (async_sampling.py) and takes those done. A
+request to a runner that died fails with a RayActorError, one that hangs times out after
+`sample_timeout_s` (the runner is ended); its sample is dropped whole (env_runner_health.py decides
+whether the runner is back).
 """
 
 import contextlib
@@ -45,11 +45,11 @@ class EnvRunnerGroup:
                  on_recreated: Callable[[list[int]], None] | None = None,
                  env_to_module: EnvToModulePipeline | None = None):
         self.config = config
-        # Connector statistics: the runners' new ones are merged in as their samples arrive (with
-        # `env_to_module`, the Algorithm's pipeline), and the merged ones go out with the weights.
+        # Connector statistics: the runners' new ones are merged (by the Algorithm's pipeline,
+        # `env_to_module`) as their samples arrive; the merged ones go out with the weights.
         self.env_to_module = env_to_module
         self.env_to_module_state: list | None = None
-        self._env_to_module_ref: ray.ObjectRef | None = None
+        self._connectors: dict[str, ray.ObjectRef] = {}  # runner calls' env_to_module_state, if any
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         runner_class = env_runner_class(config)
         self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
@@ -118,22 +118,16 @@ class EnvRunnerGroup:
         if env_to_module_state is not None:
             self.env_to_module_state = env_to_module_state
         state = self.env_to_module_state
-        connectors = {} if state is None else {"env_to_module_state": state}
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, self.weights_seq_no, **connectors)
+            self.local_env_runner.set_weights(weights, self.weights_seq_no, state)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
-            self._env_to_module_ref = None if state is None else ray.put(state)
+            self._connectors = {} if state is None else {"env_to_module_state": ray.put(state)}
             self._collect_weight_deliveries()
             self._weight_deliveries += [
                 self.remote_env_runners[i].set_weights.remote(
-                    self._weights_ref, self.weights_seq_no, **self._connector_kwargs())
+                    self._weights_ref, self.weights_seq_no, **self._connectors)
                 for i, healthy in enumerate(self.health.healthy) if healthy]
-
-    def _connector_kwargs(self) -> dict[str, ray.ObjectRef]:
-        """The merged connector statistics for a runner call, if there are any."""
-        ref = self._env_to_module_ref
-        return {} if ref is None else {"env_to_module_state": ref}
 
     def _merge_env_to_module_buffers(self, buffers: list | None) -> None:
         """Add a runner's new connector statistics to the merged ones."""
@@ -152,7 +146,7 @@ class EnvRunnerGroup:
 
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
-            self._weights_ref, self.weights_seq_no, **self._connector_kwargs(), **sample_kwargs)
+            self._weights_ref, self.weights_seq_no, **self._connectors, **sample_kwargs)
 
     # -- synchronous sampling ---------------------------------------------------------------
 
@@ -272,9 +266,10 @@ class EnvRunnerGroup:
 
     def set_state(self, states: list[dict]) -> None:
         """Give each runner its saved state; with another number of runners, episodes restart."""
+        runners = self.remote_env_runners
         if self.local_env_runner is not None and len(states) == 1:
             self.local_env_runner.set_state(states[0])
-        elif (runners := self.remote_env_runners) and len(states) == len(runners):
+        elif runners and len(states) == len(runners):
             ray.get([r.set_state.remote(state) for r, state in zip(runners, states, strict=True)])
 
     def foreach_env_runner(self, fn: Callable[[EnvRunner], Any]) -> list[Any]:

@@ -30,10 +30,10 @@ def make_config(hiddens: list[int], batch: int, num_gpus: float):
 def sample_batch(batch: int) -> tuple[list, tuple]:
     """One batch of CartPole episodes (from a fresh default policy) and the env's spaces."""
     from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
-    from rlcourse.env.env_runner import EnvRunner
+    from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
     config = make_config(DEFAULT_HIDDENS, batch, 0)
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights(PPOLearner(config, *runner.get_spaces()).get_weights(inference_only=True))
     return runner.sample(num_timesteps=batch), runner.get_spaces()
 

@@ -33,10 +33,10 @@ import numpy as np
 from common import goal, median, print_table
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
-from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.multi_agent_env import make_multi_agent
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import register_env
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 SIZES = (1, 8, 32)
 SEED = 0
@@ -57,7 +57,7 @@ def policy_weights(obs_dim: int, out_dim: int, hidden: int = 64) -> dict[str, np
 def single_agent(env_id: str, n: int, weights: dict) -> Callable[[int], tuple[int, int]]:
     config = (PPOConfig().environment(env_id).env_runners(num_envs_per_env_runner=n)
               .debugging(seed=SEED))
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights(weights)
 
     def sample(num_steps: int) -> tuple[int, int]:

@@ -6,8 +6,8 @@ What is measured: environment steps per second on CartPole-v1 with N = 1, 8 and 
     under `torch.no_grad()`, `Categorical` sampling, and the rollout written into preallocated
     arrays;
   * the same plain loop with the MLP and the sampling written in NumPy;
-  * `rlcourse.env.env_runner.EnvRunner.sample(num_timesteps=...)`, which does the same work and also
-    cuts the arrays into `SingleAgentEpisode`s.
+  * `SingleAgentEnvRunner.sample(num_timesteps=...)` (rlcourse/env/single_agent_env_runner.py),
+    which does the same work and also cuts the arrays into `SingleAgentEpisode`s.
 All three hold the same weights (from a freshly built [256, 256] torch module) and run in this process
 with one BLAS/torch thread, as a runner actor does. Each is warmed up, then timed `--repeats`
 times (interleaved, so a slow moment of the machine hits all three alike); the table shows medians.
@@ -39,7 +39,7 @@ from torch.distributions import Categorical
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module import build_module
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 ENV_ID = "CartPole-v1"
 MODEL_CONFIG = {"fcnet_hiddens": [256, 256]}
@@ -138,7 +138,7 @@ class RLCourseRunner:
     def __init__(self, num_envs: int, weights: dict[str, np.ndarray]):
         config = (PPOConfig().environment(ENV_ID).rl_module(model_config=MODEL_CONFIG)
                   .env_runners(num_envs_per_env_runner=num_envs).debugging(seed=SEED))
-        self.runner = EnvRunner(config, config.get_env_creator())
+        self.runner = SingleAgentEnvRunner(config, config.get_env_creator())
         self.runner.set_weights(weights)
 
     def sample(self, num_steps: int) -> int:

@@ -27,7 +27,7 @@ import ray
 from common import course_cartpole_config, goal, median, print_table, ray_session, timed, uss_mb
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 NUM_ENV_RUNNERS = 2
 CPUS_PER_RUNNER = 0.5
@@ -85,7 +85,8 @@ def main() -> None:
             "bare Ray actor (imports nothing)": (BareActor, []),
             NUMPY_GYM: (BareActor, ["numpy", "gymnasium"]),
             NUMPY_GYM_TORCH: (BareActor, ["numpy", "gymnasium", "torch"]),
-            "EnvRunner actor on its own (NumPy MLP)": (EnvRunner, [config, config.get_env_creator(), 1]),
+            "EnvRunner actor on its own (NumPy MLP)": (SingleAgentEnvRunner,
+                                                       [config, config.get_env_creator(), 1]),
         }
         measured: dict[str, tuple[float, float]] = {}
         for name, (actor_class, actor_args) in baselines.items():

@@ -24,6 +24,7 @@ _EXPORTS = {
     "SAC": "rlcourse.algorithms.sac.sac",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
+    "SingleAgentEnvRunner": "rlcourse.env.single_agent_env_runner",
     "EnvRunnerGroup": "rlcourse.env.env_runner_group",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "Learner": "rlcourse.core.learner.learner",

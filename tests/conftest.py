@@ -77,10 +77,10 @@ def runner_module_in_a_fresh_process(config_class: str, env: str) -> tuple[str, 
     code = textwrap.dedent(f"""
         import sys
         from {package} import {name}
-        from rlcourse.env.env_runner import EnvRunner
+        from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
         config = {name}().environment({env!r})
         config.validate()
-        runner = EnvRunner(config, config.get_env_creator())
+        runner = SingleAgentEnvRunner(config, config.get_env_creator())
         print(type(runner.module).__name__, "torch" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

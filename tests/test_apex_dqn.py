@@ -23,7 +23,7 @@ from rlcourse.algorithms.apex_dqn import ApexDQNConfig
 from rlcourse.algorithms.apex_dqn.apex_dqn_config import per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
 from rlcourse.connectors.env_to_module import MeanStdFilter
-from rlcourse.env.env_runner import SampleResult
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.validation import ConfigError
 

@@ -15,7 +15,7 @@ from fault_envs import CountingEnv
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.metrics.episode_stats import EpisodeStats
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
@@ -66,7 +66,7 @@ def _config(**env_runners):
 
 def test_episode_hooks_see_every_step_of_episodes_that_span_samples():
     config = _config()
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     module = build_module(config, runner.observation_space, runner.action_space)
     runner.set_weights(module.get_state(inference_only=True))
     chunks = defaultdict(list)

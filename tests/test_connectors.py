@@ -9,13 +9,14 @@ from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.clip_rewards import clip_rewards
 from rlcourse.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
 from rlcourse.course.tuned_example import load_tuned_example
 from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
-from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_state import from_plain
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(180)
@@ -65,7 +66,7 @@ def filtered_ppo(env="CartPole-v1", **env_runners):
             .debugging(seed=0))
 
 
-def stats_of(runner: EnvRunner) -> tuple[int, np.ndarray, np.ndarray]:
+def stats_of(runner: SingleAgentEnvRunner) -> tuple[int, np.ndarray, np.ndarray]:
     stat = runner.env_to_module.connectors[0].running_stats
     return stat.n, stat.mean, stat.std
 
@@ -127,7 +128,7 @@ def test_the_filter_normalizes_clips_and_takes_merged_statistics_plus_its_own_ne
 def test_episodes_hold_what_the_module_saw_final_observations_included():
     config = (small_ppo().environment(CounterEnv)
               .env_runners(num_envs_per_env_runner=2, env_to_module_connector=mean_std_filter))
-    runner = EnvRunner(config)
+    runner = SingleAgentEnvRunner(config)
     episodes = runner.sample(num_timesteps=20)
     # Per sub-env: a reset (t=0), then 10 steps; steps 5 and 10 end an episode, whose last
     # observation (t=5) is processed beside the next episode's first (t=0).
@@ -231,7 +232,7 @@ def test_clip_rewards(setting, expected):
 
 def test_episodes_hold_clipped_rewards_and_returns_stay_the_envs():
     config = (small_ppo().environment(CounterEnv, env_config={"reward": 3.0}, clip_rewards=1.0))
-    runner = EnvRunner(config)
+    runner = SingleAgentEnvRunner(config)
     episodes = runner.sample(num_episodes=2)
     assert all(np.all(e.rewards == 1.0) for e in episodes)
     returns = runner.get_metrics()["episode_returns"]
@@ -272,17 +273,34 @@ def test_mean_std_filter_on_a_dict_space_asks_for_flatten_observations():
         config.build_algo()
 
 
-def test_a_multi_agent_config_refuses_connectors():
+class EpisodeEndCallbacks(Callbacks):
+    def on_episode_end(self, *, episode, **kwargs):
+        pass
+
+
+class SampleEndCallbacks(Callbacks):
+    def on_sample_end(self, *, samples, **kwargs):
+        pass
+
+
+def test_a_multi_agent_config_refuses_what_its_runner_lacks_by_name():
+    """Connectors, reward clipping, sub-env restarts and episode hooks are single-agent only."""
     config = small_ppo().environment("ConnectFour").multi_agent(
         policies={"main"}, policy_mapping_fn=lambda agent_id, episode, **kw: "main")
-    for configured in (config.copy().env_runners(env_to_module_connector=mean_std_filter),
-                       config.copy().environment(clip_rewards=True)):
-        with pytest.raises(ConfigError, match="MultiAgentEnvRunner applies no connectors"):
+    for setting, configured in [
+            ("env_to_module_connector", config.copy().env_runners(
+                env_to_module_connector=mean_std_filter)),
+            ("clip_rewards", config.copy().environment(clip_rewards=True)),
+            ("restart_failed_sub_environments", config.copy().fault_tolerance(
+                restart_failed_sub_environments=True)),
+            ("callbacks_class", config.copy().callbacks(EpisodeEndCallbacks))]:
+        with pytest.raises(ConfigError, match=f"{setting}.*MultiAgentEnvRunner (has|calls) no"):
             configured.validate()
+    config.copy().callbacks(SampleEndCallbacks).validate()  # on_sample_end runs on its runners
 
 
 def test_checkpoint_state_is_plain_data():
-    runner = EnvRunner(filtered_ppo(num_envs_per_env_runner=2))
+    runner = SingleAgentEnvRunner(filtered_ppo(num_envs_per_env_runner=2))
     runner.sample(num_timesteps=10)
     state = runner.get_state()["env_to_module"][0]
     assert from_plain(state["running_stats"]["mean"]).shape == (4,)

@@ -17,8 +17,8 @@ from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.registry import get_env_creator, register_env
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 LENGTH = 4  # sub-env i's episodes last LENGTH + i steps, so sub-envs end episodes at different times
 
@@ -79,7 +79,7 @@ def make_runner():
     runners = []
 
     def make(config, env_creator=None, worker_index=0):
-        runner = EnvRunner(config, env_creator or config.get_env_creator(), worker_index)
+        runner = SingleAgentEnvRunner(config, env_creator or config.get_env_creator(), worker_index)
         runners.append(runner)
         runner.set_weights(module_state(config, runner)[1])
         return runner

@@ -78,7 +78,7 @@ def test_ppo_survives_20_runner_kills_and_still_learns(ray_session, algo_factory
         while len(kills) < 20:
             time.sleep(rng.uniform(0.1, 0.8))
             # Kill again only once the last kill's restart has been seen, so each is counted once.
-            pids = actor_pids("ray::EnvRunner")
+            pids = actor_pids("ray::SingleAgentEnvRunner")
             if group.num_env_runner_restarts == len(kills) and len(pids) == 2:
                 os.kill(rng.choice(pids), signal.SIGKILL)
                 kills.append(1)
@@ -141,7 +141,7 @@ def test_without_restarts_training_goes_on_with_the_healthy_runners(ray_session,
               .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True))
     algo = algo_factory(config)
     algo.train()
-    os.kill(actor_pids("ray::EnvRunner")[0], signal.SIGKILL)
+    os.kill(actor_pids("ray::SingleAgentEnvRunner")[0], signal.SIGKILL)
     for _ in range(3):
         result = algo.train()
     assert result["env_runners"]["num_healthy_env_runners"] == 1
@@ -156,7 +156,7 @@ def test_without_restarts_or_ignoring_a_runner_failure_is_a_clear_error(ray_sess
               .fault_tolerance(restart_failed_env_runners=False))
     algo = algo_factory(config)
     algo.train()
-    os.kill(actor_pids("ray::EnvRunner")[0], signal.SIGKILL)
+    os.kill(actor_pids("ray::SingleAgentEnvRunner")[0], signal.SIGKILL)
     with pytest.raises(EnvRunnerFailure, match="ignore_env_runner_failures=True"):
         for _ in range(3):
             algo.train()

@@ -13,7 +13,7 @@ from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.learner import learner as learner_module
 from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.framework import get_device, get_distributed_backend
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import env_runner_options, learner_options, trial_bundles
@@ -67,7 +67,7 @@ def _ppo(config=None):
 
 
 def _spaces(config):
-    return EnvRunner(config, config.get_env_creator()).get_spaces()
+    return SingleAgentEnvRunner(config, config.get_env_creator()).get_spaces()
 
 
 def _learner(config, device_type, monkeypatch):
@@ -125,7 +125,7 @@ def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
     config = _ppo(config_class())
     learner = _learner(config, device_type, monkeypatch)
     batches = _record_batches(learner, monkeypatch)
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights(learner.get_weights(inference_only=True))
     before = learner.get_weights()
     results = learner.update(runner.sample(num_timesteps=200))
@@ -176,7 +176,7 @@ def test_gpu_runner_actors_ask_ray_for_their_gpus():
 
 def test_a_runner_keeps_a_custom_torch_module_on_its_device():
     config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule)
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     assert runner.module.network.module.device == torch.device("cpu")
     runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
                        .get_state(inference_only=True))
@@ -189,7 +189,7 @@ def test_a_gpu_runner_with_a_torch_module_but_no_cuda_fails_naming_the_setting(m
     config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule).env_runners(
         num_gpus_per_env_runner=1)
     with pytest.raises(ConfigError) as err:
-        EnvRunner(config, config.get_env_creator())
+        SingleAgentEnvRunner(config, config.get_env_creator())
     assert err.value.setting == "num_gpus_per_env_runner"
 
 
@@ -197,7 +197,7 @@ def test_a_gpu_runner_with_a_torch_module_but_no_cuda_fails_naming_the_setting(m
 def test_a_gpu_runner_runs_its_torch_module_on_cuda():
     config = _ppo().rl_module(rl_module_class=DefaultActorCriticModule).env_runners(
         num_gpus_per_env_runner=0.5)
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     assert runner.module.network.module.device.type == "cuda"
     runner.set_weights(DefaultActorCriticModule(*runner.get_spaces(), config.get_model_config())
                        .get_state(inference_only=True))
@@ -208,7 +208,7 @@ def test_a_gpu_runner_runs_its_torch_module_on_cuda():
 def test_two_learners_sharing_one_gpu_update_together(ray_session):
     """0.5 GPU each: both learners on one device, all-reducing with gloo (NCCL would refuse)."""
     config = _ppo().learners(num_learners=2, num_cpus_per_learner=0.5, num_gpus_per_learner=0.5)
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     group = LearnerGroup(config, *runner.get_spaces())
     try:
         runner.set_weights(group.get_weights(inference_only=True))

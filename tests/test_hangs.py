@@ -11,8 +11,8 @@ from conftest import small_impala, small_ppo
 from fault_envs import CountingEnv
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.env.env_runner import SampleTimeoutError
 from rlcourse.env.env_runner_health import EnvRunnerFailure
-from rlcourse.env.sample_timeout import SampleTimeoutError
 from rlcourse.env.sub_env_restarts import SubEnvFailure
 
 pytestmark = pytest.mark.timeout(180)

@@ -6,7 +6,7 @@ from conftest import assert_learners_updated_together, small_ppo
 
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.core.learner.learner_group import LearnerGroup, shard_episodes
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -20,14 +20,14 @@ def _config(**training):
 
 
 def _episodes(config, learner):
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights(learner.get_weights(inference_only=True))
     return runner.sample(num_timesteps=800), runner
 
 
 def test_shards_are_balanced_and_complete():
     config = _config()
-    learner = PPOLearner(config, *EnvRunner(config, config.get_env_creator()).get_spaces())
+    learner = PPOLearner(config, *SingleAgentEnvRunner(config, config.get_env_creator()).get_spaces())
     episodes, _ = _episodes(config, learner)
     shards = shard_episodes(episodes, 2)
     sizes = [sum(len(e) for e in shard) for shard in shards]
@@ -38,7 +38,7 @@ def test_shards_are_balanced_and_complete():
 
 def test_data_parallel_update_equals_single_learner_update(ray_session):
     config = _config()
-    spaces = EnvRunner(config, config.get_env_creator()).get_spaces()
+    spaces = SingleAgentEnvRunner(config, config.get_env_creator()).get_spaces()
     single = PPOLearner(config, *spaces)
     start = single.get_weights()
     episodes, _ = _episodes(config, single)
@@ -59,7 +59,7 @@ def test_data_parallel_update_equals_single_learner_update(ray_session):
 
 def test_all_learners_hold_identical_weights_after_updates(ray_session):
     config = _config(minibatch_size=64, num_epochs=3)
-    spaces = EnvRunner(config, config.get_env_creator()).get_spaces()
+    spaces = SingleAgentEnvRunner(config, config.get_env_creator()).get_spaces()
     group = LearnerGroup(config, *spaces)
     try:
         episodes, runner = _episodes(config, PPOLearner(config, *spaces))

@@ -13,8 +13,10 @@ import ray
 from conftest import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
+from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.numpy_mlp import InferenceModule
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
+from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.multi_agent_env import MultiAgentEnv
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 
@@ -211,10 +213,24 @@ def test_a_single_agent_env_and_missing_weights_are_refused():
         MultiAgentEnvRunner(config, config.get_env_creator())
     config = make_config("MeetingGrid")
     runner = MultiAgentEnvRunner(config, config.get_env_creator())
-    with pytest.raises(RuntimeError, match="no weights"):
+    with pytest.raises(RuntimeError, match="MultiAgentEnvRunner has no policy weights"):
         runner.sample()
     with pytest.raises(ValueError, match="no module 'main'.*'default_policy'"):
         runner.set_weights({"main": numpy_weights(4, 5)})
+
+
+class SeenSamples(Callbacks):
+    def on_sample_end(self, *, env_runner, samples, **kwargs):
+        env_runner.seen = samples
+
+
+def test_on_sample_end_and_nan_checks_run_on_the_shared_runner_frame():
+    """MultiAgentEnvRunner is an EnvRunner: sample()'s frame calls on_sample_end and checks the
+    episodes for NaNs (tests/test_nonfinite.py) as the single-agent runner does."""
+    config = make_config("MeetingGrid").callbacks(SeenSamples)
+    runner = MultiAgentEnvRunner(config=config)
+    episodes = runner.sample(num_timesteps=20)
+    assert isinstance(runner, EnvRunner) and runner.seen is episodes
 
 
 def test_a_runner_built_alone_initializes_its_modules():

@@ -14,7 +14,10 @@ from fault_envs import BadValueEnv
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.core.learner.learner import NonFiniteUpdateError
-from rlcourse.env.finite_check import NonFiniteEnvData, check_finite_sample
+from rlcourse.env.env_runner import NonFiniteEnvData
+from rlcourse.env.multi_agent_env import make_multi_agent
+from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -71,11 +74,22 @@ def test_with_sub_env_restarts_bad_steps_cost_their_episode_only(num_env_runners
 
 def test_a_bad_last_observation_of_an_episode_is_found():
     """The last observation of an episode comes in infos["final_obs"], not in the buffer."""
+    runner = SingleAgentEnvRunner(PPOConfig().environment("CartPole-v1"))
     obs = np.zeros((4, 2, 3), np.float32)
     rewards = np.zeros((3, 2), np.float32)
-    check_finite_sample(obs, rewards, {(1, 0): np.zeros(3)}, "env 'X' on EnvRunner 1")
+    runner._check_finite(obs, rewards, {(1, 0): np.zeros(3)})
     with pytest.raises(NonFiniteEnvData, match=r"sub-env 1, .* at time step 2"):
-        check_finite_sample(obs, rewards, {(1, 1): np.array([0, np.inf, 0])}, "env 'X'")
+        runner._check_finite(obs, rewards, {(1, 1): np.array([0, np.inf, 0])})
+
+
+@pytest.mark.parametrize(("bad", "field"), [("nan_obs", "'obs'"), ("inf_reward", "'reward'")])
+def test_multi_agent_runner_names_env_agent_and_field(bad, field):
+    config = (small_ppo().environment(make_multi_agent(BadValueEnv),
+                                      env_config={"num_agents": 2, "bad": bad, "bad_at_step": 3})
+              .multi_agent(policies={"default_policy"}).debugging(seed=0))
+    runner = MultiAgentEnvRunner(config)
+    with pytest.raises(NonFiniteEnvData, match=rf"agent 0 .* at time step \d+ \(field {field}\)"):
+        runner.sample(num_timesteps=20)
 
 
 class NaNLossLearner(PPOLearner):

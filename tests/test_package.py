@@ -20,7 +20,7 @@ def test_importing_rlcourse_or_an_env_runner_imports_no_torch_tune_or_serve():
     code = textwrap.dedent("""
         import sys
         import rlcourse
-        from rlcourse.env.env_runner import EnvRunner
+        from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
         from rlcourse.algorithms.ppo import PPOConfig
         from rlcourse.algorithms.impala import IMPALAConfig
         PPOConfig().environment("CartPole-v1").validate()

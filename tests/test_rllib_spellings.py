@@ -89,11 +89,11 @@ def test_single_agent_env_runner_is_built_from_a_config_alone_and_samples():
 
 
 def test_a_groups_runner_without_weights_still_refuses_to_sample():
-    from rlcourse.env.env_runner import EnvRunner
+    from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
     config = PPOConfig().environment("CartPole-v1")
     with pytest.raises(RuntimeError, match="no policy weights yet"):
-        EnvRunner(config, config.get_env_creator()).sample(num_timesteps=10)
+        SingleAgentEnvRunner(config, config.get_env_creator()).sample(num_timesteps=10)
 
 
 def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():

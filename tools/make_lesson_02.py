@@ -76,14 +76,14 @@ for name, array in weights.items():
     print(f"{name:16s} {array.dtype} {array.shape}")"""),
     md("""## 3. EnvRunner actors, built by hand
 
-An `EnvRunner` is a gymnasium vector env (here 2 CartPoles) plus an inference-only copy of the policy.
-`ray.remote(EnvRunner)` makes it an actor class; half a CPU each lets two share one core. A runner
-refuses to sample before it has weights, so we put the weights into Ray's object store **once** and
-hand the same reference to both runners (`EnvRunnerGroup.sync_weights` does the same, as we will
-see)."""),
-    code("""from rlcourse.env.env_runner import EnvRunner
+An `EnvRunner` (here RLlib's `SingleAgentEnvRunner`) is a gymnasium vector env (here 2 CartPoles)
+plus an inference-only copy of the policy. `ray.remote(SingleAgentEnvRunner)` makes it an actor class;
+half a CPU each lets two share one core. A runner refuses to sample before it has weights, so we put
+the weights into Ray's object store **once** and hand the same reference to both runners
+(`EnvRunnerGroup.sync_weights` does the same, as we will see)."""),
+    code("""from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
-RemoteEnvRunner = ray.remote(EnvRunner).options(num_cpus=0.5)
+RemoteEnvRunner = ray.remote(SingleAgentEnvRunner).options(num_cpus=0.5)
 runners = [RemoteEnvRunner.remote(config, env_creator, worker_index=i + 1) for i in range(2)]
 weights_ref = ray.put(weights)
 ray.get([runner.set_weights.remote(weights_ref) for runner in runners])
@@ -333,7 +333,7 @@ print("each actor's worker_index and sub-envs:",
 print(type(learners).__name__, "holding a", type(learners.local_learner).__name__)
 same_classes = (isinstance(group, EnvRunnerGroup) and isinstance(learners, LearnerGroup)
                 and type(learners.local_learner) is PPOLearner
-                and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"EnvRunner"})"""),
+                and set(group.foreach_env_runner(lambda runner: type(runner).__name__)) == {"SingleAgentEnvRunner"})"""),
     md("""Two iterations. The result's timers are our hand loop's three steps plus the whole iteration,
 and the learner's numbers have the same names as `update_stats` above. `sync_weights` numbers each weights version (0 is the
 initial weights from `setup`), **puts** it into the object store once, and sends that one reference
@@ -362,7 +362,7 @@ print(inspect.getsource(PPO.training_step))"""),
 | config | `rlcourse/algorithms/algorithm_config.py`, `AlgorithmConfig` | every setting; `build_algo()` validates and builds |
 | setup | `rlcourse/algorithms/algorithm.py`, `Algorithm.setup` | probes the env's spaces, builds the EnvRunnerGroup and LearnerGroup, syncs the first weights |
 | sample | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sample` | asks every runner actor for its share of the batch, at the same time |
-| sample | `rlcourse/env/env_runner.py`, `EnvRunner.sample` | steps the vector env with the NumPy policy; slices the steps into chunks |
+| sample | `rlcourse/env/env_runner.py`, `EnvRunner.sample`; `single_agent_env_runner.py`, `_sample_steps` | steps the vector env with the NumPy policy; slices the steps into chunks |
 | episodes | `rlcourse/env/single_agent_episode.py`, `SingleAgentEpisode` | n+1 observations, n actions, rewards, `action_logp` |
 | update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
@@ -385,7 +385,7 @@ print(inspect.getsource(PPO.training_step))"""),
   back to the runners. `Algorithm.train()` is that loop, with the pieces you built by hand.
 
 **Read next in the source**
-- `rlcourse/env/env_runner.py`, `EnvRunner._sample_steps` and `_to_episodes`: how steps become chunks.
+- `rlcourse/env/single_agent_env_runner.py`, `_sample_steps` and `_to_episodes`: how steps become chunks.
 - `rlcourse/utils/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
 - `rlcourse/algorithms/ppo/ppo_learner.py`, `build_batch` and `compute_loss`.
 - `rlcourse/algorithms/algorithm.py`, `Algorithm.setup`; `rlcourse/algorithms/ppo/ppo.py`, `PPO.training_step`."""),

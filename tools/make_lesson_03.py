@@ -244,11 +244,12 @@ with broken.build_algo() as broken_algo:
         broken_error = e
         print(f"{type(e).__name__}:\\n{e}")"""),
     md("""How to read it, from the top:
-1. `RayTaskError(ValueError)`: the error happened in a Ray actor (`ray::EnvRunner.sample_and_get_metrics`),
-   and the original error is a `ValueError`. Ray shows the actor's own traceback below.
-2. Follow the frames down: `rlcourse/env/env_runner.py` called `self.env.step(actions)`, gymnasium's
-   vector env then failed to `concatenate` the sub-envs' observations into its array, which has one
-   slot per sub-env shaped by `observation_space`: the observations do not fit the space.
+1. `RayTaskError(ValueError)`: the error happened in a Ray actor
+   (`ray::SingleAgentEnvRunner.sample_and_get_metrics`), and the original error is a `ValueError`. Ray
+   shows the actor's own traceback below.
+2. Follow the frames down: `rlcourse/env/single_agent_env_runner.py` called `self.env.step(actions)`,
+   gymnasium's vector env then failed to `concatenate` the sub-envs' observations into its array,
+   which has one slot per sub-env shaped by `observation_space`: the observations do not fit the space.
 3. The last line is rlcourse's note. `restart_failed_sub_environments` helps an env that crashes
    *now and then* (a flaky simulator). This env fails on every step: it needs a fix, not a restart.
 
@@ -315,7 +316,7 @@ Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's whil
 **Read next in the source**
 - `rlcourse/course/envs.py`: GridWorld, and how it draws itself.
 - `rlcourse/env/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
-- `rlcourse/env/vector_env.py`, `make_vector_env`: one EnvContext per sub-env."""),
+- `rlcourse/env/single_agent_env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
 # EnvContext, and the broken env failed with its ValueError.
 assert history[-1]["env_runners"]["episode_return_mean"] > 0.4, history[-1]["env_runners"]

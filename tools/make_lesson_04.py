@@ -69,11 +69,11 @@ of pages it shares with other processes (libraries)."""),
 
 import psutil
 
-from rlcourse.env.env_runner import EnvRunner
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 probe = PPOConfig().environment("CartPole-v1")
-runner = ray.remote(EnvRunner).options(num_cpus=0.25).remote(probe, probe.get_env_creator(),
-                                                               worker_index=1)
+runner = ray.remote(SingleAgentEnvRunner).options(num_cpus=0.25).remote(
+    probe, probe.get_env_creator(), worker_index=1)
 memory = psutil.Process(ray.get(runner.__ray_call__.remote(lambda self: os.getpid()))).memory_full_info()
 runner_mb = memory.pss / 2**20
 print(f"one runner process: USS {memory.uss / 2**20:.0f} MB, PSS {runner_mb:.0f} MB "

@@ -257,7 +257,8 @@ Watch `learners/default_policy/entropy` in the results when you try larger learn
 
 **Read next in the source**
 - `rlcourse/algorithms/impala/impala.py`, `IMPALA.training_step`: the asynchronous loop.
-- `rlcourse/env/async_sampling.py`, `fetch_ready_async_samples`: requests in flight and `ray.wait`.
+- `rlcourse/env/env_runner_group.py`, `fetch_ready_async_samples`, and `async_sampling.py`: requests in
+  flight and `ray.wait`.
 - `rlcourse/algorithms/impala/learner_thread.py`: the bounded queue, dropped batches and policy lag.
 - `rlcourse/algorithms/impala/vtrace.py` and `rlcourse/algorithms/impala/impala_learner.py`: V-trace and the loss.
 """),

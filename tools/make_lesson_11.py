@@ -382,7 +382,7 @@ Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in R
 | `rlcourse/algorithms/impala/vtrace.py` | `algorithms/impala/torch/vtrace_torch_v2.py` | the same V-trace |
 | `rlcourse/algorithms/dqn/dqn.py`, `rlcourse/algorithms/sac/sac.py` | `algorithms/dqn/dqn.py`, `algorithms/sac/sac.py` | |
 | `rlcourse/algorithms/apex_dqn/apex_dqn.py` | none in the new API stack | Ape-X was RLlib's old-stack algorithm |
-| `rlcourse/env/env_runner.py`, `env_runner_state.py`, `rlcourse/env/single_agent_env_runner.py` | `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
+| `rlcourse/env/env_runner.py`, `rlcourse/env/single_agent_env_runner.py` | `env/env_runner.py`, `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
 | `rlcourse/env/env_runner_group.py`, `async_sampling.py` | `env/env_runner_group.py` | |
 | `rlcourse/env/single_agent_episode.py`, `rlcourse/env/multi_agent_episode.py` | `env/single_agent_episode.py`, `env/multi_agent_episode.py` | |
 | `rlcourse/env/registry.py` (`register_env`) | Ray Tune's `ray/tune/registry.py` (`register_env`) | outside RLlib: Tune's registry |

@@ -101,10 +101,12 @@ class Algorithm(Checkpointable):
                 self.env_creator, config.env_config, env_name(config.env))
             # The connectors' output space is the module's; this copy never updates statistics:
             # it merges the runners' (EnvRunnerGroup) and serves compute_actions.
-            self.env_to_module = build_env_to_module_pipeline(config, env_observation_space,
-                                                              self.action_space)
-            self.env_to_module.update_stats = False
-            self.observation_space = self.env_to_module.observation_space
+            self.env_to_module, self.observation_space = None, env_observation_space
+            if config.env_to_module_connector is not None:
+                self.env_to_module = build_env_to_module_pipeline(config, env_observation_space,
+                                                                  self.action_space)
+                self.env_to_module.update_stats = False
+                self.observation_space = self.env_to_module.observation_space
         else:  # each module's spaces are in self.module_spec.spaces()
             self.observation_space = self.action_space = self.env_to_module = None
         for obs_space, act_space in self._module_spaces().values():

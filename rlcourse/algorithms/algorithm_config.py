@@ -136,7 +136,7 @@ class AlgorithmConfig:
         is treated as failed (see fault_tolerance()), so a hung env cannot hang training. A runner
         in this process (num_env_runners=0, or evaluation with evaluation_num_env_runners=0) raises
         a SampleTimeoutError instead; it checks the clock between env steps, so one env.step that
-        never returns is bounded only on runner actors (see env/sample_timeout.py).
+        never returns is bounded only on runner actors (see env/env_runner.py).
         `max_requests_in_flight_per_env_runner`: how many `sample()` requests an asynchronous
         algorithm (IMPALA) keeps running on each runner actor, so a runner never idles while its
         last batch travels.

@@ -63,3 +63,16 @@ class Callbacks:
 
     def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
         """After `restore_from_path` or `Algorithm.from_checkpoint` restored a checkpoint."""
+
+
+EPISODE_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")
+
+
+def overrides(callbacks_class: type, hook: str) -> bool:
+    """Whether `callbacks_class` defines its own `hook` (Callbacks' own does nothing)."""
+    return getattr(callbacks_class, hook) is not getattr(Callbacks, hook)
+
+
+def overrides_episode_hooks(callbacks_class: type) -> bool:
+    """Whether `callbacks_class` has episode hooks of its own, which runners then call."""
+    return any(overrides(callbacks_class, hook) for hook in EPISODE_HOOKS)

@@ -1,81 +1,96 @@
-"""EnvRunner: steps a gymnasium vector env with an inference-only module and returns episodes.
+"""EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): seeding, weights, the
+health probe, the frame of `sample()`, metrics, and the hardening that guards sampling.
 
-RLlib calls this class SingleAgentEnvRunner (`rlcourse/env/single_agent_env_runner.py` gives it
-that name and import path). One EnvRunner lives in the driver (num_env_runners=0)
-or in each Ray actor of an EnvRunnerGroup. `sample()` writes each step into preallocated [T, N]
-NumPy buffers (no Python object per step), then slices the buffers into SingleAgentEpisodes.
-Beside this file: the module it acts with (inference_module.py), its answer to a group's request
-(sample_result.py) and its checkpoint state (env_runner_state.py, a mixin with get_state/set_state).
+Two runners fill in the sample loop: SingleAgentEnvRunner (single_agent_env_runner.py), which steps
+a gymnasium vector env, and MultiAgentEnvRunner (multi_agent_env_runner.py), which steps copies of a
+MultiAgentEnv. One lives in the driver (num_env_runners=0) or in each Ray actor of an EnvRunnerGroup.
 
-Sub-envs reset themselves in the same step that ends an episode (gymnasium's SAME_STEP autoreset):
-the step returns the new episode's first observation, and the old episode's last one arrives in
-`infos["final_obs"]`. So every step in a buffer is a real transition; none crosses an episode boundary.
+Hardening, here because it guards the sample loop:
+  * No silent NaNs. One NaN or infinite reward (a reward of None arrives as NaN too) makes the
+    advantages, the loss and, after one optimizer step, every weight NaN while `train()` keeps
+    returning results. So each sample is checked once, as whole arrays (not per step), and
+    `NonFiniteEnvData` names the env, the runner, the sub-env and the field. With
+    `restart_failed_sub_environments=True` (sub_env_restarts.py) a sub-env that returns such data is
+    rebuilt instead, so this check never fires.
+  * `sample_timeout_s` in the driver's process. A runner actor that takes too long is ended and
+    restarted by its EnvRunnerGroup; a runner in the driver cannot be killed, so it compares the
+    clock with the request's deadline before each env step and raises `SampleTimeoutError`. That
+    bounds episodes that never end (whole episodes asked for, as in evaluation) and slow envs, not one
+    `env.step` that never returns: sample on runner actors for that.
 """
 
+import abc
 import math
 import os
+import time
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import ray
 
-from rlcourse.connectors.clip_rewards import clip_rewards
-from rlcourse.connectors.env_to_module.env_to_module_pipeline import build_env_to_module_pipeline
-from rlcourse.core.rl_module.default_model_config import to_env_actions
-from rlcourse.env.env_runner_state import EnvRunnerStateMixin
-from rlcourse.env.episode_hooks import EPISODE_HOOKS, EpisodeHooks, overrides
-from rlcourse.env.finite_check import check_finite_sample
-from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_result import SampleResult
-from rlcourse.env.sample_timeout import check_deadline, sample_deadline
-from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.env.sub_env_restarts import add_restart_hint
-from rlcourse.env.vector_env import make_vector_env
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
-EPISODES_MODE_STEPS = 128  # steps per round when sampling whole episodes
+EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
+
+FIX_NON_FINITE = (
+    "Fix the env (return finite float values, never None), or set config.fault_tolerance("
+    "restart_failed_sub_environments=True) to rebuild a sub-env that returns them and drop its "
+    "broken episode.")
 
 
-class EnvRunner(EnvRunnerStateMixin):
-    """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
+class NonFiniteEnvData(ValueError):
+    """An env returned a NaN or infinite observation or reward (or a reward of None)."""
+
+
+class SampleTimeoutError(TimeoutError):
+    """A runner in this process took longer than `sample_timeout_s` for one sample request."""
+
+
+def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
+    """'obs' or 'reward' if that value of one env step is not finite, else None.
+
+    Observations that are not numeric arrays (e.g. dicts for a custom module) are not checked."""
+    if reward is None or not np.isfinite(reward):
+        return "reward"
+    obs = np.asarray(obs)
+    if obs.dtype.kind in "fc" and not np.isfinite(obs).all():
+        return "obs"
+    return None
+
+
+class EnvRunner(abc.ABC):
+    """The shared part of a runner. A subclass builds its envs and modules in `__init__` (setting
+    `num_envs`) and writes the abstract methods: above all `_sample_steps`, its sample loop."""
+
+    num_envs: int  # sub-envs stepped side by side
+    env_to_module: Any = None  # the connector pipeline, where the runner has one
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config
         # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`), a runner makes its own env
         # creator and, when first asked to sample, its own freshly initialized weights.
         self.standalone = env_creator is None
-        env_creator = config.get_env_creator() if self.standalone else env_creator
+        self.env_creator = config.get_env_creator() if self.standalone else env_creator
         self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
-        self.name = f"env {env_name(config.env)!r} on " + (
-            f"EnvRunner {worker_index}" if worker_index else "the EnvRunner in this process")
+        self.env_name = env_name(config.env)
+        self.name = f"env {self.env_name!r} on " + (
+            f"{type(self).__name__} {worker_index}" if worker_index
+            else f"the {type(self).__name__} in this process")
         self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
-        self.env = make_vector_env(env_creator, config, worker_index)
-        self.num_envs = self.env.num_envs
-        self.action_space = self.env.single_action_space
-        # Observations pass through the connectors; the module sees (and is built for) their output.
-        self.env_to_module = build_env_to_module_pipeline(
-            config, self.env.single_observation_space, self.action_space, self.env)
-        self.observation_space = self.env_to_module.observation_space
-        self.module = build_inference_module(config, self.observation_space, self.action_space,
-                                             self.seed, worker_index)
         self.callbacks = config.callbacks_class() if config.callbacks_class else None
-        self.hooks = (EpisodeHooks(self) if self.callbacks and any(
-            overrides(self.callbacks, hook) for hook in EPISODE_HOOKS) else None)
         self.metrics = MetricsLogger()  # what callbacks log here reaches train()'s results
         # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
         self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
-        self.weights_seq_no = -1  # which weights version the module holds; -1: none yet
+        self.weights_seq_no = -1  # which weights version the modules hold; -1: none yet
         self._needs_reset = True
-        self._episode_returns: list[float] = []  # finished since the last get_metrics()
-        self._episode_lens: list[int] = []
-        self._num_env_steps = 0
         self._num_env_steps_lifetime = 0
-        self._num_sub_env_restarts = 0  # broken episodes dropped since the last get_metrics()
+        self._reset_metrics()
 
     # -- weights and health -----------------------------------------------------------------
 
-    def set_weights(self, weights: dict[str, np.ndarray], weights_seq_no: int | None = None,
+    def set_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
                     env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         """Load new policy weights as version `weights_seq_no` (default: the next version), and the
         connectors' merged statistics and the epsilon (of an epsilon-greedy action head: DQN's)
@@ -84,46 +99,49 @@ class EnvRunner(EnvRunnerStateMixin):
         if weights_seq_no is None:
             weights_seq_no = self.weights_seq_no + 1
         if weights_seq_no > self.weights_seq_no:
-            self.module.set_state(weights)
-            self.env_to_module.set_state(env_to_module_state)
+            self._set_module_weights(weights)
+            if self.env_to_module is not None:
+                self.env_to_module.set_state(env_to_module_state)
             if epsilon is not None:
                 self.module.head.epsilon = epsilon
             self.weights_seq_no = weights_seq_no
 
-    def _initialize_weights(self) -> None:
-        """A runner built alone acts with a newly initialized module, as RLlib's does; a group's
-        runners never do this: they wait for the learner's weights."""
-        from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only
+    @abc.abstractmethod
+    def _set_module_weights(self, weights: dict[str, Any]) -> None:
+        """Load the weights into the module(s) this runner acts with."""
 
-        module = build_module(self.config, self.observation_space, self.action_space)
-        self.set_weights(module.get_state(inference_only=True))
+    @abc.abstractmethod
+    def _initialize_weights(self) -> None:
+        """A runner built alone acts with freshly initialized modules, as RLlib's does; a group's
+        runners never do this: they wait for the learner's weights."""
+
+    @abc.abstractmethod
+    def get_spaces(self) -> Any:
+        """The observation and action spaces its module(s) are built for."""
 
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
         return os.getpid()
 
-    def get_spaces(self) -> tuple[gym.Space, gym.Space]:
-        return self.observation_space, self.action_space
-
     # -- sampling ---------------------------------------------------------------------------
 
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
-               explore: bool | None = None) -> list[SingleAgentEpisode]:
-        """Step all sub-envs; return episode chunks covering at least `num_timesteps` steps, or
+               explore: bool | None = None) -> list:
+        """Step all sub-envs; return episode chunks covering at least `num_timesteps` env steps, or
         `num_episodes` complete episodes. With neither, `rollout_fragment_length` steps per sub-env.
-        In the driver's process, a request ends with SampleTimeoutError after `sample_timeout_s`
-        (see sample_timeout.py).
+        In the driver's process, a request ends with SampleTimeoutError after `sample_timeout_s`.
         """
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
         if self.weights_seq_no < 0 and self.standalone:
             self._initialize_weights()
         if self.weights_seq_no < 0:
-            raise RuntimeError("This EnvRunner has no policy weights yet: call set_weights() with a "
-                               "Learner's get_weights(inference_only=True) first (an Algorithm "
-                               "does this for its runners).")
+            raise RuntimeError(f"This {type(self).__name__} has no policy weights yet: call "
+                               "set_weights() with a Learner's get_weights(inference_only=True) "
+                               "first (an Algorithm does this for its runners).")
         explore = self.config.explore if explore is None else explore
-        deadline = sample_deadline(self.config, self.worker_index)
+        # Runner actors are timed by their EnvRunnerGroup; the runner in this process times itself.
+        deadline = None if self.worker_index else time.monotonic() + self.config.sample_timeout_s
         if num_episodes is not None:
             episodes = self._sample_episodes(num_episodes, explore, deadline)
         else:
@@ -135,9 +153,39 @@ class EnvRunner(EnvRunnerStateMixin):
                                          samples=episodes)
         return episodes
 
-    def sample_and_get_metrics(self, weights: dict[str, np.ndarray] | None = None,
+    @abc.abstractmethod
+    def _sample_steps(self, steps: int, explore: bool, deadline: float | None) -> list:
+        """`steps` env steps in every sub-env: the episode chunks they make (the sample loop)."""
+
+    @abc.abstractmethod
+    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None) -> list:
+        """`num_episodes` whole episodes, from fresh resets."""
+
+    def _check_deadline(self, deadline: float | None) -> None:
+        """Raise SampleTimeoutError if `deadline` has passed (one clock read per env step)."""
+        if deadline is None or time.monotonic() <= deadline:
+            return
+        raise SampleTimeoutError(
+            f"The {self.name} did not finish a sample request within sample_timeout_s="
+            f"{self.config.sample_timeout_s} s. Its env may hang, or its episodes never end (whole "
+            "episodes, as evaluation samples, need an end: wrap the env in gymnasium.wrappers."
+            "TimeLimit). If sampling is just slow, raise config.env_runners(sample_timeout_s=...). "
+            "Only the time between env steps is bounded in this process: to also end an env.step "
+            "that never returns, sample on runner actors (num_env_runners >= 1, "
+            "evaluation_num_env_runners >= 1), which are ended and restarted.")
+
+    def _non_finite(self, field: str, where: str, t: int, value: Any) -> None:
+        """Raise NonFiniteEnvData for `value`, the `field` ('obs' or 'reward') of `where` (a sub-env,
+        an agent) at step `t`."""
+        what = "reward (NaN here also means None)" if field == "reward" else "observation"
+        raise NonFiniteEnvData(
+            f"The {self.name}, {where}, returned a non-finite {what} at time step {t} (field "
+            f"{field!r}): {value!r}. NaN or infinite data would make every weight NaN. "
+            f"{FIX_NON_FINITE}")
+
+    def sample_and_get_metrics(self, weights: dict[str, Any] | None = None,
                                weights_seq_no: int = -1, env_to_module_state: list | None = None,
-                               epsilon: float | None = None, **kwargs) -> SampleResult:
+                               epsilon: float | None = None, **kwargs: Any) -> SampleResult:
         """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
 
         The group's requests carry its latest weights (one ObjectRef, resolved by Ray), so a runner
@@ -146,137 +194,20 @@ class EnvRunner(EnvRunnerStateMixin):
         if weights is not None:
             self.set_weights(weights, weights_seq_no, env_to_module_state, epsilon)
         episodes = self.sample(**kwargs)
-        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid(),
-                            self.env_to_module.pop_buffers())
+        buffers = self.env_to_module.pop_buffers() if self.env_to_module is not None else None
+        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid(), buffers)
 
-    def _reset(self) -> None:
-        seed = self.seed if self._num_env_steps_lifetime == 0 else None
-        obs, infos = self.env.reset(seed=seed)
-        self._obs = self.env_to_module(obs)
-        if self.hooks:
-            self.hooks.on_reset(self._obs, infos)
-        self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
-        self._t_started = [0] * self.num_envs
-        self._running_returns = [0.0] * self.num_envs
-        self._needs_reset = False
+    # -- metrics ----------------------------------------------------------------------------
 
-    def _sample_steps(self, steps: int, explore: bool, deadline: float | None
-                      ) -> list[SingleAgentEpisode]:
-        """Run `steps` vector steps into [T, N] buffers, check them for NaNs (finite_check.py),
-        then slice them into episode chunks."""
-        if self._needs_reset:
-            self._reset()
-        n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
-                                          else self.module.forward_inference)
-        obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
-        rewards = np.empty((steps, n_envs), dtype=np.float32)
-        terminated = np.empty((steps, n_envs), dtype=bool)
-        truncated = np.empty((steps, n_envs), dtype=bool)
-        outputs: dict[str, np.ndarray] = {}
-        final_obs: dict[tuple[int, int], np.ndarray] = {}
-        failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
-        obs[0] = self._obs
-        self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
-        for t in range(steps):
-            check_deadline(deadline, self.config, self.name)
-            out = forward(obs[t])
-            if t == 0:
-                outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
-            for k, v in out.items():
-                outputs[k][t] = v
-            # The env gets actions inside its space; the episode keeps the module's (unclipped,
-            # indices 0..n-1), whose log-probabilities the learner computes.
-            actions = to_env_actions(out["actions"], self.action_space)
-            try:
-                next_obs, rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
-                obs[t + 1] = self.env_to_module(next_obs)
-            except Exception as e:
-                add_restart_hint(e)
-                raise
-            if self.hooks:
-                self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
-                                   infos)
-            if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
-                ended = np.flatnonzero(infos["_final_obs"])  # their last obs: processed, too
-                last = self.env_to_module.process_items([infos["final_obs"][i] for i in ended])
-                final_obs.update(((t, i), o) for i, o in zip(ended, last, strict=True))
-                if "_env_failure" in infos["final_info"]:
-                    failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
-        check_finite_sample(obs, rewards, final_obs, self.name)
-        self._obs, self._needs_reset = obs[steps], False
-        self._num_env_steps += steps * n_envs
-        self._num_env_steps_lifetime += steps * n_envs
-        return self._to_episodes(obs, outputs, rewards, terminated, truncated, final_obs, failed)
+    def _reset_metrics(self) -> None:
+        self._episode_returns: list[float] = []  # finished since the last get_metrics()
+        self._episode_lens: list[int] = []
+        self._num_env_steps = 0
+        self._num_sub_env_restarts = 0  # broken episodes dropped since the last get_metrics()
 
-    def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs, failed):
-        episodes = []
-        steps = len(rewards)
-        done = terminated | truncated
-        for i in range(self.num_envs):
-            start = 0
-            for t in np.flatnonzero(done[:, i]):
-                if (t, i) in failed:  # a broken episode: its last chunk never reaches a batch
-                    self._drop_broken_episode(i)
-                    start = t + 1
-                    continue
-                # A Discrete env may return a Python int: make it a row of the buffer's dtype.
-                last = np.asarray(final_obs[t, i], dtype=obs.dtype)[None]
-                ep_obs = np.concatenate([obs[start:t + 1, i], last])
-                # An env may report both at its time limit; a termination means no future.
-                episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
-                                                 terminated[t, i],
-                                                 truncated[t, i] and not terminated[t, i]))
-                start = t + 1
-            if start < steps:
-                episodes.append(self._make_chunk(i, obs[start:, i], outputs, rewards, start, steps,
-                                                 False, False))
-        return episodes
-
-    def _make_chunk(self, i, ep_obs, outputs, rewards, start, end, is_terminated, is_truncated):
-        extra = {k: v[start:end, i] for k, v in outputs.items() if k != "actions"}
-        episode = SingleAgentEpisode(ep_obs, outputs["actions"][start:end, i],
-                                     clip_rewards(rewards[start:end, i], self.config.clip_rewards),
-                                     extra, is_terminated, is_truncated,
-                                     id_=self._ids[i], t_started=self._t_started[i])
-        if self.hooks:
-            episode.custom_data = self.hooks.custom_data(i, episode.is_done)
-        self._running_returns[i] += float(rewards[start:end, i].sum())  # the env's, not clipped
-        if episode.is_done:
-            self._episode_returns.append(self._running_returns[i])
-            self._episode_lens.append(episode.t)
-            if self.hooks:
-                self.hooks.on_episode_end(i, episode)
-            self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
-            self._running_returns[i] = 0.0
-        else:
-            self._t_started[i] = episode.t
-        return episode
-
-    def _drop_broken_episode(self, i: int) -> None:
-        self._num_sub_env_restarts += 1
-        if self.hooks:
-            self.hooks.custom_data(i, is_done=True)  # its hooks' data goes with it
-        self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
-        self._running_returns[i] = 0.0
-
-    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
-                         ) -> list[SingleAgentEpisode]:
-        """Fresh episodes run to their end; chunks are joined, unfinished ones dropped."""
-        self._needs_reset = True
-        finished: list[SingleAgentEpisode] = []
-        ongoing: dict[str, SingleAgentEpisode] = {}
-        while len(finished) < num_episodes:
-            for chunk in self._sample_steps(EPISODES_MODE_STEPS, explore, deadline):
-                if chunk.id_ in ongoing:
-                    chunk = ongoing.pop(chunk.id_).concat_episode(chunk)
-                if chunk.is_done:
-                    finished.append(chunk)
-                else:
-                    ongoing[chunk.id_] = chunk
-        self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
-        return finished[:num_episodes]
-
-    # -- metrics and life cycle (get_state / set_state: env_runner_state.py) ----------------
+    def _count_steps(self, n: int) -> None:
+        self._num_env_steps += n
+        self._num_env_steps_lifetime += n
 
     def get_metrics(self) -> dict:
         """Episodes finished, steps taken and custom metrics logged since the last call (then
@@ -285,9 +216,19 @@ class EnvRunner(EnvRunnerStateMixin):
                    "num_env_steps_sampled": self._num_env_steps,
                    "num_sub_env_restarts": self._num_sub_env_restarts,
                    "custom_metrics": self.metrics.pop_logged()}
-        self._episode_returns, self._episode_lens, self._num_env_steps = [], [], 0
-        self._num_sub_env_restarts = 0
+        self._reset_metrics()
         return metrics
 
+    # -- checkpoints and life cycle ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def get_state(self) -> dict:
+        """What a checkpoint keeps of this runner, as plain data (env_state.py)."""
+
+    @abc.abstractmethod
+    def set_state(self, state: dict) -> None:
+        """Continue from `get_state()` of a runner built with the same config."""
+
+    @abc.abstractmethod
     def stop(self) -> None:
-        self.env.close()
+        """Close the envs."""

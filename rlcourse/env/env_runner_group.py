@@ -1,16 +1,13 @@
 """EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
 
-With `num_env_runners=0` one EnvRunner samples in the driver. With N > 0, N EnvRunner actors sample
-in parallel, each with the CPUs (fractions allowed) and GPUs the config asks for. `sync_weights` puts
-new weights into Ray's object store once and sends that one reference to every runner; every sample
-request carries it too, so a runner that Ray restarted in between catches up before it samples.
-`sample()` asks the healthy runners and waits for them; asynchronous sampling, with requests in flight
-(`fetch_ready_async_samples`), is in async_sampling.py (a mixin of this class).
-
-Fault tolerance (`config.fault_tolerance()`): a request to a runner that died fails with a
-RayActorError and one that hangs times out after `sample_timeout_s` (the runner is then ended); its
-sample is dropped whole (never half-used), and its next request brings it the current weights.
-Whether the runner is back, and when to give up on it, is decided in env_runner_health.py.
+With `num_env_runners=0` one runner samples in the driver; with N > 0, N runner actors sample in
+parallel, with the CPUs and GPUs the config asks for. `sync_weights` puts new weights into Ray's
+object store once and sends that reference to every runner; every sample request carries it too, so
+a runner that Ray restarted catches up first. `sample()` waits for the healthy runners;
+`fetch_ready_async_samples` keeps requests in flight (async_sampling.py) and takes those done. A
+request to a runner that died fails with a RayActorError, one that hangs times out after
+`sample_timeout_s` (the runner is ended); its sample is dropped whole (env_runner_health.py decides
+whether the runner is back).
 """
 
 import contextlib
@@ -23,40 +20,36 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
-from rlcourse.env.async_sampling import AsyncSamplingMixin
+from rlcourse.env.async_sampling import AsyncRequests
 from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.sample_result import SampleResult
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.resources import (
-    current_placement_group,
-    env_runner_options,
-    make_placement_group,
-)
+from rlcourse.utils.resources import current_placement_group, env_runner_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
 
 
 def env_runner_class(config) -> type:
-    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else EnvRunner (RLlib's
-    SingleAgentEnvRunner)."""
-    return MultiAgentEnvRunner if config.is_multi_agent else EnvRunner
+    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else SingleAgentEnvRunner."""
+    return MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner
 
 
-class EnvRunnerGroup(AsyncSamplingMixin):
+class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  env_to_module: EnvToModulePipeline | None = None):
         self.config = config
-        # Connector statistics: the runners' new ones are merged in as their samples arrive (with
-        # `env_to_module`, the Algorithm's pipeline), and the merged ones go out with the weights.
+        # Connector statistics: the runners' new ones are merged (by the Algorithm's pipeline,
+        # `env_to_module`) as their samples arrive; the merged ones go out with the weights.
         self.env_to_module = env_to_module
         self.env_to_module_state: list | None = None
-        self._env_to_module_ref: ray.ObjectRef | None = None
+        self._beside_weights: dict[str, Any] = {}  # connector statistics' ref, epsilon (if any)
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         runner_class = env_runner_class(config)
         self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
@@ -66,16 +59,13 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         self.remote_env_runners = [
             ray.remote(runner_class).options(**env_runner_options(config, self.placement_group, i))
             .remote(config, env_creator, worker_index=i + 1) for i in range(n)]
-        # The actors start in the background (a new process each); wait_until_ready() collects
-        # these answers, so the driver can build its learners meanwhile.
+        # The actors start in the background; wait_until_ready() collects these answers.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
-        self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated)
+        self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated) if n else None
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
-        self.epsilon: float | None = None  # sent with the weights to epsilon-greedy runners
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
-        self._in_flight: dict[ray.ObjectRef, int] = {}  # async request -> runner (async_sampling.py)
-        self._owing_since: dict[int, float] = {}  # runner -> since when it owes an async answer
+        self._requests: AsyncRequests | None = None  # async sample requests, once asked for
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -105,11 +95,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     @property
     def num_env_runner_restarts(self) -> int:
-        return self.health.num_restarts
+        return self.health.num_restarts if self.health else 0
 
     @property
     def num_env_runner_failures(self) -> int:
-        return self.health.num_failures
+        return self.health.num_failures if self.health else 0
 
     # -- weights ----------------------------------------------------------------------------
 
@@ -118,42 +108,30 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                      ) -> None:
         """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
 
-        The calls are not waited for, yet whatever a runner is asked after this, it answers with
-        these weights: Ray runs one caller's calls to an actor in the order they were sent (a sample
-        already running finishes with the weights it started with). Versions only grow: the next
-        one, or `weights_seq_no` if that is later (IMPALA numbers versions by learner updates), so
-        weights restored from a checkpoint are never ignored as "older" by a runner.
-        The connectors' merged statistics go with them (`env_to_module_state`, if given, replaces
-        them first: a checkpoint's, or the training runners' for evaluation runners). So does
-        `epsilon`, the exploration of epsilon-greedy runners (DQN's schedule; None: none to send).
+        The calls are not waited for, yet a runner answers whatever it is asked next with these
+        weights: Ray runs one caller's calls to an actor in the order they were sent. Versions only
+        grow: the next one, or `weights_seq_no` if later (IMPALA numbers them by learner updates),
+        so restored weights are never ignored as "older". The connectors' merged statistics go
+        with them (`env_to_module_state`, if given, replaces them first: a checkpoint's, or the
+        training runners' for evaluation runners). So does `epsilon`, the exploration of
+        epsilon-greedy runners (None: none to send).
         """
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if env_to_module_state is not None:
             self.env_to_module_state = env_to_module_state
-        self.epsilon = epsilon
         state = self.env_to_module_state
-        beside_weights = {} if state is None else {"env_to_module_state": state}
-        if epsilon is not None:
-            beside_weights["epsilon"] = epsilon
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, self.weights_seq_no, **beside_weights)
+            self.local_env_runner.set_weights(weights, self.weights_seq_no, state, epsilon)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
-            self._env_to_module_ref = None if state is None else ray.put(state)
+            self._beside_weights = {} if state is None else {"env_to_module_state": ray.put(state)}
+            if epsilon is not None:
+                self._beside_weights["epsilon"] = epsilon
             self._collect_weight_deliveries()
             self._weight_deliveries += [
                 self.remote_env_runners[i].set_weights.remote(
-                    self._weights_ref, self.weights_seq_no, **self._connector_kwargs())
+                    self._weights_ref, self.weights_seq_no, **self._beside_weights)
                 for i, healthy in enumerate(self.health.healthy) if healthy]
-
-    def _connector_kwargs(self) -> dict[str, Any]:
-        """The merged connector statistics and the epsilon for a runner call, where there are any
-        (a MultiAgentEnvRunner, which has no connectors, never gets them)."""
-        ref = self._env_to_module_ref
-        kwargs: dict[str, Any] = {} if ref is None else {"env_to_module_state": ref}
-        if self.epsilon is not None:
-            kwargs["epsilon"] = self.epsilon
-        return kwargs
 
     def _merge_env_to_module_buffers(self, buffers: list | None) -> None:
         """Add a runner's new connector statistics to the merged ones."""
@@ -162,9 +140,8 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                                                                        [buffers])
 
     def _collect_weight_deliveries(self) -> None:
-        """Take the answers of finished set_weights calls. A runner that died meanwhile needs
-        nothing here: its next sample request fails and is handled, or it was restarted and that
-        request brings it the weights."""
+        """Take the answers of finished set_weights calls (a runner that died meanwhile fails its
+        next sample request, or was restarted and that request brings it the weights)."""
         done, self._weight_deliveries = ray.wait(self._weight_deliveries,
                                                  num_returns=len(self._weight_deliveries), timeout=0)
         for ref in done:
@@ -173,7 +150,7 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
-            self._weights_ref, self.weights_seq_no, **self._connector_kwargs(), **sample_kwargs)
+            self._weights_ref, self.weights_seq_no, **self._beside_weights, **sample_kwargs)
 
     # -- synchronous sampling ---------------------------------------------------------------
 
@@ -181,13 +158,13 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
         """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners.
 
-        Returns the episodes and each answering runner's metrics. A runner that fails mid-request
-        loses its share; the shortfall is requested again from the runners that are healthy.
+        Returns the episodes and each answering runner's metrics. A runner that fails loses its
+        share; the shortfall is requested again from the healthy runners.
         """
         if self.local_env_runner is not None:
             runner = self.local_env_runner
             episodes = runner.sample(num_timesteps, num_episodes, explore)
-            if self.env_to_module is not None:  # (a MultiAgentEnvRunner has no connectors)
+            if runner.env_to_module is not None:
                 self._merge_env_to_module_buffers(runner.env_to_module.pop_buffers())
             return episodes, [runner.get_metrics()]
         episodes: list[SingleAgentEpisode] = []
@@ -212,6 +189,58 @@ class EnvRunnerGroup(AsyncSamplingMixin):
                     and (num_timesteps is not None or num_episodes is not None or metrics)):
                 return episodes, metrics
 
+    # -- asynchronous sampling (IMPALA, Ape-X) ----------------------------------------------
+
+    def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
+                                  ) -> list[SampleResult]:
+        """Keep up to `max_requests_in_flight` sample requests running on each healthy runner and
+        return the results of those that are done, without waiting for the slowest runner."""
+        if self.local_env_runner is not None:  # no actors: sample here, synchronously
+            result = self.local_env_runner.sample_and_get_metrics()
+            self._merge_env_to_module_buffers(result.env_to_module_buffers)
+            return [result]
+        requests = self._async_requests()
+        refs = requests.top_up(max_requests_in_flight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:  # take everything else that is done by now, too
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        results = [self._get(ref, requests.answered(ref), timeout_s=None) for ref in ready]
+        requests.end_round(max_requests_in_flight)
+        return [result for result in results if result is not None]
+
+    def fetch_ready_async_sample_refs(self, max_requests_in_flight: int, timeout_s: float = 0.0
+                                      ) -> list[tuple[int, ray.ObjectRef]]:
+        """As `fetch_ready_async_samples`, but (runner index, ObjectRef of its SampleResult), not
+        fetched: Ape-X's replay shards resolve them. Settle each with `settle_async_sample`."""
+        requests = self._async_requests()
+        refs = requests.top_up(max_requests_in_flight)
+        ready = ray.wait(refs, num_returns=len(refs), timeout=timeout_s,
+                         fetch_local=False)[0] if refs else []
+        finished = [(requests.answered(ref), ref) for ref in ready]
+        requests.end_round(max_requests_in_flight)
+        return finished
+
+    def settle_async_sample(self, i: int, pid_or_error: int | Exception,
+                            env_to_module_buffers: list | None = None) -> None:
+        """Runner i's forwarded sample was consumed (its process id and connector statistics) or
+        failed (the error its consumer met): handled as `fetch_ready_async_samples` does."""
+        if isinstance(pid_or_error, Exception):
+            self._handle_failure(i, pid_or_error)
+        else:
+            self.health.answered(i, pid_or_error)
+            self._merge_env_to_module_buffers(env_to_module_buffers)
+
+    @property
+    def in_flight_sample_requests(self) -> list[ray.ObjectRef]:
+        """The async requests still running (for a caller's own `ray.wait` beside its requests)."""
+        return [] if self._requests is None else list(self._requests.in_flight)
+
+    def _async_requests(self) -> AsyncRequests:
+        if self._requests is None:
+            self._requests = AsyncRequests(self._request, self.health.healthy_indices,
+                                           self._handle_failure, self.config.sample_timeout_s)
+        return self._requests
+
     # -- failures ---------------------------------------------------------------------------
 
     def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> SampleResult | None:
@@ -229,7 +258,8 @@ class EnvRunnerGroup(AsyncSamplingMixin):
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
         if not self.health.came_back_after(i, error):
-            self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+            if self._requests is not None:
+                self._requests.forget(i)
             self.health.give_up_on(i, error)
 
     # -- state, calls, life cycle -----------------------------------------------------------
@@ -240,13 +270,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     def set_state(self, states: list[dict]) -> None:
         """Give each runner its saved state; with another number of runners, episodes restart."""
-        runners = [self.local_env_runner] if self.local_env_runner else self.remote_env_runners
-        if len(states) != len(runners):
-            return
-        if self.local_env_runner is not None:
+        runners = self.remote_env_runners
+        if self.local_env_runner is not None and len(states) == 1:
             self.local_env_runner.set_state(states[0])
-        else:
-            ray.get([r.set_state.remote(s) for r, s in zip(runners, states, strict=True)])
+        elif runners and len(states) == len(runners):
+            ray.get([r.set_state.remote(state) for r, state in zip(runners, states, strict=True)])
 
     def foreach_env_runner(self, fn: Callable[[EnvRunner], Any]) -> list[Any]:
         """Call `fn(runner)` on every runner (in its own process for actors) and return results."""
@@ -256,10 +284,11 @@ class EnvRunnerGroup(AsyncSamplingMixin):
 
     def stop(self, kill_actors: bool = True) -> None:
         """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
-        ended with their Ray, and a call to Ray now would start a new one)."""
-        self._in_flight.clear()
+        ended with their Ray, and calling Ray would start a new one)."""
+        self._requests = None
         self._weight_deliveries.clear()
-        self.health.stop()
+        if self.health is not None:
+            self.health.stop()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
         for runner in self.remote_env_runners if kill_actors else []:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.callbacks.callbacks import Callbacks, overrides
 from rlcourse.env.env_state import NotPlainData, from_plain, to_plain
 
 
@@ -78,14 +78,6 @@ class RunningEpisode:
         return episode
 
 
-EPISODE_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")
-
-
-def overrides(callbacks: Callbacks, hook: str) -> bool:
-    """Whether `callbacks` defines its own `hook` (Callbacks' own does nothing)."""
-    return getattr(type(callbacks), hook) is not getattr(Callbacks, hook)
-
-
 def sub_env_info(infos: dict, i: int) -> dict:
     """Sub-env `i`'s info dict out of a vector env's infos (arrays with `_key` masks)."""
     return {k: v[i] for k, v in infos.items()
@@ -99,7 +91,7 @@ class EpisodeHooks:
     def __init__(self, env_runner: Any):
         self.runner = env_runner
         self.callbacks: Callbacks = env_runner.callbacks
-        self.records_steps = overrides(self.callbacks, "on_episode_step")
+        self.records_steps = overrides(type(self.callbacks), "on_episode_step")
         self.running: list[RunningEpisode] = []
         self.ended: list[deque[dict]] = []  # per sub-env: custom_data of episodes not yet sliced
 

@@ -1,22 +1,21 @@
 """MultiAgentEnvRunner: steps copies of a MultiAgentEnv with one inference module per module id.
 
-The same public face as EnvRunner (`set_weights`, `sample`, `get_metrics`, `ping`, `get_spaces`,
-`get_state`), so an EnvRunnerGroup can hold either. In each step it asks every sub-env's episode
-which agents must act, groups their observations by module (`policy_mapping_fn(agent_id, episode)`,
-fixed per agent and episode) and runs ONE forward pass per module over all sub-envs, then hands each
-sub-env its action dict. Sub-envs reset in the step that ends their episode (like SAME_STEP).
-`sample()` returns MultiAgentEpisodes (as NumPy, `to_numpy()`); an unfinished one is `cut()` and
-continues in the next call.
+What every runner shares (seeding, weights, the frame of `sample()`, metrics, NaN checks and
+timeouts) is in env_runner.py; this file is the multi-agent sample loop. In each step it asks every
+sub-env's episode which agents must act, groups their observations by module
+(`policy_mapping_fn(agent_id, episode)`, fixed per agent and episode) and runs ONE forward pass per
+module over all sub-envs, then hands each sub-env its action dict. Sub-envs reset in the step that
+ends their episode (like SAME_STEP). `sample()` returns MultiAgentEpisodes (as NumPy, `to_numpy()`);
+an unfinished one is `cut()` and continues in the next call.
 Weights arrive as {module_id: weights}; the default modules run in NumPy (no torch here).
+Connectors, reward clipping, episode hooks and sub-env restarts are single-agent only:
+`AlgorithmConfig.validate()` refuses them for a multi-agent config.
 """
 
-import math
-import os
 from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
-import ray
 
 from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.multi_rl_module_spec import (
@@ -27,6 +26,7 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
     unknown_module_error,
 )
 from rlcourse.env.env_context import EnvContext
+from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner
 from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
@@ -35,27 +35,16 @@ from rlcourse.env.multi_agent_episode import (
     MultiAgentEpisode,
     default_agent_to_module_mapping_fn,
 )
-from rlcourse.env.registry import EnvCreator, env_name
-from rlcourse.env.sample_result import SampleResult
-from rlcourse.env.sample_timeout import check_deadline, sample_deadline
-
-EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
+from rlcourse.env.registry import EnvCreator
 
 
-class MultiAgentEnvRunner:
+class MultiAgentEnvRunner(EnvRunner):
     """Collects multi-agent experience from `num_envs_per_env_runner` copies of the env."""
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
-        self.config = config
-        self.standalone = env_creator is None
-        env_creator = config.get_env_creator() if self.standalone else env_creator
-        self.worker_index = worker_index
-        self.env_name = env_name(config.env)
-        self.name = f"env {self.env_name!r} on " + (
-            f"MultiAgentEnvRunner {worker_index}" if worker_index else "the runner in this process")
-        self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
-        self.envs = [env_creator(EnvContext(config.env_config, worker_index, i,
-                                            config.num_env_runners))
+        super().__init__(config, env_creator, worker_index)
+        self.envs = [self.env_creator(EnvContext(config.env_config, worker_index, i,
+                                                 config.num_env_runners))
                      for i in range(config.num_envs_per_env_runner)]
         if not isinstance(self.envs[0], MultiAgentEnv):
             raise TypeError(f"Env {self.env_name!r} is a {type(self.envs[0]).__name__}, not a "
@@ -71,39 +60,29 @@ class MultiAgentEnvRunner:
             mid: build_inference_module(module_config(config, mid, self.spec, k), obs_space,
                                         act_space, None if self.seed is None else self.seed + k)
             for k, (mid, (obs_space, act_space)) in enumerate(self.module_spaces.items())}
-        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
-        self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
         self._checked: set[tuple] = set()  # (agent, module) pairs whose spaces were compared
-        self.weights_seq_no = -1
-        self._needs_reset = True
-        self._num_env_steps_lifetime = 0
-        self._reset_metrics()
 
     # -- weights and health -----------------------------------------------------------------
 
     def set_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]],
-                    weights_seq_no: int | None = None) -> None:
-        """Load {module_id: weights} as version `weights_seq_no`; modules left out keep theirs."""
+                    weights_seq_no: int | None = None, env_to_module_state: list | None = None) -> None:
+        """As EnvRunner's, with weights as {module_id: module weights}; modules left out keep
+        theirs."""
         unknown = set(weights) - set(self.modules)
         if unknown:
             raise ValueError(f"set_weights(): no module {sorted(map(repr, unknown))[0]} on this "
                              f"runner; its modules are {names(self.modules)}. Weights "
                              "go as {module_id: module weights}.")
-        if weights_seq_no is None:
-            weights_seq_no = self.weights_seq_no + 1
-        if weights_seq_no > self.weights_seq_no:
-            for module_id, module_weights in weights.items():
-                self.modules[module_id].set_state(module_weights)
-            self.weights_seq_no = weights_seq_no
+        super().set_weights(weights, weights_seq_no, env_to_module_state)
+
+    def _set_module_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]]) -> None:
+        for module_id, module_weights in weights.items():
+            self.modules[module_id].set_state(module_weights)
 
     def _initialize_weights(self) -> None:
-        """A runner built alone acts with freshly initialized modules, as RLlib's does."""
         from rlcourse.core.rl_module.multi_rl_module import build_multi_rl_module  # torch
 
         self.set_weights(build_multi_rl_module(self.config, self.spec).get_state(inference_only=True))
-
-    def ping(self) -> int:
-        return os.getpid()
 
     def get_spaces(self) -> dict[ModuleID, tuple[gym.Space, gym.Space]]:
         """{module_id: (observation_space, action_space)}."""
@@ -111,23 +90,10 @@ class MultiAgentEnvRunner:
 
     # -- sampling ---------------------------------------------------------------------------
 
-    def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
-               explore: bool | None = None) -> list[MultiAgentEpisode]:
-        """Step all sub-envs; return episode chunks covering at least `num_timesteps` env steps, or
-        `num_episodes` complete episodes; with neither, `rollout_fragment_length` steps per sub-env."""
-        if num_timesteps is not None and num_episodes is not None:
-            raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
-        if self.weights_seq_no < 0 and self.standalone:
-            self._initialize_weights()
-        if self.weights_seq_no < 0:
-            raise RuntimeError("This MultiAgentEnvRunner has no weights yet: call set_weights("
-                               "{module_id: weights}) first (an Algorithm does this).")
-        explore = self.config.explore if explore is None else explore
-        deadline = sample_deadline(self.config, self.worker_index)
-        if num_episodes is not None:
-            return self._sample_episodes(num_episodes, explore, deadline)
-        steps = (self.config.get_rollout_fragment_length() if num_timesteps is None
-                 else math.ceil(num_timesteps / self.num_envs))
+    def _sample_steps(self, steps: int, explore: bool, deadline: float | None
+                      ) -> list[MultiAgentEpisode]:
+        """The episodes that ended within `steps` env steps, and the chunks of those still going
+        on (cut: they continue in the next call)."""
         if self._needs_reset:
             self._reset()
         episodes = self._run(steps, explore, deadline)
@@ -136,15 +102,7 @@ class MultiAgentEnvRunner:
             if len(episode):
                 episodes.append(episode)
             self._episodes[i] = episode.cut()
-        return [episode.to_numpy() for episode in episodes]
-
-    def sample_and_get_metrics(self, weights: dict | None = None, weights_seq_no: int = -1,
-                               **kwargs) -> SampleResult:
-        """Take `weights` if newer, then `sample()` and `get_metrics()` (as EnvRunner does)."""
-        if weights is not None:
-            self.set_weights(weights, weights_seq_no)
-        episodes = self.sample(**kwargs)
-        return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid())
+        return self._to_numpy(episodes)
 
     def _mapping(self, agent_id, episode: MultiAgentEpisode) -> ModuleID:
         """The config's policy_mapping_fn, checked: a known module with this agent's spaces."""
@@ -184,7 +142,7 @@ class MultiAgentEnvRunner:
                     for mid, spaces in self.module_spaces.items()}
         self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for _ in range(steps):
-            check_deadline(deadline, self.config, self.name)
+            self._check_deadline(deadline)
             batches: dict[ModuleID, tuple[list, list]] = {}
             for i, episode in enumerate(self._episodes):
                 mapping = episode.agent_to_module_mapping
@@ -223,9 +181,7 @@ class MultiAgentEnvRunner:
                     done.append(episode)
                     self._episodes[i] = self._new_episode(i)
         self._needs_reset = False
-        n = steps * self.num_envs
-        self._num_env_steps += n
-        self._num_env_steps_lifetime += n
+        self._count_steps(steps * self.num_envs)
         return done
 
     def _finish(self, i: int, episode: MultiAgentEpisode) -> None:
@@ -255,26 +211,33 @@ class MultiAgentEnvRunner:
         while len(finished) < num_episodes:
             finished += self._run(EPISODES_MODE_STEPS, explore, deadline)
         self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
-        return [episode.to_numpy() for episode in finished[:num_episodes]]
+        return self._to_numpy(finished[:num_episodes])
+
+    def _to_numpy(self, episodes: list[MultiAgentEpisode]) -> list[MultiAgentEpisode]:
+        """The episodes as NumPy (`to_numpy()`), each agent's rewards and observations checked for
+        NaN or infinite values (NonFiniteEnvData), one `np.isfinite` per array."""
+        for episode in episodes:
+            for agent_id, agent_episode in episode.to_numpy().agent_episodes.items():
+                for field, values in (("reward", agent_episode.rewards),
+                                      ("obs", agent_episode.observations)):
+                    if values.dtype.kind in "fc" and not np.isfinite(values).all():
+                        t = int(np.argwhere(~np.isfinite(values))[0][0])
+                        self._non_finite(field, f"agent {agent_id!r} of episode {episode.id_[:8]}",
+                                         agent_episode.t_started + t, values[t])
+        return episodes
 
     # -- metrics and state ------------------------------------------------------------------
 
     def _reset_metrics(self) -> None:
-        self._episode_returns: list[float] = []
-        self._episode_lens: list[int] = []
+        super()._reset_metrics()
         self._agent_returns: dict = {}
         self._module_returns: dict[ModuleID, list[float]] = {}
-        self._num_env_steps = 0
 
     def get_metrics(self) -> dict:
-        """Episodes finished since the last call: returns (all agents together, per agent, per
-        module), lengths in env steps, and env steps sampled; then forgets them."""
-        metrics = {"episode_returns": self._episode_returns, "episode_lens": self._episode_lens,
-                   "agent_episode_returns": self._agent_returns,
-                   "module_episode_returns": self._module_returns,
-                   "num_env_steps_sampled": self._num_env_steps}
-        self._reset_metrics()
-        return metrics
+        """As EnvRunner's, plus the finished episodes' returns per agent and per module."""
+        per_agent = {"agent_episode_returns": self._agent_returns,
+                     "module_episode_returns": self._module_returns}
+        return {**super().get_metrics(), **per_agent}
 
     def get_state(self) -> dict:
         """Step count and the modules' random generators; episodes restart after a restore."""

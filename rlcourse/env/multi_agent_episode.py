@@ -2,17 +2,16 @@
 
 Each agent lives on its own clock: a transition (obs, action, reward, next obs) of agent `a` starts
 when `a` observes and acts, and closes at `a`'s next observation, however many env steps later
-(agents may take turns). Rewards the env gives `a` in between add up into that transition. An agent
-that is done (its own terminated/truncated flag, or `"__all__"`) without a last observation keeps its
-previous one as the last (as RLlib does); the learner does not bootstrap from a terminated agent.
+(agents may take turns); rewards `a` gets in between add up into it. An agent that is done (its own
+terminated/truncated flag, or `"__all__"`) without a last observation keeps its previous one as the
+last (as RLlib does); the learner does not bootstrap from a terminated agent.
 
 While the runner steps it, the episode grows in Python lists; `agent_episodes` turns them into
 NumPy SingleAgentEpisodes. `cut()` starts the next chunk where this one stops: an agent that acted
 but has not observed again yet carries that open action (and its rewards so far) into the next chunk.
-
-The env's mistakes are refused here with the agent's name, never dropped: a reward or done flag for
-an agent that has not observed (or not acted) yet, an observation for an agent that is already done,
-an agent that observed but got no action, a missing `terminateds["__all__"]`.
+The env's mistakes are refused with the agent's name, never dropped: a reward or done flag for an
+agent that has not observed yet, an observation for an agent already done, an agent that observed
+but got no action, a missing `terminateds["__all__"]`.
 """
 
 from collections.abc import Callable
@@ -45,8 +44,7 @@ class _AgentRecord:
         self.extra: dict[str, list] = {}
         self.ready = True  # has an observation it has not acted on yet
         self.pending: Any = None  # the action taken on the last observation, awaiting the next one
-        self.pending_extra: dict = {}
-        self.pending_reward = 0.0
+        self.pending_extra, self.pending_reward = {}, 0.0  # its model outputs and rewards so far
         self.terminated = self.truncated = False
 
     @property
@@ -75,13 +73,11 @@ class _AgentRecord:
         self.extra = {k: np.asarray(v) for k, v in self.extra.items()}
 
     def to_episode(self) -> SingleAgentEpisode:
+        """The agent's SingleAgentEpisode (which makes its lists arrays)."""
         n = len(self.actions)
-        obs = np.asarray(self.obs)
-        actions = np.asarray(self.actions) if n else np.zeros(0, dtype=np.int64)
-        extra = {k: np.asarray(v) for k, v in self.extra.items()} if n else {}
-        return SingleAgentEpisode(obs, actions, np.asarray(self.rewards, dtype=np.float32), extra,
-                                  self.terminated, self.truncated, id_=self.id_,
-                                  t_started=self.t_started)
+        return SingleAgentEpisode(self.obs, self.actions if n else np.zeros(0, dtype=np.int64),
+                                  self.rewards, self.extra if n else {}, self.terminated,
+                                  self.truncated, id_=self.id_, t_started=self.t_started)
 
 
 class MultiAgentEpisode:
@@ -200,14 +196,12 @@ class MultiAgentEpisode:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
-        if record.ready:
-            self._num_ready -= 1
+        self._num_ready -= record.ready
         record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
     def _premature(self, agent_id: AgentID, what: str, record: _AgentRecord | None) -> str:
-        # Every agent that observed and is not done has an open action in a step (it must act),
-        # so a reward or flag is premature only for an agent unseen so far, or late for a done one.
+        # Every observed agent that is not done acts in a step: only unseen or done agents get here.
         if record is not None or agent_id in self._done_in_earlier_chunks:
             why = "which is already done (its terminated or truncated flag came earlier)"
             fix = "leave done agents out of every later dict"
@@ -218,8 +212,6 @@ class MultiAgentEpisode:
         return (f"{self.env_name} {what} agent {agent_id!r} at env step {self.env_t + 1}, {why}. "
                 f"Fix the env: {fix}.")
 
-    # -- handing over -----------------------------------------------------------------------
-
     def to_numpy(self) -> "MultiAgentEpisode":
         """Turn every agent's lists into arrays (RLlib's `to_numpy()`), so the chunk travels
         between processes as a few arrays per agent; it cannot be stepped any more."""
@@ -229,8 +221,7 @@ class MultiAgentEpisode:
         return self
 
     def __getstate__(self) -> dict:
-        # The mapping fn is the runner's (a bound method): it stays behind. The mapping it made
-        # travels in agent_to_module_mapping.
+        # The mapping fn (the runner's bound method) stays behind; the mapping it made travels.
         return {**self.__dict__, "agent_to_module_mapping_fn": None, "_agent_episodes": None}
 
     # -- reading ----------------------------------------------------------------------------
@@ -262,16 +253,9 @@ class MultiAgentEpisode:
         """(agent, latest observation) of each agent that must act next: what a runner batches."""
         return [(a, r.obs[-1]) for a, r in self._records.items() if r.ready]
 
-    def get_observation(self, agent_id: AgentID) -> Any:
-        """`agent_id`'s latest observation."""
-        return self._records[agent_id].obs[-1]
-
     def __len__(self) -> int:
         """Env steps in this chunk (each agent's own episode counts its own steps)."""
         return self.env_t - self.env_t_started
-
-    def env_steps(self) -> int:
-        return len(self)
 
     def agent_steps(self) -> int:
         """Transitions of all agents in this chunk."""

@@ -3,7 +3,7 @@
 Used when `config.fault_tolerance(restart_failed_sub_environments=True)`. A simulator that crashes
 now and then should cost one episode, not the run:
 
-  * `step()` raises, or returns a NaN or infinite observation or reward (`finite_check.py`) -> the
+  * `step()` raises, or returns a NaN or infinite observation or reward (env_runner.py) -> the
     env is rebuilt with the same creator and EnvContext, and the step is reported as a truncation
     with `info["env_failure"]` set. The vector env resets the new env (as after any episode end) and
     the EnvRunner drops the broken chunk, so no transition into or out of the failure reaches a batch.
@@ -20,7 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlcourse.env.finite_check import NonFiniteEnvData, non_finite_field
+from rlcourse.env.env_runner import NonFiniteEnvData, non_finite_field
 
 MAX_RESET_ATTEMPTS = 3
 
@@ -79,14 +79,6 @@ class RestartOnFailure(gym.Wrapper):
         obs, info = self.env.reset(**kwargs)
         _check_finite(obs)
         return obs, info
-
-
-def add_restart_hint(error: Exception) -> None:
-    """Tell the reader of an env's error how to go on despite it (unless restarts were tried)."""
-    if not isinstance(error, SubEnvFailure):
-        error.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing sub-envs "
-                       "and drop their broken episodes, set config.fault_tolerance("
-                       "restart_failed_sub_environments=True).")
 
 
 def _check_finite(obs: Any, reward: Any = 0.0) -> None:

@@ -84,10 +84,11 @@ def _check_environment(config: Any) -> None:
         fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
-    from rlcourse.connectors.clip_rewards import check_clip_rewards
-    problem = check_clip_rewards(config.clip_rewards)
-    if problem:
-        fail(config, "clip_rewards", problem)
+    if config.clip_rewards is not None:  # (None: not configured, nothing to check)
+        from rlcourse.connectors.clip_rewards import check_clip_rewards
+        problem = check_clip_rewards(config.clip_rewards)
+        if problem:
+            fail(config, "clip_rewards", problem)
 
 
 def _check_env_runners(config: Any) -> None:
@@ -234,7 +235,13 @@ def _check_multi_agent(config: Any) -> None:
     """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
     from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
     check_multi_agent_settings(config, fail)
-    for setting in ("env_to_module_connector", "clip_rewards"):
-        if config.is_multi_agent and getattr(config, setting) not in (None, False):
-            fail(config, setting, "rlcourse's MultiAgentEnvRunner applies no connectors: leave "
-                 f"{setting} unset for a multi-agent config.")
+    if not config.is_multi_agent:
+        return
+    for setting in ("env_to_module_connector", "clip_rewards", "restart_failed_sub_environments"):
+        if getattr(config, setting) not in (None, False):
+            fail(config, setting, "rlcourse's MultiAgentEnvRunner has no connectors, reward "
+                 f"clipping or sub-env restarts: leave {setting} unset for a multi-agent config.")
+    from rlcourse.callbacks.callbacks import overrides_episode_hooks
+    if config.callbacks_class is not None and overrides_episode_hooks(config.callbacks_class):
+        fail(config, "callbacks_class", "rlcourse's MultiAgentEnvRunner calls no episode hooks "
+             "(on_episode_start/step/end): for a multi-agent config, use on_sample_end.")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.env.env_runner import SampleResult
+from rlcourse.env.sample_result import SampleResult
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 
 

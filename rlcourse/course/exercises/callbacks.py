@@ -49,7 +49,7 @@ def _run(callbacks_class: type, seed: int) -> tuple[list[str], dict, dict]:
     """Sample CartPole with a random policy and `callbacks_class`'s hooks: (the ids of episodes in
     the order on_episode_end saw them, every chunk by episode id, what the hooks logged)."""
     from rlcourse.algorithms.ppo.ppo import PPOConfig
-    from rlcourse.env.env_runner import EnvRunner
+    from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
     ended: list[str] = []
 
@@ -60,7 +60,7 @@ def _run(callbacks_class: type, seed: int) -> tuple[list[str], dict, dict]:
 
     config = (PPOConfig().environment("CartPole-v1").callbacks(Probe).debugging(seed=seed)
               .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=8))
-    runner = EnvRunner(config, config.get_env_creator())
+    runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights({"pi.0.weight": np.zeros((2, 4), np.float32),  # a uniformly random policy
                         "pi.0.bias": np.zeros(2, np.float32)})
     chunks = defaultdict(list)

@@ -65,7 +65,8 @@ class MultiAgentEnvRunner(EnvRunner):
     # -- weights and health -----------------------------------------------------------------
 
     def set_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]],
-                    weights_seq_no: int | None = None, env_to_module_state: list | None = None) -> None:
+                    weights_seq_no: int | None = None, env_to_module_state: list | None = None,
+                    epsilon: float | None = None) -> None:
         """As EnvRunner's, with weights as {module_id: module weights}; modules left out keep
         theirs."""
         unknown = set(weights) - set(self.modules)
@@ -73,7 +74,7 @@ class MultiAgentEnvRunner(EnvRunner):
             raise ValueError(f"set_weights(): no module {sorted(map(repr, unknown))[0]} on this "
                              f"runner; its modules are {names(self.modules)}. Weights "
                              "go as {module_id: module weights}.")
-        super().set_weights(weights, weights_seq_no, env_to_module_state)
+        super().set_weights(weights, weights_seq_no, env_to_module_state, epsilon)
 
     def _set_module_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]]) -> None:
         for module_id, module_weights in weights.items():

@@ -166,8 +166,13 @@ def cycles(graph: dict[str, list[tuple[int, str]]]) -> list[str]:
         came_from: dict[str, tuple[str, int]] = {}
         frontier = [start]
         while start not in came_from:
-            frontier = [w for v in frontier for line, w in graph[v] if w in members
-                        and w not in came_from and not came_from.setdefault(w, (v, line)) is None]
+            next_frontier = []
+            for v in frontier:
+                for line, w in graph[v]:
+                    if w in members and w not in came_from:
+                        came_from[w] = (v, line)
+                        next_frontier.append(w)
+            frontier = next_frontier
         steps, w = [], start
         while not steps or w != start:
             v, line = came_from[w]

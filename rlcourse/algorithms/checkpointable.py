@@ -1,7 +1,7 @@
 """Checkpointable: an Algorithm's checkpoints, mixed into Algorithm (algorithm.py).
 
     get_state()          -> (JSON-compatible state, tensors): config, counters, learner, runners
-    set_state(...)       checks all of it first (checkpoint_contents.check_restorable), then applies
+    set_state(...)       checks all of it first (checkpoint_checks.check_restorable), then applies
     save_to_path(path)   get_state() -> utils/checkpoints.py writes the directory atomically
     restore_from_path()  utils/checkpoints.py reads and verifies the files -> set_state()
     from_checkpoint()    builds the algorithm from the checkpoint's saved config, then set_state()
@@ -17,12 +17,9 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.utils.checkpoint_contents import (
-    check_restorable,
-    config_from_json,
-    config_to_json,
-    env_layers,
-)
+from rlcourse.algorithms.checkpoint_checks import check_restorable, env_layers
+from rlcourse.env.registry import is_registered
+from rlcourse.utils.checkpoint_contents import config_from_json, config_to_json
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
 
 if TYPE_CHECKING:
@@ -108,7 +105,8 @@ class Checkpointable:
         `Algorithm.from_checkpoint(path, allowed=[MyCallbacks, make_my_env])`.
         """
         state, tensors = read_checkpoint(path)
-        algo = config_from_json(state["config"], f"The checkpoint {path}", allowed).build_algo()
+        algo = config_from_json(state["config"], f"The checkpoint {path}", allowed,
+                                is_registered=is_registered).build_algo()
         try:
             algo.set_state(state, tensors)
         except BaseException:

@@ -9,7 +9,8 @@ runner continues the same episodes. Between episodes, only the envs' random gene
 
 from gymnasium.vector import SyncVectorEnv
 
-from rlcourse.env.env_state import from_plain, get_env_state, set_env_state, to_plain
+from rlcourse.env.env_state import get_env_state, set_env_state
+from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class EnvRunnerStateMixin:

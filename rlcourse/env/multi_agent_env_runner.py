@@ -27,7 +27,6 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
     unknown_module_error,
 )
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
@@ -38,6 +37,7 @@ from rlcourse.env.multi_agent_episode import (
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.sample_timeout import check_deadline, sample_deadline
+from rlcourse.utils.serialization import from_plain, to_plain
 
 EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
 

@@ -23,7 +23,10 @@ def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float
 class ApexDQNConfig(DQNConfig):
     """Ape-X's settings: DQN's, plus RLlib's names for the shards and the requests in flight."""
 
-    algo_class = "rlcourse.algorithms.apex_dqn.apex_dqn:ApexDQN"
+    @property
+    def algo_class(self) -> type:
+        from rlcourse.algorithms.apex_dqn.apex_dqn import ApexDQN
+        return ApexDQN
 
     def __init__(self) -> None:
         super().__init__()

@@ -20,8 +20,14 @@ class IMPALAConfig(AlgorithmConfig):
     """IMPALA's settings, with RLlib 2.60's names and defaults. CartPole learns in seconds with
     the settings of tuned_examples/impala/cartpole_impala.py, which the lessons set."""
 
-    algo_class = "rlcourse.algorithms.impala.impala:IMPALA"
-    learner_class = "rlcourse.algorithms.impala.impala_learner:IMPALALearner"
+    @property
+    def algo_class(self) -> type["IMPALA"]:
+        return IMPALA
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.impala.impala_learner import IMPALALearner  # torch
+        return IMPALALearner
+
 
     def __init__(self) -> None:
         super().__init__()

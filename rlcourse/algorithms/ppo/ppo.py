@@ -17,8 +17,14 @@ class PPOConfig(AlgorithmConfig):
     They suit large problems; CartPole learns in seconds with the settings of
     tuned_examples/ppo/cartpole_ppo.py, which the lessons set in their configs."""
 
-    algo_class = "rlcourse.algorithms.ppo.ppo:PPO"
-    learner_class = "rlcourse.algorithms.ppo.ppo_learner:PPOLearner"
+    @property
+    def algo_class(self) -> type["PPO"]:
+        return PPO
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.ppo.ppo_learner import PPOLearner  # torch: where learners run
+        return PPOLearner
+
     # RLlib's PPO keeps the policy and value networks apart (its DefaultModelConfig shares them).
     default_model_config = {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
 

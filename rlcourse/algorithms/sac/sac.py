@@ -17,6 +17,7 @@ import numpy as np
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config, check_replay_settings
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import check_bool, check_number, fail
 
@@ -25,23 +26,28 @@ from rlcourse.utils.validation import check_bool, check_number, fail
 STEPS_PER_TRAINING_STEP = 100
 
 
-def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
-    """The entropy alpha steers to; "auto" means -dim(A) (Haarnoja et al. 2018)."""
-    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
-
-
 class SACConfig(AlgorithmConfig):
     """SAC's settings, with RLlib's names and, where not said otherwise, RLlib's defaults. These
     reach RLlib's pass mark on Pendulum-v1 (a return of -250, smoothed over 5 episodes, within
     20,000 env steps) at 3,600-4,000 env steps, seeds 0-4 (benchmarks/sac_pendulum.py: 51-163 s
     each on a busy 2-core machine)."""
 
-    algo_class = "rlcourse.algorithms.sac.sac:SAC"
     # RLlib's network is [256, 256] relu; [128, 128] updates ~5x faster on a busy 2-core machine
     # (5 against 31 ms per update of 256 rows) and still passes Pendulum's mark (see above).
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
-    learner_class = "rlcourse.algorithms.sac.sac_learner:SACLearner"
-    default_rl_module_class = "rlcourse.algorithms.sac.sac_rl_module:DefaultSACModule"
+
+    @property
+    def algo_class(self) -> type["SAC"]:
+        return SAC
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.sac.sac_learner import SACLearner  # torch: where learners run
+        return SACLearner
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule  # torch
+        return RLModuleSpec(module_class=DefaultSACModule)
+
     default_inference_module_class = "rlcourse.algorithms.sac.numpy_sac_module:NumpySACModule"
 
     def __init__(self) -> None:
@@ -170,6 +176,8 @@ class SAC(DQN):
         result = super().training_step()
         learner = result["learners"][DEFAULT_POLICY]
         if "alpha_value" not in learner:
+            from rlcourse.algorithms.sac.sac_learner import resolve_target_entropy  # torch
+
             log_alpha = float(self.learner_group.get_weights()["log_alpha"])
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
                            target_entropy=resolve_target_entropy(self.config.target_entropy,

@@ -20,9 +20,9 @@ import torch
 import torch.distributed as dist
 
 from rlcourse.core.rl_module.rl_module import build_module
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.framework import get_device, get_distributed_backend
+from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class NonFiniteUpdateError(FloatingPointError):

@@ -18,7 +18,6 @@ from rlcourse.core.rl_module.multi_rl_module import MultiRLModule
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
 from rlcourse.env.multi_agent_episode import ModuleID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.imports import import_attr
 
 
 class MultiAgentLearner:
@@ -26,7 +25,7 @@ class MultiAgentLearner:
 
     def __init__(self, config, spec: MultiRLModuleSpec):
         self.config = config
-        learner_class = import_attr(config.learner_class)
+        learner_class = config.get_default_learner_class()
         self.learners: dict[ModuleID, Learner] = {
             mid: learner_class(module_config(config, mid, spec, k), s.observation_space,
                                s.action_space)

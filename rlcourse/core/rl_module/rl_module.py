@@ -17,8 +17,7 @@ import torch
 from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec  # RLlib's path
-from rlcourse.utils.imports import import_attr
+from rlcourse.utils.checkpoints import CheckpointError
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
@@ -98,14 +97,21 @@ class RLModule(nn.Module):
         """The trained module of an Algorithm checkpoint, without Ray, runners or a Learner (RLlib's
         name). A custom module class must be allowed, as in `Algorithm.from_checkpoint`; calling
         this on it (`MyModule.from_checkpoint(path)`) allows it. See `module_loading.py`."""
-        from rlcourse.core.rl_module.module_loading import module_from_checkpoint
+        from rlcourse.core.rl_module.module_loading import read_saved_module
 
-        allowed = [*allowed, *([cls] if cls is not RLModule else [])]
-        module = module_from_checkpoint(path, allowed)
+        saved = read_saved_module(path, [*allowed, *([cls] if cls is not RLModule else [])])
+        module = build_module(saved.config, saved.observation_space, saved.action_space)
+        try:
+            module.load_state_dict(saved.weights, strict=True)
+        except RuntimeError as e:
+            raise CheckpointError(f"{saved.source}: its weights do not fit the network its config "
+                                  f"builds ({e}). The file was edited or is from another rlcourse."
+                                  ) from None
+        module.env_to_module = saved.connectors
         if not isinstance(module, cls):
             raise TypeError(f"The checkpoint {path} holds a {type(module).__name__}, not a "
                             f"{cls.__name__}: load it with RLModule.from_checkpoint(path).")
-        return module
+        return module.eval()
 
     def get_inference_module(self, seed: int | None = None):
         """The form an EnvRunner holds: here the torch module itself behind a NumPy interface."""
@@ -194,7 +200,7 @@ class DefaultActorCriticModule(RLModule):
 def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
     """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
     the actor-critic above)."""
-    module_class = config.rl_module_class or import_attr(config.default_rl_module_class)
+    module_class = config.rl_module_class or config.get_default_rl_module_spec().module_class
     return module_class(observation_space, action_space, config.get_model_config())
 
 

@@ -12,14 +12,8 @@ import copy
 import math
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.algorithms.config_setters import (
-    NotProvided,
-    config_from_dict,
-    config_to_dict,
-    missing_attribute,
-    setter,
-    update_from_dict,
-)
+from rlcourse.algorithms import config_setters
+from rlcourse.algorithms.config_setters import NotProvided, missing_attribute, setter
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.utils.validation import ConfigError
@@ -36,8 +30,7 @@ class AlgorithmConfig:
     what they build (`algo_class`, `get_default_learner_class()`, ...), as RLlib's configs do."""
 
     default_inference_module_class = "rlcourse.core.rl_module.numpy_mlp:NumpyMLPModule"
-    # The default module's settings; rl_module(model_config=...) changes only the keys it names.
-    default_model_config: dict = DEFAULT_MODEL_CONFIG
+    default_model_config: dict = DEFAULT_MODEL_CONFIG  # rl_module(model_config=) changes keys
 
     def __init__(self) -> None:
         # environment()
@@ -125,8 +118,7 @@ class AlgorithmConfig:
     @setter
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
                     clip_rewards: Any = NotProvided) -> "AlgorithmConfig":
-        """Which env to train on: a gymnasium id, a `register_env` name, or an env class.
-        `clip_rewards`: clip the rewards the Learner trains on (rlcourse/connectors/clip_rewards.py)."""
+        """A gymnasium id, a `register_env` name or an env class; `clip_rewards`: connectors/."""
 
     @setter
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -152,9 +144,9 @@ class AlgorithmConfig:
     @setter
     def resources(self, *, num_cpus_for_main_process: float = NotProvided,
                   placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
-        """`placement_strategy`: None (Ray places runners), or one placement group bundle per runner
-        with "PACK", "SPREAD", "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each).
-        `num_cpus_for_main_process`: what the Algorithm's process reserves as an actor (a Tune trial)."""
+        """`placement_strategy`: None (Ray places runners) or a placement group of a bundle per runner,
+        "PACK", "SPREAD", "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each).
+        `num_cpus_for_main_process`: what the Algorithm reserves as an actor (a Tune trial)."""
 
     @setter
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
@@ -237,8 +229,7 @@ class AlgorithmConfig:
         return self.policies is not None
 
     def get_multi_rl_module_spec(self, env: Any = None) -> "MultiRLModuleSpec":
-        """The MultiRLModuleSpec of `policies`, with the spaces of the agents of `env` (default: one
-        built here) mapped to each module; raises naming agent and policy."""
+        """`policies` with the spaces of the agents of `env` (default: one built here) mapped to each."""
         from rlcourse.core.rl_module.multi_rl_module_spec import multi_rl_module_spec_for
         return multi_rl_module_spec_for(self, env)
 
@@ -290,16 +281,16 @@ class AlgorithmConfig:
 
     def to_dict(self) -> dict:
         """All settings as a plain dict, plus `config_class` (Ray Tune calls it for param_space)."""
-        return config_to_dict(self)
+        return config_setters.config_to_dict(self)
 
     def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
         """Set each `name: value` through its setter (RLlib's `update_from_dict`)."""
-        return update_from_dict(self, settings)
+        return config_setters.update_from_dict(self, settings)
 
     @staticmethod
     def from_dict(d: dict) -> "AlgorithmConfig":
         """The config `to_dict()` gave (its `config_class`, its settings)."""
-        return config_from_dict(d, AlgorithmConfig)
+        return config_setters.config_from_dict(d, AlgorithmConfig)
 
     def build_algo(self) -> "Algorithm":
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""

@@ -2,6 +2,8 @@
 
 Rooms, lowest first (README.md, "Architecture: the rooms' layers"):
 
+    0. core/__init__.py: names every room shares (DEFAULT_MODULE_ID, ALL_MODULES), as RLlib's
+                    rllib/core/__init__.py; it imports nothing
     1. utils/       shared helpers: checkpoints on disk, metrics, resources, replay buffers, checks
     2. env API      env/env_context.py, env/registry.py, env/multi_agent_env.py and the episodes
                     (env/single_agent_episode.py, env/multi_agent_episode.py): what an env and an
@@ -41,8 +43,8 @@ PACKAGE = ROOT / "rlcourse"
 ENV_API = {"env_context", "registry", "multi_agent_env", "single_agent_episode",
            "multi_agent_episode"}
 EPISODES = {"rlcourse.env.single_agent_episode", "rlcourse.env.multi_agent_episode"}
-ROOMS = ["utils", "env API", "connectors", "core", "callbacks", "env", "tune", "algorithms",
-         "serve", "rlcourse", "course"]
+ROOMS = ["core constants", "utils", "env API", "connectors", "core", "callbacks", "env", "tune",
+         "algorithms", "serve", "rlcourse", "course"]
 CLASS_STRING = re.compile(r"^(rlcourse(?:\.\w+)+):[\w.]+$")
 
 
@@ -59,6 +61,8 @@ def room(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "rlcourse"
+    if module == "rlcourse.core":
+        return "core constants"
     if parts[1] == "__main__":
         return "course"
     if parts[1] == "env" and len(parts) > 2 and parts[2] in ENV_API:

@@ -98,8 +98,9 @@ def imports_of(module: str, source: str) -> list[tuple[int, str]]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            if node.level:  # relative: from the package `module` is in
-                package = module.split(".")[: -node.level + (module in PACKAGES)]
+            if node.level:  # relative: from the package `module` is in (or is)
+                parts = module.split(".")
+                package = parts[:len(parts) - node.level + (module in PACKAGES)]
                 base = ".".join(package + ([base] if base else []))
             names = [f"{base}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -192,6 +193,8 @@ def test_the_checks_see_lazy_imports_and_class_strings_and_fail():
     source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rlcourse.tune\n"
               "def f():\n    from rlcourse.algorithms import algorithm_config\n"
               "X = 'rlcourse.core.learner.learner:Learner'\n")
+    assert imports_of("rlcourse.utils", "from . import checkpoints\nfrom .. import env\n") == [
+        (1, "rlcourse.utils.checkpoints"), (2, "rlcourse.env")]
     found = imports_of("rlcourse.utils.checkpoints", source)
     assert found == [(5, "rlcourse.algorithms.algorithm_config"),
                      (6, "rlcourse.core.learner.learner")]

@@ -12,10 +12,12 @@ import copy
 import math
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.algorithms import config_setters
+from rlcourse.algorithms import config_setters, config_validation
 from rlcourse.algorithms.config_setters import NotProvided, missing_attribute, setter
+from rlcourse.core.rl_module import multi_rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
+from rlcourse.env import registry
 from rlcourse.utils.validation import ConfigError
 
 if TYPE_CHECKING:
@@ -230,8 +232,7 @@ class AlgorithmConfig:
 
     def get_multi_rl_module_spec(self, env: Any = None) -> "MultiRLModuleSpec":
         """`policies` with the spaces of the agents of `env` (default: one built here) mapped to each."""
-        from rlcourse.core.rl_module.multi_rl_module_spec import multi_rl_module_spec_for
-        return multi_rl_module_spec_for(self, env)
+        return multi_rl_module_spec.multi_rl_module_spec_for(self, env)
 
     @setter
     def framework(self, framework: str = "torch") -> "AlgorithmConfig":
@@ -266,13 +267,11 @@ class AlgorithmConfig:
         return dict(self.model_config)
 
     def get_env_creator(self) -> "EnvCreator":
-        from rlcourse.env.registry import get_env_creator
-        return get_env_creator(self.env)
+        return registry.get_env_creator(self.env)
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting and how to fix it."""
-        from rlcourse.algorithms.config_validation import validate_config
-        validate_config(self)
+        config_validation.validate_config(self)
 
     # -- derived values, checks, copies and building ----------------------------------------
 

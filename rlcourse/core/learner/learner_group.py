@@ -8,6 +8,8 @@ MultiAgentEpisodes into each trainable module's agent episodes (multi_agent_batc
 This module does not import torch: the Learner class named by the config does.
 """
 
+from typing import TYPE_CHECKING
+
 import gymnasium as gym
 import numpy as np
 import ray
@@ -23,6 +25,9 @@ from rlcourse.env.multi_agent_episode import DEFAULT_MODULE_ID, MultiAgentEpisod
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.resources import learner_options
 from rlcourse.utils.validation import ConfigError
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 STARTUP_TIMEOUT_S = 180
 
@@ -53,7 +58,7 @@ class LearnerFailure(RuntimeError):
 class LearnerGroup:
     """Runs `Learner.update` on the local Learner or on all Learner actors at once."""
 
-    def __init__(self, config, observation_space: gym.Space | None = None,
+    def __init__(self, config: "AlgorithmConfig", observation_space: gym.Space | None = None,
                  action_space: gym.Space | None = None, *,
                  module_spec: MultiRLModuleSpec | None = None):
         self.config = config

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rlcourse.core.rl_module.rl_module import RLModule
 
 
-def frozen_env_to_module(config: Any, observation_space: Any, action_space: Any,
+def frozen_env_to_module(config: "AlgorithmConfig", observation_space: Any, action_space: Any,
                          state: list | None) -> EnvToModulePipeline | None:
     """The config's env-to-module connectors with `state` (the checkpoint's merged statistics) and
     statistics that never update; None when the config has no connectors."""

@@ -9,7 +9,7 @@ The default module is an MLP actor-critic sized from the spaces; runners run its
 import itertools
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +18,9 @@ from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.utils.checkpoints import CheckpointError
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
@@ -197,7 +200,8 @@ class DefaultActorCriticModule(RLModule):
                                f"{unexpected}, missing {missing}.")
 
 
-def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
+def build_module(config: "AlgorithmConfig", observation_space: gym.Space,
+                 action_space: gym.Space) -> RLModule:
     """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
     the actor-critic above)."""
     module_class = config.rl_module_class or config.get_default_rl_module_spec().module_class

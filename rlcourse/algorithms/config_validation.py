@@ -2,19 +2,53 @@
 setter, so a bad config fails at build time with an error that names the setting and the fix.
 An algorithm's own settings are checked in its config's validate() (e.g. PPOConfig.validate)."""
 
-from typing import TYPE_CHECKING
+import numbers
+from typing import TYPE_CHECKING, Any
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.clip_rewards import check_clip_rewards
 from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail, is_int, is_number
+from rlcourse.utils.validation import fail
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
+
+# -- the checks an algorithm's own validate() uses too (PPOConfig.validate, ...) -----------------
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(config: "AlgorithmConfig", setting: str, minimum: int) -> None:
+    value = getattr(config, setting)
+    if not is_int(value) or value < minimum:
+        fail(config, setting, f"use a whole number >= {minimum}.")
+
+
+def check_bool(config: "AlgorithmConfig", setting: str, meaning: str) -> None:
+    if not isinstance(getattr(config, setting), bool):
+        fail(config, setting, f"use {meaning}.")
+
+
+def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = float("inf"),
+                 low_open: bool = False, hint: str = "") -> None:
+    value = getattr(config, setting)
+    ok = is_number(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
+        fail(config, setting, fix)
+
+
+# -- the settings every algorithm shares ---------------------------------------------------------
 
 def validate_config(config: "AlgorithmConfig") -> None:
     """Check the settings every algorithm shares, one group per setter; a new setting's check goes

@@ -1,9 +1,7 @@
-"""ConfigError and the checks every room uses on its settings: a bad setting fails at build time with
-a message that names the setter and the fix. The checks of AlgorithmConfig's own settings are in
-rlcourse/algorithms/config_validation.py."""
+"""ConfigError, which every room raises for a bad setting: a message that names the setting, its
+setter and the fix. The checks of a config's settings are in rlcourse/algorithms/config_validation.py."""
 
 import inspect
-import numbers
 from typing import Any
 
 
@@ -33,33 +31,5 @@ def setter_of(config: Any, setting: str) -> str | None:
 
 
 def fail(config: Any, setting: str, fix: str) -> None:
+    """Raise the ConfigError for `config`'s `setting`, naming its setter."""
     raise ConfigError(setting, getattr(config, setting, None), fix, setter_of(config, setting))
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def check_int(config: Any, setting: str, minimum: int) -> None:
-    value = getattr(config, setting)
-    if not is_int(value) or value < minimum:
-        fail(config, setting, f"use a whole number >= {minimum}.")
-
-
-def check_bool(config: Any, setting: str, meaning: str) -> None:
-    if not isinstance(getattr(config, setting), bool):
-        fail(config, setting, f"use {meaning}.")
-
-
-def check_number(config: Any, setting: str, low: float, high: float = float("inf"),
-                 low_open: bool = False, hint: str = "") -> None:
-    value = getattr(config, setting)
-    ok = is_number(value) and (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
-        fail(config, setting, fix)

@@ -8,8 +8,9 @@ unless `throttle_sampling_to_training_intensity` says so.
 from typing import Any
 
 from rlcourse.algorithms.algorithm_config import NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.algorithms.dqn.dqn import DQNConfig
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 
 def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float = 7.0

@@ -12,12 +12,13 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.schedules import scheduled_value
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
                   "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}

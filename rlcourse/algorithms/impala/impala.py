@@ -12,8 +12,9 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 
 class IMPALAConfig(AlgorithmConfig):

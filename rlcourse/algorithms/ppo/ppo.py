@@ -7,9 +7,9 @@ from typing import Any
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_number
 from rlcourse.core.learner.multi_agent_batch import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
-from rlcourse.utils.validation import check_bool, check_number
 
 
 class PPOConfig(AlgorithmConfig):

@@ -16,10 +16,11 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_number
 from rlcourse.algorithms.dqn.dqn import DQN, check_replay_buffer_config, check_replay_settings
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
-from rlcourse.utils.validation import check_bool, check_number, fail
+from rlcourse.utils.validation import fail
 
 # Env steps a training_step samples with rollout_fragment_length="auto" (RLlib's SAC samples at
 # least min_sample_timesteps_per_iteration=100 per iteration).

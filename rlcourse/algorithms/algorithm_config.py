@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms import config_setters, config_validation
-from rlcourse.algorithms.config_setters import NotProvided, missing_attribute, setter
+from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, setter
 from rlcourse.core.rl_module import multi_rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
@@ -111,11 +111,7 @@ class AlgorithmConfig:
 
     # -- fluent setters ---------------------------------------------------------------------
 
-    def _set(self, **settings: Any) -> "AlgorithmConfig":  # for setters that pass the rest on
-        for name, value in settings.items():
-            if value is not NotProvided:
-                setattr(self, name, value)
-        return self
+    _set = config_setters.set_given  # for setters that pass the rest on (PPOConfig.training)
 
     @setter
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
@@ -243,7 +239,10 @@ class AlgorithmConfig:
 
     def __getattr__(self, name: str) -> Any:
         """Only for names that are not attributes: RLlib's renamed setters say where they went."""
-        raise missing_attribute(self, name)
+        if name in RENAMED_SETTERS:
+            raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API "
+                                 f"stack); use config.{RENAMED_SETTERS[name]} instead.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def total_train_batch_size(self) -> int:

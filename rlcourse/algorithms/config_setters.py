@@ -55,13 +55,12 @@ RENAMED = {
 RENAMED_SETTERS = {"rollouts": "env_runners", "exploration": "env_runners(explore=...)"}
 
 
-def missing_attribute(config: Any, name: str) -> AttributeError:
-    """The error for `config.name`, which is no attribute: RLlib's renamed setters say where they
-    went."""
-    if name in RENAMED_SETTERS:
-        return AttributeError(f"config.{name}() is RLlib's old setter (before its new API stack); "
-                              f"use config.{RENAMED_SETTERS[name]} instead.")
-    return AttributeError(f"{type(config).__name__!r} object has no attribute {name!r}")
+def set_given(config: "AlgorithmConfig", **settings: Any) -> "AlgorithmConfig":
+    """Store each setting given (not NotProvided) and return the config (`AlgorithmConfig._set`)."""
+    for name, value in settings.items():
+        if value is not NotProvided:
+            setattr(config, name, value)
+    return config
 
 
 def _settings_of(config_class: type, setter: str) -> list[str]:

@@ -15,8 +15,8 @@ from rlcourse.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
 from rlcourse.course.tuned_example import load_tuned_example
 from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
-from rlcourse.env.env_state import from_plain
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
+from rlcourse.utils.serialization import from_plain
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(180)

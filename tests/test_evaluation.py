@@ -77,7 +77,8 @@ class SlowPPOLearner(PPOLearner):
 
 
 class SlowPPOConfig(PPOConfig):
-    learner_class = f"{__name__}:SlowPPOLearner"
+    def get_default_learner_class(self) -> type:
+        return SlowPPOLearner
 
 
 def test_parallel_evaluation_overlaps_training(ray_session, algo_factory):

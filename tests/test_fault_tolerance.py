@@ -60,7 +60,8 @@ class RecordingPPOLearner(PPOLearner):
 
 
 class RecordingPPOConfig(PPOConfig):
-    learner_class = f"{__name__}:RecordingPPOLearner"
+    def get_default_learner_class(self) -> type:
+        return RecordingPPOLearner
 
 
 @pytest.mark.learning

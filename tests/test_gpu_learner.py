@@ -15,7 +15,6 @@ from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.framework import get_device, get_distributed_backend
-from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import env_runner_options, learner_options, trial_bundles
 from rlcourse.utils.validation import ConfigError
 
@@ -55,7 +54,7 @@ def test_a_gpu_learner_without_cuda_fails_when_built(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     config = _ppo().learners(num_gpus_per_learner=1)
     with pytest.raises(ConfigError, match="num_gpus_per_learner"):
-        import_attr(config.learner_class)(config, *_spaces(config))
+        config.get_default_learner_class()(config, *_spaces(config))
 
 
 # -- everything on the learner's device, through the same code path a GPU learner takes -------
@@ -80,7 +79,7 @@ def _learner(config, device_type, monkeypatch):
 
     monkeypatch.setattr(learner_module, "get_device", spy)
     config = config.learners(num_gpus_per_learner=1 if device_type == "cuda" else 0)
-    learner = import_attr(config.learner_class)(config, *_spaces(config))
+    learner = config.get_default_learner_class()(config, *_spaces(config))
     assert calls == [config.num_gpus_per_learner]  # the one place that picks the device
     assert learner.device.type == device_type
     return learner

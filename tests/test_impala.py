@@ -24,7 +24,8 @@ class SlowIMPALALearner(IMPALALearner):
 
 
 class SlowIMPALAConfig(IMPALAConfig):
-    learner_class = f"{__name__}:SlowIMPALALearner"
+    def get_default_learner_class(self) -> type:
+        return SlowIMPALALearner
 
 
 # Runner actors cannot import this test module: ship the config class to them by value.

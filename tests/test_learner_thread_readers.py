@@ -40,7 +40,8 @@ class FingerprintIMPALALearner(IMPALALearner):
 
 
 class FingerprintIMPALAConfig(IMPALAConfig):
-    learner_class = f"{__name__}:FingerprintIMPALALearner"
+    def get_default_learner_class(self) -> type:
+        return FingerprintIMPALALearner
 
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # runner actors cannot import us

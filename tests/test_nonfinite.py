@@ -99,7 +99,8 @@ class NaNLossLearner(PPOLearner):
 
 
 class NaNLossConfig(PPOConfig):
-    learner_class = f"{__name__}:NaNLossLearner"
+    def get_default_learner_class(self) -> type:
+        return NaNLossLearner
 
 
 def test_a_non_finite_loss_stops_the_learner_before_the_weights_change(algo_factory):

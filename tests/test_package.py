@@ -11,7 +11,7 @@ def test_every_public_name_imports_from_the_package_root():
     for name in rlcourse.__all__:
         obj = getattr(rlcourse, name)
         assert obj.__name__ == name, (name, obj)
-    assert rlcourse.PPOConfig().algo_class.startswith("rlcourse.algorithms.ppo.")
+    assert rlcourse.PPOConfig().algo_class is rlcourse.PPO
 
 
 def test_importing_rlcourse_or_an_env_runner_imports_no_torch_tune_or_serve():

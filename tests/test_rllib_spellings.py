@@ -116,7 +116,8 @@ def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():
 
 
 def test_rl_module_spec_sets_the_module_class_and_model_config():
-    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, RLModuleSpec
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+    from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 
     spec = RLModuleSpec(module_class=DefaultActorCriticModule, model_config={"fcnet_hiddens": [8]})
     config = PPOConfig().environment("CartPole-v1").rl_module(rl_module_spec=spec)

@@ -27,6 +27,7 @@ from ray.serve.schema import ServeDeploySchema
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.course.load_test import run_load
+from rlcourse.course.serve_command import build_app
 from rlcourse.serve import app as serve_app
 from rlcourse.serve.client import PolicyClient, ServeRequestError, run_episode
 from rlcourse.serve.deployment import PolicyDeployment
@@ -198,7 +199,7 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
     assert schema.http_options.host == "127.0.0.1"
     (application,) = schema.applications
     builder = import_attr(application.import_path)
-    assert builder is serve_app.build_app
+    assert builder is build_app
     app = builder({**application.args, "checkpoint": checkpoint})
     assert [d["name"] for d in document["applications"][0]["deployments"]] == [PolicyDeployment.name]
     assert app is not None

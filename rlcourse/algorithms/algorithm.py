@@ -30,16 +30,10 @@ from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.env.registry import check_same_spaces, env_name, probe_spaces
+from rlcourse.env.registry import check_same_spaces, env_name, is_registered, probe_spaces
+from rlcourse.utils import resources
 from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers
-from rlcourse.utils.resources import (
-    check_cpus,
-    check_custom_resources,
-    check_gpus,
-    current_placement_group,
-    init_ray,
-)
 
 
 class AlgorithmStopped(RuntimeError):
@@ -89,7 +83,7 @@ class Algorithm(Checkpointable):
         course's Ray if none runs; Tune would start one with its defaults (dashboard and all)."""
         from rlcourse.tune.trainable import trainable_for  # imports Tune: only where Tune runs
 
-        init_ray()
+        resources.init_ray()
         return trainable_for(cls)
 
     def setup(self, config: AlgorithmConfig) -> None:
@@ -113,12 +107,12 @@ class Algorithm(Checkpointable):
             if config.rl_module_class is None:
                 space_info(obs_space, act_space)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
-            init_ray()  # before the checks: they compare the requests with the cluster's resources
+            resources.init_ray()  # before the checks: they compare requests with the cluster
             self._ray_session = _current_ray_session()
-            if current_placement_group() is None:  # a Tune trial's group reserved them already
-                check_cpus(config)
-                check_custom_resources(config)
-        check_gpus(config)
+            if resources.current_placement_group() is None:  # a Tune trial's group reserved them already
+                resources.check_cpus(config)
+                resources.check_custom_resources(config)
+        resources.check_gpus(config)
         self.env_runner_group = EnvRunnerGroup(
             config, self.env_creator, env_to_module=self.env_to_module,
             on_recreated=lambda indices: self.callbacks.on_env_runners_recreated(
@@ -278,7 +272,8 @@ class Algorithm(Checkpointable):
     def _build_from_state(cls, state: dict[str, Any], source: str,
                           allowed: Iterable[Any]) -> "Algorithm":
         """The checkpoint's algorithm (whichever class `cls` is), built from its saved config."""
-        return config_from_json(state["config"], source, allowed).build_algo()
+        return config_from_json(state["config"], source, allowed,
+                                is_registered=is_registered).build_algo()
 
     def on_checkpoint_loaded(self) -> None:
         self.callbacks.on_checkpoint_loaded(algorithm=self)

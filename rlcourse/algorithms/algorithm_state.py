@@ -4,15 +4,16 @@
                  connector state ("env_runners", "evaluation_env_runners"), callbacks
     learner.pt   the learners' module and optimizer tensors, torch's RNG
 
-A restore checks all of it first (utils/checkpoint_contents.py: check_restorable), so a checkpoint
+A restore checks all of it first (checkpoint_checks.py: check_restorable), so a checkpoint
 that does not fit raises and leaves the algorithm as it was; then it applies every part and sends
 the runners the restored weights. The directory around these files: checkpointable.py.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from rlcourse.algorithms.checkpoint_checks import check_restorable, env_layers
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
-from rlcourse.utils.checkpoint_contents import check_restorable, config_to_json, env_layers
+from rlcourse.utils.checkpoint_contents import config_to_json
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
                   "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}

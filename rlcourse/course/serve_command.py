@@ -1,4 +1,5 @@
-"""`rlcourse serve CHECKPOINT`: serve a checkpoint's greedy policy over HTTP until Ctrl-C.
+"""`rlcourse serve CHECKPOINT`: serve a checkpoint's greedy policy over HTTP until Ctrl-C; and
+`build_app`, the same for `serve run deploy/serve_config.yaml`.
 
     python -m rlcourse serve /tmp/ckpt --port 8000 --num-replicas 2
     curl -s -X POST 127.0.0.1:8000/ -d '{"obs": [0.01, 0.0, 0.02, 0.0]}'   # {"actions":[0]}
@@ -10,9 +11,16 @@ shuts Serve and Ray down, leaving no process.
 import argparse
 import signal
 import time
+from typing import Any
+
+from ray.serve import Application
 
 from rlcourse.serve.app import DEFAULT_PORT, policy_app, shutdown, start
-from rlcourse.serve.deployment import DEFAULT_BATCH_WAIT_TIMEOUT_S, DEFAULT_MAX_BATCH_SIZE
+from rlcourse.serve.deployment import (
+    DEFAULT_BATCH_WAIT_TIMEOUT_S,
+    DEFAULT_MAX_BATCH_SIZE,
+    PolicyDeployment,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,3 +58,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutdown()
     return 0
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """Serve's application builder (deploy/serve_config.yaml): `args` holds `checkpoint` and
+    optionally `max_batch_size`, `batch_wait_timeout_s`. Envs of the course are allowed."""
+    from rlcourse.course.evaluate import COURSE_ENVS
+
+    known = {"checkpoint", "max_batch_size", "batch_wait_timeout_s"}
+    if "checkpoint" not in args or set(args) - known:
+        raise ValueError(f"args {sorted(args)}: give 'checkpoint' (a directory that "
+                         f"algo.save_to_path() wrote), and optionally {sorted(known - {'checkpoint'})}.")
+    return PolicyDeployment.bind(  # the file's `deployments` say how many replicas
+        str(args["checkpoint"]), list(COURSE_ENVS),
+        int(args.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE)),
+        float(args.get("batch_wait_timeout_s", DEFAULT_BATCH_WAIT_TIMEOUT_S)))

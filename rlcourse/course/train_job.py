@@ -24,6 +24,7 @@ import ray
 import yaml
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_validation import PLACEMENT_STRATEGIES
 from rlcourse.course.tuned_example import (
     ALGOS,
     TunedExample,
@@ -33,7 +34,6 @@ from rlcourse.course.tuned_example import (
 )
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import init_ray
-from rlcourse.utils.validation import PLACEMENT_STRATEGIES
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,6 @@ from typing import Any
 from rlcourse.course.tuned_example import TunedExample, load_tuned_example, result_value
 from rlcourse.course.tuned_examples_suite import print_table
 from rlcourse.tune.search_space import is_search_space
-from rlcourse.utils.imports import import_attr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +46,7 @@ def build_tuner(example: TunedExample, args: argparse.Namespace) -> Any:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    trainable = import_attr(example.config.algo_class).as_trainable()
+    trainable = example.config.algo_class.as_trainable()
     path = Path(args.storage_path) / example.name
     if args.resume and tune.Tuner.can_restore(str(path)):
         return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)

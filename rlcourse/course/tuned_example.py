@@ -124,7 +124,7 @@ def result_value(result: dict[str, Any], key: str) -> Any:
 
 def result_keys(config: AlgorithmConfig) -> frozenset[str]:
     """Every flattened key the config's algorithm reports (under Tune or `rlcourse train`)."""
-    algorithm = config.algo_class.rpartition(":")[2]
+    algorithm = config.algo_class.__name__
     keys = RESULT_KEYS | ALGORITHM_RESULT_KEYS.get(algorithm, frozenset()) | TUNE_RESULT_KEYS
     return keys | EVALUATION_KEYS if config.evaluation_interval else keys
 
@@ -212,6 +212,6 @@ def _check_marks(path: Path, field: str, marks: Any, config: AlgorithmConfig) ->
             close = difflib.get_close_matches(str(key), sorted(known), n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"use one of {sorted(known)}."
             raise TunedExampleError(f"{path}: {field} key {key!r} is not a result key that "
-                                    f"{config.algo_class.rpartition(':')[2]} reports; {hint}")
+                                    f"{config.algo_class.__name__} reports; {hint}")
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             raise TunedExampleError(f"{path}: {field}[{key!r}] = {value!r}; use a number.")

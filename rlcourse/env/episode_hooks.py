@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides
-from rlcourse.env.env_state import NotPlainData, from_plain, to_plain
+from rlcourse.utils.serialization import NotPlainData, from_plain, to_plain
 
 
 class RunningEpisode:

@@ -27,7 +27,6 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
 )
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
@@ -36,6 +35,7 @@ from rlcourse.env.multi_agent_episode import (
     default_agent_to_module_mapping_fn,
 )
 from rlcourse.env.registry import EnvCreator
+from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class MultiAgentEnvRunner(EnvRunner):

@@ -1,8 +1,9 @@
 """Building the Serve application, and running it on the course's Ray with the proxy on loopback.
 
-`build_app` is the `import_path` of deploy/serve_config.yaml (Serve calls it with the file's
-`args`); `start` is what `rlcourse serve` and the tests call: the course's Ray (127.0.0.1 only,
-token auth), Serve's HTTP proxy bound to 127.0.0.1 on the caller's port, then the deployment.
+`policy_app` binds a checkpoint to the deployment (deploy/serve_config.yaml's builder,
+rlcourse/course/serve_command.py:build_app, calls it too); `start` is what `rlcourse serve` and the
+tests call: the course's Ray (127.0.0.1 only, token auth), Serve's HTTP proxy bound to 127.0.0.1 on
+the caller's port, then the deployment.
 """
 
 import logging
@@ -31,21 +32,6 @@ def policy_app(checkpoint: str | os.PathLike, allowed: Iterable[Any] = (), num_r
     """The deployment of `checkpoint`'s policy with `num_replicas` replicas, bound to its args."""
     return PolicyDeployment.options(num_replicas=num_replicas).bind(
         str(checkpoint), list(allowed), max_batch_size, batch_wait_timeout_s)
-
-
-def build_app(args: dict[str, Any]) -> Application:
-    """Serve's application builder (deploy/serve_config.yaml): `args` holds `checkpoint` and
-    optionally `max_batch_size`, `batch_wait_timeout_s`. Envs of the course are allowed."""
-    from rlcourse.course.evaluate import COURSE_ENVS
-
-    known = {"checkpoint", "max_batch_size", "batch_wait_timeout_s"}
-    if "checkpoint" not in args or set(args) - known:
-        raise ValueError(f"args {sorted(args)}: give 'checkpoint' (a directory that "
-                         f"algo.save_to_path() wrote), and optionally {sorted(known - {'checkpoint'})}.")
-    return PolicyDeployment.bind(
-        str(args["checkpoint"]), list(COURSE_ENVS),
-        int(args.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE)),
-        float(args.get("batch_wait_timeout_s", DEFAULT_BATCH_WAIT_TIMEOUT_S)))
 
 
 def start(app: Application, port: int = DEFAULT_PORT) -> str:

@@ -8,9 +8,12 @@ some trials ran. Search spaces are recognized by their shape, without importing 
 """
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcourse.utils.validation import ConfigError, setter_of
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 # Settings whose setter does more than store the value, so a search space cannot stand in for it.
 NOT_TUNABLE = {
@@ -68,7 +71,7 @@ def resolved(value: Any) -> Any:
     return value
 
 
-def check_search_spaces(config: Any) -> None:
+def check_search_spaces(config: "AlgorithmConfig") -> None:
     """Validate the config once per candidate of each search space (the other settings at their
     first candidates); raise a ConfigError naming the setting whose search space can take a value
     that fails, and the value."""

@@ -15,20 +15,21 @@ when an experiment asks for it; inside each trial it is the same Algorithm:
 
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune.tune import _Config  # what Tune turns into a dict with to_dict(); RLlib subclasses it
 
-from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.utils.imports import class_path
 from rlcourse.utils.resources import trial_bundles
 from rlcourse.utils.validation import ConfigError
 
-_Config.register(AlgorithmConfig)  # Tune accepts param_space=config and calls config.to_dict()
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm import Algorithm
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
-def trial_config(algo_class: type, settings: dict[str, Any]) -> AlgorithmConfig:
+def trial_config(algo_class: type["Algorithm"], settings: dict[str, Any]) -> "AlgorithmConfig":
     """A trial's AlgorithmConfig from the dict Tune resolved (`config.to_dict()`, or a plain dict of
     setting names), set through the setters and validated as `build_algo()` would."""
     settings = dict(settings)
@@ -44,9 +45,11 @@ def trial_config(algo_class: type, settings: dict[str, Any]) -> AlgorithmConfig:
 
 
 @functools.cache
-def trainable_for(algo_class: type) -> type[tune.Trainable]:
+def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
     """The Tune Trainable class that runs `algo_class` (one per algorithm, named like it, so trials
     are named PPO_CartPole-v1_00000 as in RLlib)."""
+    for config_class in type(algo_class.get_default_config()).__mro__[:-1]:  # AlgorithmConfig too
+        _Config.register(config_class)  # Tune accepts param_space=config, calls config.to_dict()
 
     class AlgorithmTrainable(tune.Trainable):
         algorithm_class = algo_class

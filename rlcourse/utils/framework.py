@@ -8,12 +8,16 @@ share); in the driver (the local learner) it is the machine's first GPU.
 torch is imported only when a device is picked, so this module costs a runner nothing.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcourse.utils.validation import ConfigError, setter_of
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
-def get_device(config: Any, num_gpus_requested: float, setting: str = "num_gpus_per_learner"):
+
+def get_device(config: "AlgorithmConfig", num_gpus_requested: float,
+               setting: str = "num_gpus_per_learner") -> Any:
     """torch.device("cpu") when no GPU was requested, else this process's (first) CUDA device.
 
     Where a GPU was requested but torch sees no CUDA (a CPU build of torch, or a Ray node started

@@ -1,8 +1,7 @@
-"""Classes named by "module:Qualname" strings, imported only where they are used.
+"""Classes named by "module:Qualname" strings: how a config's dict and a checkpoint name its class
+(`config_class`), and how a tuned example's YAML or a Serve config names an env or a builder.
 
-A config names its Algorithm and Learner classes as strings instead of importing them, because the
-config travels to every EnvRunner actor, and a runner process must not import torch (~120 MB and
-seconds of start-up) through a Learner class it never calls. The class is imported where it runs.
+Code names classes by importing them; these strings are for names that travel as data.
 """
 
 from importlib import import_module

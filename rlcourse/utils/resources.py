@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import ray
 from ray.exceptions import GetTimeoutError
@@ -23,7 +24,10 @@ from ray.util.placement_group import (
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
-from rlcourse.utils.validation import ConfigError, setter_of
+from rlcourse.utils.validation import fail
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 RELEASE_WAIT_S = 5.0
 PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
@@ -75,10 +79,6 @@ def _import_torch() -> None:
         importlib.import_module("torch._dynamo")
 
 
-def _fail(config, setting: str, fix: str) -> None:
-    raise ConfigError(setting, getattr(config, setting), fix, setter_of(config, setting))
-
-
 def _local_cuda() -> bool:
     import torch  # only when a GPU is asked for: importing torch takes seconds
     return torch.cuda.is_available()
@@ -91,7 +91,7 @@ def current_placement_group() -> PlacementGroup | None:
     return get_current_placement_group() if ray.is_initialized() else None
 
 
-def trial_bundles(config) -> list[dict[str, float]]:
+def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
     """Everything a run of `config` starts, as placement-group bundles (RLlib's
     `default_resource_request`): the main process (with the local learner's GPU), then each runner,
     learner and evaluation runner. Reserved together, runs never oversubscribe the CPUs."""
@@ -109,10 +109,10 @@ def trial_bundles(config) -> list[dict[str, float]]:
             + [learner] * (config.num_learners if learner else 0))
 
 
-def check_gpus(config) -> None:
+def check_gpus(config: "AlgorithmConfig") -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
     if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not _local_cuda():
-        _fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
+        fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
               "set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized() or current_placement_group() is not None:
         return
@@ -121,23 +121,23 @@ def check_gpus(config) -> None:
                            ("num_gpus_per_learner", config.num_learners)):
         need = count * getattr(config, setting)
         if need > have:
-            _fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
+            fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
                   f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
 
 
-def check_custom_resources(config) -> None:
+def check_custom_resources(config: "AlgorithmConfig") -> None:
     """Custom resources the runners ask for must exist in the cluster (else Ray waits forever)."""
     have = ray.cluster_resources()
     runners = config.num_env_runners + config.evaluation_num_env_runners
     for name, amount in config.custom_resources_per_env_runner.items():
         if runners * amount > have.get(name, 0) + 1e-9:
-            _fail(config, "custom_resources_per_env_runner", (
+            fail(config, "custom_resources_per_env_runner", (
                 f"{runners} runners x {amount} {name!r} = {runners * amount:g}, but the Ray "
                 f"cluster has {have.get(name, 0):g} in all. Start nodes with that resource "
                 "(ray start --resources='{...}') or ask for less."))
 
 
-def check_cpus(config) -> None:
+def check_cpus(config: "AlgorithmConfig") -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
     runners = ((config.num_env_runners + config.evaluation_num_env_runners)
                * config.num_cpus_per_env_runner)
@@ -151,7 +151,7 @@ def check_cpus(config) -> None:
     else:
         return
     setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
-    _fail(config, setting, (
+    fail(config, setting, (
         f"{config.num_env_runners + config.evaluation_num_env_runners} env runners (training "
         f"and evaluation) x {config.num_cpus_per_env_runner} CPU + "
         f"{config.num_learners} learners x {config.num_cpus_per_learner} CPU = "
@@ -160,7 +160,7 @@ def check_cpus(config) -> None:
         "in this kernel, call its stop()."))
 
 
-def make_placement_group(config, n: int) -> PlacementGroup:
+def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
     """One bundle of resources per runner, placed on the nodes by `placement_strategy`; a placement
     the cluster cannot make fails within PLACEMENT_TIMEOUT_S instead of waiting forever."""
     bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
@@ -171,13 +171,13 @@ def make_placement_group(config, n: int) -> PlacementGroup:
         ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
     except GetTimeoutError:
         remove_placement_group(group)
-        _fail(config, "placement_strategy", f"the cluster cannot place {n} runner bundles {bundle} "
+        fail(config, "placement_strategy", f"the cluster cannot place {n} runner bundles {bundle} "
               f"this way within {PLACEMENT_TIMEOUT_S:g} s (nodes: {len(ray.nodes())}). Use 'PACK' "
               "or 'SPREAD', or fewer runners.")
     return group
 
 
-def env_runner_options(config, group: PlacementGroup | None, i: int) -> dict:
+def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, i: int) -> dict:
     """Ray actor options of runner actor `i`: what it reserves, how often Ray may restart it, and
     its bundle of the placement group (if there is one)."""
     options = {"num_cpus": config.num_cpus_per_env_runner,
@@ -189,7 +189,7 @@ def env_runner_options(config, group: PlacementGroup | None, i: int) -> dict:
     return options
 
 
-def learner_options(config) -> dict:
+def learner_options(config: "AlgorithmConfig") -> dict:
     """Ray actor options of each Learner actor: its CPUs and GPUs (a fraction such as 0.5 lets two
     learners share one GPU). The learner computes on the GPU it reserves (`get_device`)."""
     return {"num_cpus": config.num_cpus_per_learner, "num_gpus": config.num_gpus_per_learner}

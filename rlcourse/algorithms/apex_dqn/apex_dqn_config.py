@@ -11,9 +11,10 @@ from typing import Any
 import gymnasium as gym
 
 from rlcourse.algorithms.algorithm_config import NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 
 def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float = 7.0
@@ -27,7 +28,10 @@ def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float
 class ApexDQNConfig(DQNConfig):
     """Ape-X's settings: DQN's, plus RLlib's names for the shards and the requests in flight."""
 
-    algo_class = "rlcourse.algorithms.apex_dqn.apex_dqn:ApexDQN"
+    @property
+    def algo_class(self) -> type:
+        from rlcourse.algorithms.apex_dqn.apex_dqn import ApexDQN
+        return ApexDQN
 
     def __init__(self) -> None:
         super().__init__()

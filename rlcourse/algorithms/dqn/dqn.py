@@ -13,20 +13,30 @@ import numpy as np
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.schedules import scheduled_value
-from rlcourse.utils.validation import check_bool, fail
+from rlcourse.utils.validation import fail
 
 
 class DQNConfig(AlgorithmConfig):
     """DQN's settings, with RLlib's names and, where not said otherwise, RLlib's defaults. These
     solve CartPole-v1 (a return of 450) in 72-94k env steps, seeds 0-4 (benchmarks/dqn_cartpole.py)."""
 
-    algo_class = "rlcourse.algorithms.dqn.dqn:DQN"
-    learner_class = "rlcourse.algorithms.dqn.dqn_learner:DQNLearner"
-    default_rl_module_class = "rlcourse.algorithms.dqn.dqn_rl_module:DefaultDQNModule"
+    @property
+    def algo_class(self) -> type["DQN"]:
+        return DQN
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.dqn.dqn_learner import DQNLearner  # torch: where learners run
+        return DQNLearner
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule  # torch
+        return RLModuleSpec(module_class=DefaultDQNModule)
     # Not RLlib's [256, 256]: the CartPole figures above were measured with [64, 64], which updates
     # several times faster on two cores. (vf_share_layers is PPO's and IMPALA's: DQN has no vf.)
     default_model_config = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}

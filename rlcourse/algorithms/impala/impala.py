@@ -12,18 +12,25 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
 from rlcourse.algorithms.trained_module import trained_module
 from rlcourse.core import DEFAULT_MODULE_ID
-from rlcourse.utils.validation import check_bool, check_int, check_number, fail
+from rlcourse.utils.validation import fail
 
 
 class IMPALAConfig(AlgorithmConfig):
     """IMPALA's settings, with RLlib 2.60's names and defaults. CartPole learns in seconds with
     the settings of tuned_examples/impala/cartpole_impala.py, which the lessons set."""
 
-    algo_class = "rlcourse.algorithms.impala.impala:IMPALA"
-    learner_class = "rlcourse.algorithms.impala.impala_learner:IMPALALearner"
+    @property
+    def algo_class(self) -> type["IMPALA"]:
+        return IMPALA
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.impala.impala_learner import IMPALALearner  # torch
+        return IMPALALearner
+
 
     def __init__(self) -> None:
         super().__init__()

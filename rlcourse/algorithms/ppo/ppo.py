@@ -7,9 +7,9 @@ from typing import Any
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_number
 from rlcourse.core import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
-from rlcourse.utils.validation import check_bool, check_number
 
 
 class PPOConfig(AlgorithmConfig):
@@ -17,8 +17,14 @@ class PPOConfig(AlgorithmConfig):
     They suit large problems; CartPole learns in seconds with the settings of
     tuned_examples/ppo/cartpole_ppo.py, which the lessons set in their configs."""
 
-    algo_class = "rlcourse.algorithms.ppo.ppo:PPO"
-    learner_class = "rlcourse.algorithms.ppo.ppo_learner:PPOLearner"
+    @property
+    def algo_class(self) -> type["PPO"]:
+        return PPO
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.ppo.ppo_learner import PPOLearner  # torch: where learners run
+        return PPOLearner
+
     # RLlib's PPO keeps the policy and value networks apart (its DefaultModelConfig shares them).
     default_model_config = {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
 

@@ -18,19 +18,16 @@ import numpy as np
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.config_validation import check_bool, check_number
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
-from rlcourse.utils.validation import check_bool, check_number, fail
+from rlcourse.utils.validation import fail
 
 # Env steps a training_step samples with rollout_fragment_length="auto" (RLlib's SAC samples at
 # least min_sample_timesteps_per_iteration=100 per iteration).
 STEPS_PER_TRAINING_STEP = 100
-
-
-def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
-    """The entropy alpha steers to; "auto" means -dim(A) (Haarnoja et al. 2018)."""
-    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 
 class SACConfig(AlgorithmConfig):
@@ -39,12 +36,21 @@ class SACConfig(AlgorithmConfig):
     20,000 env steps) at 3,600-4,000 env steps, seeds 0-4 (benchmarks/sac_pendulum.py: 51-163 s
     each on a busy 2-core machine)."""
 
-    algo_class = "rlcourse.algorithms.sac.sac:SAC"
     # RLlib's network is [256, 256] relu; [128, 128] updates ~5x faster on a busy 2-core machine
     # (5 against 31 ms per update of 256 rows) and still passes Pendulum's mark (see above).
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
-    learner_class = "rlcourse.algorithms.sac.sac_learner:SACLearner"
-    default_rl_module_class = "rlcourse.algorithms.sac.sac_rl_module:DefaultSACModule"
+
+    @property
+    def algo_class(self) -> type["SAC"]:
+        return SAC
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.sac.sac_learner import SACLearner  # torch: where learners run
+        return SACLearner
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule  # torch
+        return RLModuleSpec(module_class=DefaultSACModule)
 
     def __init__(self) -> None:
         super().__init__()
@@ -197,6 +203,8 @@ class SAC(Algorithm):
         learner = off_policy.mean_learner_results(learner_results)
         self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
         if "alpha_value" not in learner:  # before learning: the temperature it will start from
+            from rlcourse.algorithms.sac.sac_learner import resolve_target_entropy  # torch
+
             log_alpha = float(self.learner_group.get_weights()["log_alpha"])
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
                            target_entropy=resolve_target_entropy(cfg.target_entropy,

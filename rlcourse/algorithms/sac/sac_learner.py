@@ -26,7 +26,6 @@ import torch
 from torch import nn
 
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
-from rlcourse.algorithms.sac.sac import resolve_target_entropy
 
 
 @contextlib.contextmanager
@@ -39,6 +38,11 @@ def frozen(networks: list[nn.Module]) -> Iterator[None]:
     finally:
         for net in networks:
             net.requires_grad_(True)
+
+
+def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> float:
+    """The entropy alpha steers to; "auto" means -dim(A) (Haarnoja et al. 2018)."""
+    return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 
 class SACLearner(DQNLearner):

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.connectors.connector_v2 import ConnectorV2
-from rlcourse.env.env_state import from_plain, to_plain
+from rlcourse.utils.serialization import from_plain, to_plain
 from rlcourse.utils.validation import ConfigError
 
 EPSILON = 1e-8  # added to the standard deviation, so a constant element does not divide by 0

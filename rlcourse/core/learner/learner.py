@@ -12,7 +12,7 @@ import copy
 import math
 import os
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -20,9 +20,12 @@ import torch
 import torch.distributed as dist
 
 from rlcourse.core.rl_module.rl_module import build_module
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.framework import get_device, get_distributed_backend
+from rlcourse.utils.serialization import from_plain, to_plain
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
 class NonFiniteUpdateError(FloatingPointError):
@@ -32,7 +35,8 @@ class NonFiniteUpdateError(FloatingPointError):
 class Learner:
     """Base Learner; algorithms subclass it with `build_batch` and `compute_loss`."""
 
-    def __init__(self, config, observation_space: gym.Space, action_space: gym.Space):
+    def __init__(self, config: "AlgorithmConfig", observation_space: gym.Space,
+                 action_space: gym.Space):
         self.config = config
         if config.seed is not None:
             torch.manual_seed(config.seed)

@@ -8,6 +8,8 @@ MultiAgentEpisodes into each trainable module's agent episodes (multi_agent_batc
 This module does not import torch: the Learner class named by the config does.
 """
 
+from typing import TYPE_CHECKING
+
 import gymnasium as gym
 import numpy as np
 import ray
@@ -18,12 +20,13 @@ from rlcourse.core.learner.multi_agent_batch import episodes_by_module, num_mini
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
 from rlcourse.env.multi_agent_episode import MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import learner_options
 from rlcourse.utils.validation import ConfigError
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
 STARTUP_TIMEOUT_S = 180
-MULTI_AGENT_LEARNER = "rlcourse.core.learner.multi_agent_learner:MultiAgentLearner"
 
 
 def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
@@ -52,16 +55,17 @@ class LearnerFailure(RuntimeError):
 class LearnerGroup:
     """Runs `Learner.update` on the local Learner or on all Learner actors at once."""
 
-    def __init__(self, config, observation_space: gym.Space | None = None,
+    def __init__(self, config: "AlgorithmConfig", observation_space: gym.Space | None = None,
                  action_space: gym.Space | None = None, *,
                  module_spec: MultiRLModuleSpec | None = None):
         self.config = config
         self.module_spec = module_spec  # multi-agent: a MultiAgentLearner with one Learner per module
-        if module_spec is not None:
-            learner_cls, args = import_attr(MULTI_AGENT_LEARNER), (config, module_spec)
+        if module_spec is not None:  # (Learners import torch: here, not where runners import us)
+            from rlcourse.core.learner.multi_agent_learner import MultiAgentLearner
+            learner_cls, args = MultiAgentLearner, (config, module_spec)
         else:
-            learner_cls, args = import_attr(config.learner_class), (config, observation_space,
-                                                                    action_space)
+            learner_cls = config.get_default_learner_class()
+            args = (config, observation_space, action_space)
         self.local_learner = None
         self.remote_learners = []
         if config.num_learners == 0:

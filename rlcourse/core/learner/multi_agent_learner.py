@@ -8,7 +8,7 @@ never touched. Data-parallel copies share one torch.distributed group; every cop
 modules in the same order, so their all-reduces pair up.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -18,15 +18,17 @@ from rlcourse.core.rl_module.multi_rl_module import MultiRLModule
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
 from rlcourse.env.multi_agent_episode import ModuleID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.imports import import_attr
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
 class MultiAgentLearner:
     """{module_id: Learner}, with the Learner interface the LearnerGroup calls."""
 
-    def __init__(self, config, spec: MultiRLModuleSpec):
+    def __init__(self, config: "AlgorithmConfig", spec: MultiRLModuleSpec):
         self.config = config
-        learner_class = import_attr(config.learner_class)
+        learner_class = config.get_default_learner_class()
         self.learners: dict[ModuleID, Learner] = {
             mid: learner_class(module_config(config, mid, spec, k), s.observation_space,
                                s.action_space)

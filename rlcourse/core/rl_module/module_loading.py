@@ -1,16 +1,17 @@
-"""A trained RLModule from an Algorithm checkpoint alone, and the env's greedy actions from it.
+"""What an Algorithm checkpoint says a trained RLModule is, and the env's greedy actions from one.
 
 Acting needs only the network: no Ray, no EnvRunners, no Learner and no optimizer. The checkpoint's
 config (read with the checkpoint allowlist of `checkpoint_contents.py`: no class is imported because
 the file names it) says which module class and model_config built the network; one env built here
-gives the spaces. Then the saved weights are loaded into a fresh module. A config with an
-env_to_module_connector gets its connectors back with the statistics saved in the checkpoint,
-frozen (`module.env_to_module`), so raw env observations are processed as the runners processed them.
+gives the spaces. `RLModule.from_checkpoint` then loads the saved weights into a fresh module. A
+config with an env_to_module_connector gets its connectors back with the statistics saved in the
+checkpoint, frozen (`module.env_to_module`), so raw env observations are processed as the runners
+processed them.
 """
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -20,13 +21,16 @@ from rlcourse.connectors.env_to_module.env_to_module_pipeline import (
     build_env_to_module_pipeline,
 )
 from rlcourse.core.rl_module.default_model_config import to_env_actions
-from rlcourse.core.rl_module.rl_module import RLModule, build_module
-from rlcourse.env.registry import env_name, probe_spaces
+from rlcourse.env.registry import env_name, is_registered, probe_spaces
 from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+    from rlcourse.core.rl_module.rl_module import RLModule
 
-def frozen_env_to_module(config: Any, observation_space: Any, action_space: Any,
+
+def frozen_env_to_module(config: "AlgorithmConfig", observation_space: Any, action_space: Any,
                          state: list | None) -> EnvToModulePipeline | None:
     """The config's env-to-module connectors with `state` (the checkpoint's merged statistics) and
     statistics that never update; None when the config has no connectors."""
@@ -38,41 +42,46 @@ def frozen_env_to_module(config: Any, observation_space: Any, action_space: Any,
     return pipeline
 
 
-def module_from_checkpoint(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> RLModule:
-    """The checkpoint's module with its trained weights, in eval mode. `allowed`: your own classes
-    and env creators the checkpoint names (a custom RLModule class, an env class, an
-    env_to_module_connector function); its callbacks class is not needed, so never imported."""
+class SavedModule(NamedTuple):
+    """What a checkpoint holds of its module: the config that builds it, for these spaces, with these
+    weights and (None, or) the frozen connectors before it. `source` names the file in errors."""
+
+    config: "AlgorithmConfig"
+    observation_space: Any
+    action_space: Any
+    weights: dict[str, torch.Tensor]
+    connectors: EnvToModulePipeline | None
+    source: str
+
+
+def read_saved_module(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> SavedModule:
+    """The checkpoint's module, as data. `allowed`: your own classes and env creators the checkpoint
+    names (a custom RLModule class, an env class, an env_to_module_connector function); its callbacks
+    class is not needed, so never imported."""
     state, tensors = read_checkpoint(path)
     source = f"The checkpoint {path}"
     if "config" not in state or "module" not in tensors.get("learner.pt", {}):
         raise CheckpointError(f"{source} has no config or no learner.pt module weights: it is not "
                               "an Algorithm checkpoint. Pass the directory algo.save_to_path() wrote.")
-    # The network needs no callbacks: a checkpoint trained with yours loads without them.
-    config = config_from_json(state["config"], source, allowed, skip={"callbacks_class"})
+    config = config_from_json(state["config"], source, allowed, skip={"callbacks_class"},
+                              is_registered=is_registered)
     observation_space, action_space = probe_spaces(config.get_env_creator(), config.env_config,
                                                    env_name(config.env))
     connectors = frozen_env_to_module(config, observation_space, action_space,
                                       state.get("algorithm", {}).get("env_to_module_state"))
     if connectors is not None:  # the module was built for what the connectors return
         observation_space = connectors.observation_space
-    module = build_module(config, observation_space, action_space)
-    weights = tensors["learner.pt"]["module"]
-    try:
-        module.load_state_dict(weights, strict=True)
-    except RuntimeError as e:
-        raise CheckpointError(f"{source}: its weights do not fit the network its config builds "
-                              f"({e}). The file was edited or is from another rlcourse.") from None
-    module.env_to_module = connectors
-    return module.eval()
+    return SavedModule(config, observation_space, action_space, tensors["learner.pt"]["module"],
+                       connectors, source)
 
 
-def env_observation_space(module: RLModule) -> Any:
+def env_observation_space(module: "RLModule") -> Any:
     """The space of the raw env observations `greedy_env_actions` takes (before any connectors)."""
     connectors = module.env_to_module
     return module.observation_space if connectors is None else connectors.input_observation_space
 
 
-def greedy_env_actions(module: RLModule, observations: Any) -> np.ndarray:
+def greedy_env_actions(module: "RLModule", observations: Any) -> np.ndarray:
     """The env's actions for a batch of raw env observations: through the module's frozen
     connectors (if any), then the most likely action of its `forward_inference` output (the mean
     for Box actions), as the env takes it (`to_env_actions`)."""

@@ -7,12 +7,17 @@ It is a `torch.nn.ModuleDict`, so `state_dict()` names every weight "<module_id>
 checkpoint holds all modules in one file. Learners build it from a MultiRLModuleSpec.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.multi_agent_episode import ModuleID
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
 class MultiRLModule(torch.nn.ModuleDict):
@@ -35,7 +40,7 @@ class MultiRLModule(torch.nn.ModuleDict):
             self[mid].set_state(weights)
 
 
-def build_multi_rl_module(config, spec: MultiRLModuleSpec) -> MultiRLModule:
+def build_multi_rl_module(config: "AlgorithmConfig", spec: MultiRLModuleSpec) -> MultiRLModule:
     """A MultiRLModule with freshly initialized modules, as `spec` (spaces filled in) describes."""
     return MultiRLModule({
         mid: build_module(module_config(config, mid, spec, k), s.observation_space, s.action_space)

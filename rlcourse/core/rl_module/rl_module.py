@@ -9,7 +9,7 @@ The default module is an MLP actor-critic sized from the spaces; runners run its
 import itertools
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,8 +18,10 @@ from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
-from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec as RLModuleSpec  # RLlib's path
-from rlcourse.utils.imports import import_attr
+from rlcourse.utils.checkpoints import CheckpointError
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
 INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
@@ -99,14 +101,21 @@ class RLModule(nn.Module):
         """The trained module of an Algorithm checkpoint, without Ray, runners or a Learner (RLlib's
         name). A custom module class must be allowed, as in `Algorithm.from_checkpoint`; calling
         this on it (`MyModule.from_checkpoint(path)`) allows it. See `module_loading.py`."""
-        from rlcourse.core.rl_module.module_loading import module_from_checkpoint
+        from rlcourse.core.rl_module.module_loading import read_saved_module
 
-        allowed = [*allowed, *([cls] if cls is not RLModule else [])]
-        module = module_from_checkpoint(path, allowed)
+        saved = read_saved_module(path, [*allowed, *([cls] if cls is not RLModule else [])])
+        module = build_module(saved.config, saved.observation_space, saved.action_space)
+        try:
+            module.load_state_dict(saved.weights, strict=True)
+        except RuntimeError as e:
+            raise CheckpointError(f"{saved.source}: its weights do not fit the network its config "
+                                  f"builds ({e}). The file was edited or is from another rlcourse."
+                                  ) from None
+        module.env_to_module = saved.connectors
         if not isinstance(module, cls):
             raise TypeError(f"The checkpoint {path} holds a {type(module).__name__}, not a "
                             f"{cls.__name__}: load it with RLModule.from_checkpoint(path).")
-        return module
+        return module.eval()
 
     def get_inference_module(self, head: ActionHead | None = None, seed: int | None = None
                              ) -> InferenceModule:
@@ -196,10 +205,11 @@ class DefaultActorCriticModule(RLModule):
                                f"{unexpected}, missing {missing}.")
 
 
-def build_module(config, observation_space: gym.Space, action_space: gym.Space) -> RLModule:
+def build_module(config: "AlgorithmConfig", observation_space: gym.Space,
+                 action_space: gym.Space) -> RLModule:
     """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
     the actor-critic above)."""
-    module_class = config.rl_module_class or import_attr(config.default_rl_module_class)
+    module_class = config.rl_module_class or config.get_default_rl_module_spec().module_class
     return module_class(observation_space, action_space, config.get_model_config())
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class EpisodeReplayBuffer:

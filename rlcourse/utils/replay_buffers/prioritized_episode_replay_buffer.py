@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from rlcourse.env.env_state import from_plain, to_plain
 from rlcourse.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 from rlcourse.utils.replay_buffers.sum_tree import SumTree
+from rlcourse.utils.serialization import from_plain, to_plain
 
 PRIORITY_EPSILON = 1e-6  # a step with TD error 0 keeps a small chance of being replayed
 

@@ -1,0 +1,152 @@
+"""How AlgorithmConfig's fluent setters take their settings: `@setter` and `NotProvided`.
+
+A setter declares its settings as keyword arguments defaulting to `NotProvided` (None can be a real
+value, e.g. seed=None); `@setter` stores each one the caller gave and returns the config, so that
+calls chain. Its body only checks, or returns values to store instead (normalized).
+
+A keyword the setter does not take raises a ConfigError naming the replacement of RLlib's old names
+(a learner who pastes `.training(sgd_minibatch_size=128)` from an older guide learns the new name,
+as RLlib's `rllib/utils/deprecation.py` says it) or the setter's settings (typos), and a Ray Tune
+search space on a setting that cannot take one is refused (rlcourse/tune/search_space.py).
+"""
+
+import copy
+import difflib
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rlcourse.tune.search_space import check_search_spaces, check_tunable, contains_search_space
+from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.utils.validation import ConfigError, setter_of
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
+
+class _NotProvided:
+    """Marks a setter argument the caller left out."""
+
+    def __repr__(self) -> str:
+        return "NotProvided"
+
+
+NotProvided: Any = _NotProvided()
+
+# RLlib's old names -> where they went in RLlib's new API stack (and in rlcourse).
+RENAMED = {
+    "train_batch_size": "training(train_batch_size_per_learner=...)",
+    "sgd_minibatch_size": "training(minibatch_size=...)",
+    "num_sgd_iter": "training(num_epochs=...)",
+    "num_rollout_workers": "env_runners(num_env_runners=...)",
+    "num_workers": "env_runners(num_env_runners=...)",
+    "num_envs_per_worker": "env_runners(num_envs_per_env_runner=...)",
+    "num_cpus_per_worker": "env_runners(num_cpus_per_env_runner=...)",
+    "num_gpus_per_worker": "env_runners(num_gpus_per_env_runner=...)",
+    "num_gpus": "learners(num_gpus_per_learner=...)",
+    "num_learner_workers": "learners(num_learners=...)",
+    "recreate_failed_env_runners": "fault_tolerance(restart_failed_env_runners=...)",
+    "recreate_failed_workers": "fault_tolerance(restart_failed_env_runners=...)",
+    "evaluation_num_workers": "evaluation(evaluation_num_env_runners=...)",
+    "model": "rl_module(model_config={...})",
+}
+# Setters RLlib renamed: calling one raises with the new setter.
+RENAMED_SETTERS = {"rollouts": "env_runners", "exploration": "env_runners(explore=...)"}
+
+
+def set_given(config: "AlgorithmConfig", **settings: Any) -> "AlgorithmConfig":
+    """Store each setting given (not NotProvided) and return the config (`AlgorithmConfig._set`)."""
+    for name, value in settings.items():
+        if value is not NotProvided:
+            setattr(config, name, value)
+    return config
+
+
+def _settings_of(config_class: type, setter: str) -> list[str]:
+    """Every keyword `setter` takes in `config_class` and its bases (a subclass adds its own)."""
+    names: list[str] = []
+    for cls in config_class.__mro__:
+        method = inspect.unwrap(cls.__dict__.get(setter, lambda: None))
+        names += [name for name, p in inspect.signature(method).parameters.items()
+                  if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and name not in names]
+    return names
+
+
+def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
+    """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take
+    (`update_from_dict` takes every setting of the config)."""
+    elsewhere = setter_of(config, setting)
+    if elsewhere and setter != "update_from_dict":
+        fix = f"it is set with config.{elsewhere}({setting}=...), as in RLlib."
+    elif setting in RENAMED:
+        fix = (f"that is RLlib's old name (before its new API stack); use "
+               f"config.{RENAMED[setting]} instead.")
+    else:
+        every = setter == "update_from_dict"
+        known = sorted(vars(config)) if every else _settings_of(type(config), setter)
+        close = difflib.get_close_matches(setting, known, n=1)
+        fix = (f"{type(config).__name__} has no setting {setting!r}" if every
+               else f"{setter}() has no setting {setting!r}")
+        fix += f"; did you mean {close[0]!r}?" if close else "."
+        if not every:
+            fix += f" Its settings are {known}."
+    raise ConfigError(setting, value, fix, setter)
+
+
+def setter(method: Callable) -> Callable:
+    """Make `method` a fluent setter (see above). A subclass's setter that passes the rest of its
+    keywords on with **kwargs (PPOConfig.training) calls its base's, which checks them."""
+    signature = inspect.signature(method)
+    passes_rest_on = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+
+    @functools.wraps(method)
+    def set_settings(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for setting, value in kwargs.items():
+            if not passes_rest_on and setting not in signature.parameters:
+                refuse(self, method.__name__, setting, value)
+            check_tunable(setting, value, method.__name__)
+        given = signature.bind(self, *args, **kwargs).arguments
+        settings = {name: value for name, value in given.items()
+                    if name in vars(self) and value is not NotProvided}
+        settings.update(method(self, *args, **kwargs) or {})
+        for name, value in settings.items():
+            setattr(self, name, value)
+        return self
+
+    return set_settings
+
+
+# -- the config as a dict (Ray Tune's param_space and trials) -----------------------------------
+
+def config_to_dict(config: "AlgorithmConfig") -> dict:
+    """All settings, plus `config_class` so `config_from_dict` rebuilds the type. Ray Tune calls it
+    for `param_space=config`, so Tune search spaces are checked here first."""
+    if contains_search_space(vars(config)):
+        check_search_spaces(config)
+    return {"config_class": class_path(type(config)), **copy.deepcopy(vars(config))}
+
+
+def update_from_dict(config: "AlgorithmConfig", settings: dict) -> "AlgorithmConfig":
+    """Set each `name: value` through its setter, so a plain dict of settings (a Tune trial's) is
+    checked and normalized as the fluent calls would be."""
+    for name, value in settings.items():
+        method = setter_of(config, name)
+        if method is None:
+            refuse(config, "update_from_dict", name, value)
+        getattr(config, method)(**{name: value})
+    return config
+
+
+def config_from_dict(d: dict, default: type["AlgorithmConfig"]) -> "AlgorithmConfig":
+    """The config `config_to_dict` gave: its `config_class` (`default` if none) with its settings."""
+    d = dict(d)
+    config_class = import_attr(d.pop("config_class")) if "config_class" in d else default
+    config = config_class()
+    unknown = set(d) - set(vars(config))
+    if unknown:
+        raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
+                         f"{type(config).__name__}.")
+    config.__dict__.update(copy.deepcopy(d))
+    return config

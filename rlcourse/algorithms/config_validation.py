@@ -1,0 +1,231 @@
+"""AlgorithmConfig.validate(): the checks of the settings every algorithm shares, one function per
+setter, so a bad config fails at build time with an error that names the setting and the fix.
+An algorithm's own settings are checked in its config's validate() (e.g. PPOConfig.validate)."""
+
+import numbers
+from typing import TYPE_CHECKING, Any
+
+from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
+from rlcourse.utils.validation import fail
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
+PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+# -- the checks an algorithm's own validate() uses too (PPOConfig.validate, ...) -----------------
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(config: "AlgorithmConfig", setting: str, minimum: int) -> None:
+    value = getattr(config, setting)
+    if not is_int(value) or value < minimum:
+        fail(config, setting, f"use a whole number >= {minimum}.")
+
+
+def check_bool(config: "AlgorithmConfig", setting: str, meaning: str) -> None:
+    if not isinstance(getattr(config, setting), bool):
+        fail(config, setting, f"use {meaning}.")
+
+
+def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = float("inf"),
+                 low_open: bool = False, hint: str = "") -> None:
+    value = getattr(config, setting)
+    ok = is_number(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
+        fail(config, setting, fix)
+
+
+# -- the settings every algorithm shares ---------------------------------------------------------
+
+def validate_config(config: "AlgorithmConfig") -> None:
+    """Check the settings every algorithm shares, one group per setter; a new setting's check goes
+    into its setter's group."""
+    for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
+                  _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
+                  _check_reporting_and_debugging, _check_callbacks, _check_multi_agent):
+        check(config)
+
+
+def _check_environment(config: "AlgorithmConfig") -> None:
+    """What config.environment() sets: the env and its env_config."""
+    if config.env is None:
+        fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
+    try:
+        config.get_env_creator()
+    except ValueError as e:
+        fail(config, "env", str(e))
+    if not isinstance(config.env_config, dict):
+        fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
+    if config.clip_rewards is not None:  # (None: not configured, nothing to check)
+        from rlcourse.connectors.clip_rewards import check_clip_rewards
+        problem = check_clip_rewards(config.clip_rewards)
+        if problem:
+            fail(config, "clip_rewards", problem)
+
+
+def _check_env_runners(config: "AlgorithmConfig") -> None:
+    """What config.env_runners() sets: how many runners, their sub-envs and resources."""
+    check_int(config, "num_env_runners", 0)
+    check_int(config, "num_envs_per_env_runner", 1)
+    if config.rollout_fragment_length != "auto":
+        check_int(config, "rollout_fragment_length", 1)
+    check_number(config, "num_cpus_per_env_runner", 0, hint="Fractions such as 0.5 let several "
+                 "runners share one core.")
+    check_number(config, "num_gpus_per_env_runner", 0)
+    if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
+        fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
+             "process) or 'ASYNC' (one subprocess per sub-env).")
+    check_bool(config, "explore", "True (sample actions) or False (greedy actions)")
+    check_int(config, "max_requests_in_flight_per_env_runner", 1)
+    check_number(config, "sample_timeout_s", 0.0, low_open=True,
+                 hint="Seconds a runner may take for one sample request.")
+    custom = config.custom_resources_per_env_runner
+    if not (isinstance(custom, dict) and all(isinstance(k, str) and is_number(v) and v >= 0
+                                             for k, v in custom.items())):
+        fail(config, "custom_resources_per_env_runner", "pass a dict of resource name -> amount, "
+             "e.g. {'worker-node': 0.5}.")
+    if config.env_to_module_connector is not None and not callable(config.env_to_module_connector):
+        fail(config, "env_to_module_connector", "pass a function of the env that returns the "
+             "connectors, as in RLlib: lambda env: MeanStdFilter().")
+
+
+def _check_resources(config: "AlgorithmConfig") -> None:
+    """What config.resources() sets: how runner actors are placed."""
+    check_number(config, "num_cpus_for_main_process", 0)
+    if config.placement_strategy not in PLACEMENT_STRATEGIES:
+        fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
+    reserves = config.num_cpus_per_env_runner > 0 or any(config.custom_resources_per_env_runner.values())
+    if config.placement_strategy and not reserves:
+        fail(config, "placement_strategy", "a placement group needs each runner to reserve "
+             "something: set num_cpus_per_env_runner > 0 (e.g. 0.5).")
+
+
+def _check_learners(config: "AlgorithmConfig") -> None:
+    """What config.learners() sets."""
+    check_int(config, "num_learners", 0)
+    check_number(config, "num_cpus_per_learner", 0)
+    check_number(config, "num_gpus_per_learner", 0)
+
+
+def _check_training(config: "AlgorithmConfig") -> None:
+    """What config.training() sets (algorithms check their own settings in their validate())."""
+    check_number(config, "gamma", 0.0, 1.0)
+    if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
+        check_number(config, "lr", 0.0, low_open=True)
+    check_int(config, "train_batch_size_per_learner", 1)
+    if config.minibatch_size is not None:  # None: one minibatch, the whole batch
+        check_int(config, "minibatch_size", 1)
+    if config.minibatch_size is not None and config.minibatch_size > config.train_batch_size_per_learner:
+        fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
+             f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
+    check_int(config, "num_epochs", 1)
+    if config.grad_clip is not None:
+        check_number(config, "grad_clip", 0.0, low_open=True, hint="Or None for no clipping.")
+
+
+def _check_evaluation(config: "AlgorithmConfig") -> None:
+    """What config.evaluation() sets."""
+    if config.evaluation_interval is not None:
+        check_int(config, "evaluation_interval", 1)
+    check_int(config, "evaluation_duration", 1)
+    if config.evaluation_duration_unit not in ("episodes", "timesteps"):
+        fail(config, "evaluation_duration_unit", "use 'episodes' or 'timesteps'.")
+    if not isinstance(config.evaluation_config, dict):
+        fail(config, "evaluation_config", "pass a dict of settings, e.g. {'explore': False}.")
+    unknown = set(config.evaluation_config) - set(vars(config))
+    if unknown:
+        fail(config, "evaluation_config", f"unknown settings {sorted(unknown)}; use setting names "
+             "such as 'explore' or 'num_envs_per_env_runner'.")
+    check_int(config, "evaluation_num_env_runners", 0)
+    check_bool(config, "evaluation_parallel_to_training",
+               "True (evaluate on the evaluation runners while training) or False")
+    if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
+        fail(config, "evaluation_parallel_to_training", "it needs runner actors of its own: set "
+             "evaluation_num_env_runners >= 1, or evaluation_parallel_to_training=False.")
+    if config.evaluation_parallel_to_training and config.evaluation_interval is None:
+        fail(config, "evaluation_parallel_to_training", "it needs an evaluation_interval (e.g. 1) "
+             "saying which iterations to evaluate in.")
+
+
+def _check_fault_tolerance(config: "AlgorithmConfig") -> None:
+    """What config.fault_tolerance() sets."""
+    for setting in ("restart_failed_env_runners", "ignore_env_runner_failures",
+                    "restart_failed_sub_environments"):
+        check_bool(config, setting, "True or False")
+    check_int(config, "max_num_env_runner_restarts", 0)
+    check_int(config, "num_consecutive_env_runner_failures_tolerance", 1)
+    check_int(config, "num_consecutive_sub_env_failures_tolerance", 1)
+    check_number(config, "env_runner_health_probe_timeout_s", 0.0, low_open=True,
+                 hint="Seconds a restarted runner has to answer its health probe.")
+
+
+def _check_reporting_and_debugging(config: "AlgorithmConfig") -> None:
+    """What config.reporting() and config.debugging() set."""
+    check_int(config, "metrics_num_episodes_for_smoothing", 1)
+    if config.seed is not None and not is_int(config.seed):
+        fail(config, "seed", "use a whole number, or None for an unseeded run.")
+
+
+def _check_rl_module(config: "AlgorithmConfig") -> None:
+    """What config.rl_module() sets: the default model's settings, or a module class."""
+    if config.rl_module_class is not None:
+        from rlcourse.core.rl_module.rl_module import RLModule  # torch: only for a class of one's own
+        if not (isinstance(config.rl_module_class, type)
+                and issubclass(config.rl_module_class, RLModule)):
+            fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
+        return
+    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG))
+    if unknown:  # (a module class of your own may read any keys: that case returned above)
+        fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
+             f"are {sorted(DEFAULT_MODEL_CONFIG)}. For other architectures, pass your own "
+             "rl_module_class.")
+    hiddens = config.model_config.get("fcnet_hiddens")
+    if not (isinstance(hiddens, list | tuple) and hiddens and all(
+            is_int(h) and h > 0 for h in hiddens)):
+        fail(config, "model_config", "fcnet_hiddens must be a non-empty list of positive layer "
+             "sizes, e.g. [256, 256].")
+    if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
+        fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
+    if not isinstance(config.model_config.get("vf_share_layers", False), bool):
+        fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
+             "the hidden layers) or False (two separate networks).")
+
+
+def _check_callbacks(config: "AlgorithmConfig") -> None:
+    """What config.callbacks() sets."""
+    if config.callbacks_class is None:
+        return
+    if not (isinstance(config.callbacks_class, type)
+            and issubclass(config.callbacks_class, Callbacks)):
+        fail(config, "callbacks_class", "pass a subclass of rlcourse.Callbacks.")
+
+
+def _check_multi_agent(config: "AlgorithmConfig") -> None:
+    """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
+    if config.is_multi_agent and not config.algo_class.supports_multi_agent:
+        fail(config, "policies", f"{config.algo_class.__name__} trains one module in rlcourse; "
+             "multi-agent training is built for PPO: PPOConfig().multi_agent(policies=..., "
+             "policy_mapping_fn=...).")
+    check_multi_agent_settings(config, fail)
+    if not config.is_multi_agent:
+        return
+    for setting in ("env_to_module_connector", "clip_rewards", "restart_failed_sub_environments"):
+        if getattr(config, setting) not in (None, False):
+            fail(config, setting, "rlcourse's MultiAgentEnvRunner has no connectors, reward "
+                 f"clipping or sub-env restarts: leave {setting} unset for a multi-agent config.")
+    from rlcourse.callbacks.callbacks import overrides_episode_hooks
+    if config.callbacks_class is not None and overrides_episode_hooks(config.callbacks_class):
+        fail(config, "callbacks_class", "rlcourse's MultiAgentEnvRunner calls no episode hooks "
+             "(on_episode_start/step/end): for a multi-agent config, use on_sample_end.")

@@ -5,7 +5,7 @@ bad settings refused with a ConfigError that names them."""
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.algorithms.algorithm import Algorithm

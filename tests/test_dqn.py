@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import ray
 import torch
-from conftest import runner_module_in_a_fresh_process
+from helpers import runner_module_in_a_fresh_process
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig

@@ -4,8 +4,8 @@ and that PPO learns it on runner actors (which import it from rlcourse.course.en
 import warnings
 
 import pytest
-from conftest import small_ppo
 from gymnasium.utils.env_checker import check_env
+from helpers import small_ppo
 
 from rlcourse.course.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
 from rlcourse.env.env_context import EnvContext

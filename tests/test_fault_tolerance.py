@@ -13,8 +13,8 @@ import numpy as np
 import psutil
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 import ray.cloudpickle
-from conftest import small_impala
+from helpers import small_impala
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner

@@ -5,7 +5,7 @@ reaches 400 within 200k env steps.
 """
 
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 pytestmark = [pytest.mark.learning, pytest.mark.timeout(400)]
 

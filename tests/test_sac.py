@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import runner_module_in_a_fresh_process
+from helpers import runner_module_in_a_fresh_process
 from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm

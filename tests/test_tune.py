@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
-from conftest import small_ppo
+from helpers import small_ppo
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 

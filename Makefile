@@ -33,11 +33,12 @@ lint: install
 	$(BIN)/ruff check rlcourse tests benchmarks tools lessons/conftest.py
 
 # Everything: lint, unit and fault tests, learning tests, the lessons in a browser, and every lesson
-# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB).
+# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB). Each
+# pytest run ends with its 25 slowest tests.
 test: lint
-	$(BIN)/python -m pytest -p no:cacheprovider --ignore=tests/browser tests
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser tests
 	$(MAKE) --no-print-directory test-browser
-	$(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-cell-timeout=600 lessons
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax --nbval-cell-timeout=600 lessons
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.
 test-fast: install
@@ -46,7 +47,7 @@ test-fast: install
 # The lessons as learners meet them: JupyterLab in headless Chromium, widgets clicked, screenshots
 # kept in test-artifacts/browser/.
 test-browser: install chromium
-	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider tests/browser
+	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider --durations=25 tests/browser
 
 chromium:
 	@test -x $(CHROMIUM) || { export DEBIAN_FRONTEND=noninteractive; \

@@ -1,7 +1,7 @@
 """Ape-X DQN: per-runner epsilons on the runners, samples into replay shards and batches out of them,
 priorities back, requests kept in flight without a blocking ray.get, a killed runner back with its
 epsilon, checkpoints with the shards, MeanStdFilter statistics merged from every runner, stop()
-ending the shards, bad settings, and learning CartPole."""
+ending the shards, bad settings. (Learning CartPole: tests/test_learning.py.)"""
 
 import json
 import os
@@ -257,22 +257,3 @@ def test_apex_config_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False"]
-
-
-@pytest.mark.learning
-@pytest.mark.timeout(600)
-def test_apex_dqn_learns_cartpole_with_two_runners(ray_session, algo_factory):
-    """A return of 150 within 120,000 env steps, not DQN's 450: on a 2-core machine two runners that
-    sample all the time leave the learner ~100-250 updates/s, and 450 takes ~20,000 updates (DQN's
-    defaults), minutes on a busy machine. Throttled sampling keeps DQN's replay ratio (8), so the
-    runners cannot crowd the learner out. A random policy scores ~20."""
-    algo = algo_factory(ApexDQNConfig().environment("CartPole-v1").debugging(seed=0)
-                        .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
-                        .training(throttle_sampling_to_training_intensity=True))
-    best = 0.0
-    while True:
-        result = algo.train()
-        best = max(best, result["env_runners"]["episode_return_mean"])
-        if best >= 150 or result["num_env_steps_sampled_lifetime"] >= 120_000:
-            break
-    assert best >= 150, result["env_runners"]

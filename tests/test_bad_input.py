@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.env.registry import register_env
 from rlcourse.utils.validation import ConfigError

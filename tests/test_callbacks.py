@@ -10,8 +10,8 @@ import fault_envs
 import numpy as np
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module

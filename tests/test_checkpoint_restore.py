@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import small_impala, small_ppo
+from helpers import small_impala, small_ppo
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.impala.impala import IMPALAConfig

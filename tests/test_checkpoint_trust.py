@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.callbacks import Callbacks
 from rlcourse.utils.checkpoint_contents import PACKAGE_CLASSES, config_from_json

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.env.registry import register_env

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 from PIL import Image
 
 from rlcourse.course import evaluate

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 import ray
-from conftest import small_ppo
+from helpers import small_ppo
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 import rlcourse.course.cluster

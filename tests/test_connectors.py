@@ -5,7 +5,7 @@ bad settings refused with a ConfigError that names them."""
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.algorithms.algorithm import Algorithm
@@ -13,8 +13,6 @@ from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.clip_rewards import clip_rewards
 from rlcourse.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
-from rlcourse.course.tuned_example import load_tuned_example
-from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.serialization import from_plain
 from rlcourse.utils.validation import ConfigError
@@ -304,39 +302,3 @@ def test_checkpoint_state_is_plain_data():
     runner.sample(num_timesteps=10)
     state = runner.get_state()["env_to_module"][0]
     assert from_plain(state["running_stats"]["mean"]).shape == (4,)
-
-
-# -- learning -----------------------------------------------------------------------------------
-
-@pytest.mark.learning
-@pytest.mark.timeout(600)
-def test_ppo_with_mean_std_filter_solves_cartpole(ray_session, algo_factory):
-    """tuned_examples/ppo/cartpole_ppo.py with observations normalized: 450 within its own budget
-    of 200k env steps. Measured with MeanStdFilter (2 busy shared cores): seeds 0, 1, 2 reached
-    450 at 71k, 72k and 58k env steps (62k, 64k and 63k without it), so 200k leaves nearly 3x.
-    The Pendulum test below is the continuous-control one."""
-    config = load_tuned_example(TUNED_EXAMPLES / "ppo" / "cartpole_ppo.py").config
-    algo = algo_factory(config.env_runners(env_to_module_connector=lambda env: MeanStdFilter()))
-    result = algo.train()
-    while (result["env_runners"]["episode_return_mean"] < 450
-           and result["num_env_steps_sampled_lifetime"] < 200_000):
-        result = algo.train()
-    assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
-    assert merged(algo.env_runner_group).n >= result["num_env_steps_sampled_lifetime"]
-
-
-@pytest.mark.learning
-@pytest.mark.timeout(900)
-def test_ppo_with_mean_std_filter_swings_pendulum_up(ray_session, algo_factory):
-    """Continuous control with normalized observations: tuned_examples/ppo/pendulum_ppo.py
-    (RLlib's Pendulum PPO settings) plus MeanStdFilter reaches RLlib's pass mark, -300, within 600k
-    env steps (1.5x the example's own 400k). Measured with the filter on a busy machine: seeds 0
-    and 1 passed at 376k and 216k env steps (336 s and 205 s); without it seed 0 passed at 208k."""
-    config = load_tuned_example(TUNED_EXAMPLES / "ppo" / "pendulum_ppo.py").config
-    algo = algo_factory(config.env_runners(env_to_module_connector=lambda env: MeanStdFilter()))
-    result = algo.train()
-    while (result["env_runners"]["episode_return_mean"] < -300
-           and result["num_env_steps_sampled_lifetime"] < 600_000):
-        result = algo.train()
-    assert result["env_runners"]["episode_return_mean"] >= -300, result["env_runners"]
-    assert merged(algo.env_runner_group).n >= result["num_env_steps_sampled_lifetime"]

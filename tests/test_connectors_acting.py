@@ -6,7 +6,7 @@ process they refuse, naming the setting."""
 import numpy as np
 import pytest
 import torch
-from conftest import small_ppo
+from helpers import small_ppo
 from test_connectors import DictEnv, mean_std_filter
 
 import rlcourse.course.evaluate as evaluate

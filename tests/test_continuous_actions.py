@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import ray
 import torch
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.export import export_policy

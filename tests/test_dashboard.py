@@ -4,7 +4,7 @@ import math
 
 import matplotlib
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.course.dashboard import TrainingDashboard, train
 

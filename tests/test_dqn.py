@@ -1,5 +1,6 @@
 """DQN: the double-Q target against a hand computation, the runners' NumPy Q-network, bad settings
-named at build time, remote runners with a checkpoint round trip, and learning CartPole."""
+named at build time, remote runners with a checkpoint round trip. (Learning CartPole:
+tests/test_learning.py.)"""
 
 import json
 import os
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import ray
 import torch
-from conftest import runner_module_in_a_fresh_process
+from helpers import runner_module_in_a_fresh_process
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
@@ -274,17 +275,3 @@ def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_ses
     first, second = algo.learner_group.foreach_learner("get_weights")
     for name, value in first.items():
         np.testing.assert_array_equal(second[name], value, err_msg=name)
-
-
-@pytest.mark.learning
-@pytest.mark.timeout(400)
-def test_dqn_learns_cartpole(algo_factory):
-    """RLlib's pass mark for its tuned DQN example: a return of 450 within 200,000 env steps."""
-    algo = algo_factory(DQNConfig().environment("CartPole-v1").debugging(seed=0))
-    best = 0.0
-    while True:
-        result = algo.train()
-        best = max(best, result["env_runners"]["episode_return_mean"])
-        if best >= 450 or result["num_env_steps_sampled_lifetime"] >= 200_000:
-            break
-    assert best >= 450, f"return {best:.0f} after {result['num_env_steps_sampled_lifetime']} steps"

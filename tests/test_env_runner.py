@@ -12,8 +12,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import small_ppo
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+from helpers import small_ppo
 
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_context import EnvContext

@@ -1,10 +1,10 @@
 """GridWorld: gymnasium's checker, its rules (moves, pits, goal, time limit), env_config, rendering,
-and that PPO learns it on runner actors (which import it from rlcourse.course.envs)."""
+(That PPO learns it on runner actors, which import it from rlcourse.course.envs, is
+tests/test_learning.py's gridworld_ppo.yaml row.)"""
 
 import warnings
 
 import pytest
-from conftest import small_ppo
 from gymnasium.utils.env_checker import check_env
 
 from rlcourse.course.envs import CELL_PX, COLORS, DOWN, LEFT, RIGHT, UP, GridWorld
@@ -101,20 +101,3 @@ def test_render_draws_the_agent_on_its_cell():
     assert tuple(image[2 * CELL_PX + 5, 5]) == COLORS["pit"]
     assert tuple(image[4 * CELL_PX + 5, 4 * CELL_PX + 5]) == COLORS["goal"]
     assert GridWorld({"size": 5}).render() is None
-
-
-@pytest.mark.learning
-@pytest.mark.timeout(300)
-def test_ppo_learns_gridworld_on_runner_actors(ray_session, algo_factory):
-    config = (small_ppo()
-              .environment(GridWorld, env_config={"size": 5})
-              .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
-              .debugging(seed=0))
-    algo = algo_factory(config)
-    returns = []
-    for _ in range(30):  # typically about 10 iterations (20k env steps)
-        returns.append(algo.train()["env_runners"]["episode_return_mean"])
-        if returns[-1] > 0.8:
-            break
-    assert returns[-1] > 0.8, returns
-    assert algo.evaluate()["env_runners"]["episode_return_mean"] > 0.8

@@ -6,8 +6,8 @@ import time
 import fault_envs
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner

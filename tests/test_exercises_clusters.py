@@ -1,7 +1,7 @@
 """The cluster checkers accept right answers and name the typical mistakes."""
 
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.course.exercises import (
     ExerciseError,

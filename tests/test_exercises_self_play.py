@@ -6,7 +6,7 @@ import random
 import zlib
 
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec

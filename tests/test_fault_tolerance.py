@@ -13,13 +13,15 @@ import numpy as np
 import psutil
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import CountingEnv
+from helpers import small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerFailure
+from rlcourse.course.tuned_example import load_tuned_example
+from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.env_runner_health import EnvRunnerFailure
 
 pytestmark = pytest.mark.timeout(600)
@@ -66,11 +68,11 @@ class RecordingPPOConfig(PPOConfig):
 
 @pytest.mark.learning
 def test_ppo_survives_20_runner_kills_and_still_learns(ray_session, algo_factory):
-    """SIGKILL a runner process at 20 random moments; each restart is counted, learning goes on."""
+    """SIGKILL a runner process at 20 random moments; each restart is counted, learning goes on (the
+    course's CartPole settings: 2 runners of 4 sub-envs, seed 0)."""
     CountRecreated.recreated = []
-    config = (small_ppo().environment("CartPole-v1").debugging(seed=0).callbacks(CountRecreated)
-              .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5))
-    algo = algo_factory(config)
+    config = load_tuned_example(TUNED_EXAMPLES / "ppo" / "cartpole_ppo.py").config
+    algo = algo_factory(config.callbacks(CountRecreated))
     group = algo.env_runner_group
     kills: list[int] = []
 

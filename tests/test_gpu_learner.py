@@ -4,7 +4,7 @@ with lives on it. The device path runs here on the CPU; the CUDA cases run where
 import numpy as np
 import pytest
 import torch
-from conftest import assert_learners_updated_together, small_ppo
+from helpers import assert_learners_updated_together, small_ppo
 
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner

@@ -7,8 +7,8 @@ import time
 import fault_envs
 import pytest
 import ray.cloudpickle
-from conftest import small_impala, small_ppo
 from fault_envs import CountingEnv
+from helpers import small_impala, small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.env_runner import SampleTimeoutError

@@ -1,4 +1,5 @@
-"""IMPALA: asynchronous sampling really overlaps learning, it learns, and bad settings are named."""
+"""IMPALA: asynchronous sampling really overlaps learning, and bad settings are named. (Learning
+CartPole: tests/test_learning.py.)"""
 
 import sys
 import time
@@ -6,7 +7,7 @@ import time
 import numpy as np
 import pytest
 import ray.cloudpickle
-from conftest import small_impala
+from helpers import small_impala
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner
@@ -91,17 +92,6 @@ def test_remote_learners_update_together(learners, ray_session, algo_factory):
     for other in weights[1:]:
         for key in before:
             np.testing.assert_array_equal(weights[0][key], other[key])
-
-
-@pytest.mark.learning
-@pytest.mark.parametrize("runners", [0, 2])
-def test_impala_solves_cartpole(runners, ray_session, algo_factory):
-    algo = algo_factory(_config(runners=runners))
-    deadline = time.perf_counter() + 240
-    result = algo.train()
-    while result["env_runners"]["episode_return_mean"] < 400 and time.perf_counter() < deadline:
-        result = algo.train()
-    assert result["env_runners"]["episode_return_mean"] >= 400, result["env_runners"]
 
 
 @pytest.mark.parametrize(("settings", "setting"), [

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import assert_learners_updated_together, small_ppo
+from helpers import assert_learners_updated_together, small_ppo
 
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.core.learner.learner_group import LearnerGroup, shard_episodes

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 import torch
-from conftest import small_impala
+from helpers import small_impala
 
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner

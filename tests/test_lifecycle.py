@@ -3,7 +3,7 @@ starts a Ray behind the learner's back."""
 
 import pytest
 import ray
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.algorithms.algorithm import AlgorithmStopped
 from rlcourse.algorithms.ppo.ppo import PPOConfig

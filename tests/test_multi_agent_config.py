@@ -5,7 +5,7 @@ refusing it."""
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig

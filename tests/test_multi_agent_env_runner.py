@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.callbacks.callbacks import Callbacks

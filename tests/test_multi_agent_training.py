@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 import torch
-from conftest import small_ppo
+from helpers import small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.algorithm import Algorithm

@@ -8,8 +8,8 @@ import fault_envs
 import numpy as np
 import pytest
 import ray.cloudpickle
-from conftest import small_ppo
 from fault_envs import BadValueEnv
+from helpers import small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner

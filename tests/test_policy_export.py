@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import small_ppo
+from helpers import small_ppo
 from test_bad_input import OffsetEnv
 from test_rl_module import TinyModule
 

@@ -7,7 +7,7 @@ import time
 import pytest
 import ray
 import torch
-from conftest import free_cpus_after_release, small_ppo
+from helpers import free_cpus_after_release, small_ppo
 
 from rlcourse.utils.validation import ConfigError
 

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import small_ppo
+from helpers import small_ppo
 
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.inference_module import build_inference_module

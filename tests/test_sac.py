@@ -1,6 +1,7 @@
 """SAC: the temperature update, the squashed Gaussian's log-prob and the twin-Q n-step target against
 hand computations, the runners' NumPy policy, bad settings named at build time, remote runners
-with a checkpoint round trip, two data-parallel learners, and learning Pendulum."""
+with a checkpoint round trip, and two data-parallel learners. (Learning Pendulum:
+tests/test_learning.py.)"""
 
 import json
 import math
@@ -10,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import runner_module_in_a_fresh_process
+from helpers import runner_module_in_a_fresh_process
 from torch import nn
 
 from rlcourse.algorithms.algorithm import Algorithm
@@ -312,18 +313,3 @@ def test_two_learners_take_the_same_steps_and_return_every_rows_td_error(ray_ses
     assert first["log_alpha"] != np.log(algo.config.initial_alpha)  # the temperature learned too
     for name, value in first.items():
         np.testing.assert_array_equal(second[name], value, err_msg=name)
-
-
-@pytest.mark.learning
-@pytest.mark.timeout(600)
-def test_sac_learns_pendulum(algo_factory):
-    """RLlib's pass mark for its tuned SAC example: a return of -250 within 20,000 env steps."""
-    algo = algo_factory(SACConfig().environment("Pendulum-v1").debugging(seed=0))
-    best = -math.inf
-    while True:
-        result = algo.train()
-        best = max(best, result["env_runners"]["episode_return_mean"])
-        if best >= -250 or result["num_env_steps_sampled_lifetime"] >= 20_000:
-            break
-    assert best >= -250, f"return {best:.0f} after {result['num_env_steps_sampled_lifetime']} steps"
-    assert result["learners"]["default_policy"]["alpha_value"] < 1.0

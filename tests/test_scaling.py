@@ -4,7 +4,7 @@ import time
 
 import matplotlib
 import pytest
-from conftest import free_cpus_after_release
+from helpers import free_cpus_after_release
 
 from rlcourse.course import scaling
 from rlcourse.course.envs import LatencyBoundCartPole

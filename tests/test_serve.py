@@ -20,7 +20,7 @@ import numpy as np
 import psutil
 import pytest
 import yaml
-from conftest import small_ppo
+from helpers import small_ppo
 from ray import serve
 from ray.serve.schema import ServeDeploySchema
 

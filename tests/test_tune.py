@@ -8,18 +8,18 @@ import sys
 import textwrap
 from pathlib import Path
 
+import fault_envs
 import numpy as np
 import pytest
 import ray
-from conftest import small_ppo
+from fault_envs import CountingEnv
+from helpers import small_ppo
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.ppo import PPO, PPOConfig
 from rlcourse.utils.validation import ConfigError
-from tests import fault_envs
-from tests.fault_envs import CountingEnv
 
 ray.cloudpickle.register_pickle_by_value(fault_envs)  # trial and runner actors cannot import tests/
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -126,6 +126,8 @@ def result_keys(config: AlgorithmConfig) -> frozenset[str]:
     """Every flattened key the config's algorithm reports (under Tune or `rlcourse train`)."""
     algorithm = config.algo_class.__name__
     keys = RESULT_KEYS | ALGORITHM_RESULT_KEYS.get(algorithm, frozenset()) | TUNE_RESULT_KEYS
+    if getattr(config, "use_kl_loss", False):  # PPO reports its KL coefficient only when it uses it
+        keys |= {"learners/default_policy/curr_kl_coeff"}
     return keys | EVALUATION_KEYS if config.evaluation_interval else keys
 
 

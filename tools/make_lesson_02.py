@@ -367,7 +367,7 @@ print(inspect.getsource(PPO.training_step))"""),
 | update | `rlcourse/core/learner/learner_group.py`, `LearnerGroup.update` | one local Learner, or shards for N Learner actors |
 | update | `rlcourse/core/learner/learner.py`, `Learner.update`; `rlcourse/algorithms/ppo/ppo_learner.py` | `build_batch` (GAE), minibatch SGD on `compute_loss` |
 | weights | `rlcourse/core/rl_module/rl_module.py`, `DefaultActorCriticModule.get_state` | NumPy arrays; `inference_only` leaves out the value function |
-| sync | `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | one `ray.put`, one `set_weights` call per runner |"""),
+| sync | `rlcourse/algorithms/algorithm.py`, `Algorithm.sync_env_runner_weights`; `rlcourse/env/env_runner_group.py`, `EnvRunnerGroup.sync_weights` | the one way weights reach runners: one `ray.put`, one `set_weights` call per runner |"""),
     md("""## Summary
 
 - An **EnvRunner** is a vector env plus an inference-only policy; as a Ray actor it samples in

@@ -84,6 +84,22 @@ def num_updates_due(config: AlgorithmConfig, update_credit: float, num_env_steps
     return updates, update_credit - updates
 
 
+def update_from_replay(config: AlgorithmConfig, buffer: EpisodeReplayBuffer, learner_group: Any,
+                       num_updates: int, num_env_steps_sampled_lifetime: int
+                       ) -> list[dict[str, Any]]:
+    """`num_updates` times: replay a train batch (n-step rows), update the learners on it, and
+    give its rows their new TD errors as priorities. Returns each update's results."""
+    results = []
+    for _ in range(num_updates):
+        batch = buffer.sample(config.total_train_batch_size, n_step=config.n_step,
+                              gamma=config.gamma)
+        result = learner_group.update_from_batch(
+            batch, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime)
+        buffer.update_priorities(batch["indices"], result.pop("td_error"))
+        results.append(result)
+    return results
+
+
 def mean_learner_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The updates' statistics averaged, plus how many env steps (rows) and updates there were."""
     mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]} if results else {}

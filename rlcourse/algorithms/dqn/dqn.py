@@ -175,13 +175,8 @@ class DQN(Algorithm):
             num_updates, self._update_credit = off_policy.num_updates_due(
                 cfg, self._update_credit, env_runner_results["num_env_steps_sampled"])
             with self.timers.time("learner_update_timer"):
-                for _ in range(num_updates):
-                    batch = self.replay_buffer.sample(cfg.total_train_batch_size, n_step=cfg.n_step,
-                                                      gamma=cfg.gamma)
-                    results = self.learner_group.update_from_batch(
-                        batch, num_env_steps_sampled_lifetime=sampled_lifetime)
-                    self.replay_buffer.update_priorities(batch["indices"], results.pop("td_error"))
-                    learner_results.append(results)
+                learner_results = off_policy.update_from_replay(
+                    cfg, self.replay_buffer, self.learner_group, num_updates, sampled_lifetime)
         # 3. Send the new weights and the current epsilon to the runners.
         with self.timers.time("synch_weights"):
             self.sync_env_runner_weights()

@@ -126,14 +126,16 @@ def clipped_objective(clip_param: float = 0.2, show: bool = True) -> Figure | No
 def data_walk(show: bool = True) -> Figure | None:
     """One PPO iteration as a loop of functions, each with its file in rlcourse/."""
     loop = [("EnvRunnerGroup.sample", "env/env_runner_group.py", (0, 2)),
-            ("EnvRunner.sample\n(in each runner actor)", "env/env_runner.py", (1, 2)),
+            ("SingleAgentEnvRunner.sample\n(in each runner actor)",
+             "env/env_runner.py\nenv/single_agent_env_runner.py", (1, 2)),
             ("episodes\n(SingleAgentEpisode)", "env/single_agent_episode.py", (2, 2)),
             ("LearnerGroup.update", "core/learner/learner_group.py", (2, 1)),
             ("Learner.update\n(build_batch, compute_loss)",
              "core/learner/learner.py\nalgorithms/ppo/ppo_learner.py", (2, 0)),
             ("weights: Learner.get_weights\n(inference_only=True)", "core/learner/learner.py",
              (1, 0)),
-            ("EnvRunnerGroup\n.sync_weights", "env/env_runner_group.py", (0, 0))]
+            ("Algorithm.sync_env_runner_weights\nEnvRunnerGroup.sync_weights",
+             "algorithms/algorithm.py\nenv/env_runner_group.py", (0, 0))]
     fig, ax = plt.subplots(figsize=(12, 5))
     boxes = [box(ax, 3.6 * col, 1.6 * row, f"{label}\n{source}", size=9)
              for label, source, (col, row) in loop]

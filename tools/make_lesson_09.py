@@ -147,8 +147,9 @@ replay_diagrams.sum_tree(buffer.tree, u=11.0)
 Draw many rows and count how often each slot comes up. Sampling by priority changes the
 distribution the loss averages over, so the updates are **biased** toward high-priority steps. The
 **importance weight** of a row, $w_i = (N \cdot P(i))^{-\beta}$, divided by the largest weight so that
-weights only scale updates down, undoes that: fully at $\beta = 1$, partly below (rlcourse and RLlib
-use $\beta = 0.4$). The loss is $\text{mean}_i\, w_i \cdot \text{huber}(\text{TD}_i)$.
+weights only scale updates down, undoes that: fully at $\beta = 1$, partly below (DQN's default
+in both libraries is $\beta = 0.4$; the course's SAC settings, RLlib's tuned Pendulum example's, use
+$\beta = 0$). The loss is $\text{mean}_i\, w_i \cdot \text{huber}(\text{TD}_i)$.
 """),
     code("""
 draws = {beta: buffer.sample(10_000, n_step=1, beta=beta) for beta in (0.0, 0.4, 1.0)}
@@ -320,7 +321,9 @@ $\\log \\alpha$ by about `alpha_lr`, Adam's step). The full run was measured els
 lesson: `SACConfig`'s defaults are RLlib's tuned Pendulum example's (with a smaller network and
 3-step returns), and its docstring records seeds 0-4 reaching RLlib's pass mark, a return of -250,
 at 3,600-4,000 env steps; `benchmarks/sac_pendulum.py` measures env steps and wall time to -250 per
-seed.
+seed. One difference from the rest of the course: SAC's `episode_return_mean` averages its last 5
+episodes, not 100 (`SACConfig` sets `metrics_num_episodes_for_smoothing=5`, as RLlib's tuned
+Pendulum example does: a Pendulum episode is 200 steps, so 100 of them would span the whole run).
 
 ## 5. Ape-X: many runners, a replay shard, one learner
 

@@ -16,8 +16,7 @@ from helpers import small_ppo
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
-from rlcourse.utils.metrics.episode_stats import EpisodeStats
-from rlcourse.utils.metrics.metrics_logger import MetricsLogger
+from rlcourse.utils.metrics.metrics_logger import EpisodeStats, MetricsLogger
 
 pytestmark = pytest.mark.timeout(300)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

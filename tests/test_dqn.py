@@ -20,7 +20,7 @@ from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
 from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.core.rl_module.rl_module import TorchNetwork
-from rlcourse.env.inference_module import build_inference_module
+from rlcourse.env.env_runner import build_inference_module
 from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import ConfigError
 

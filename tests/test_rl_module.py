@@ -7,7 +7,7 @@ import torch
 from helpers import small_ppo
 
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
-from rlcourse.env.inference_module import build_inference_module
+from rlcourse.env.env_runner import build_inference_module
 
 SPACES = {
     "box_obs_discrete_actions": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),

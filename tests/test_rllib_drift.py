@@ -192,7 +192,7 @@ def test_every_rlcourse_result_key_is_rllibs_or_listed_with_rllibs_equivalent(re
 
 def test_multi_agent_result_keys_are_rllibs():
     """RLlib's MultiAgentEnvRunner's names (a multi-agent run of both is lesson 10's and 11's)."""
-    from rlcourse.utils.metrics.episode_stats import EpisodeStats
+    from rlcourse.utils.metrics.metrics_logger import EpisodeStats
 
     stats = EpisodeStats(window=4).add([{"episode_returns": [1.0], "episode_lens": [3],
                                          "num_env_steps_sampled": 3, "custom_metrics": {},

@@ -20,7 +20,7 @@ from rlcourse.algorithms.sac.sac_learner import SACLearner
 from rlcourse.algorithms.sac.sac_rl_module import DefaultSACModule, squashed_gaussian_logp
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule, TorchNetwork
-from rlcourse.env.inference_module import build_inference_module
+from rlcourse.env.env_runner import build_inference_module
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)

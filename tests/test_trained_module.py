@@ -15,7 +15,7 @@ from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.sac import SACConfig
 from rlcourse.core import DEFAULT_MODULE_ID
-from rlcourse.core.rl_module.default_model_config import to_env_actions
+from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,6 +1,8 @@
 """Which rlcourse files one PPO/DQN iteration runs code in (coverage.py, runner in this process)."""
 
 import argparse
+import importlib
+import pkgutil
 import sys
 from pathlib import Path
 
@@ -24,7 +26,12 @@ def main() -> None:
     parser.add_argument("--algo", choices=["ppo", "dqn"], default="ppo")
     parser.add_argument("--list", action="store_true", help="print the files, not only the counts")
     args = parser.parse_args()
-    # Import everything first, so that the counts are of code run, not module-level definitions.
+    # Import every engine module first, so that the counts are of code run, not of module-level
+    # definitions that a lazy import happens to execute during the build.
+    import rlcourse
+    for module in pkgutil.walk_packages(rlcourse.__path__, "rlcourse."):
+        if not module.name.startswith("rlcourse.course"):
+            importlib.import_module(module.name)
     from rlcourse.algorithms.dqn.dqn import DQNConfig
     from rlcourse.algorithms.ppo.ppo import PPOConfig
     if args.algo == "ppo":

@@ -33,7 +33,7 @@ from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.env.registry import check_same_spaces, env_name, is_registered, probe_spaces
 from rlcourse.utils import resources
 from rlcourse.utils.checkpoint_contents import config_from_json
-from rlcourse.utils.metrics.episode_stats import EpisodeStats, Timers
+from rlcourse.utils.metrics.metrics_logger import EpisodeStats, Timers
 
 
 class AlgorithmStopped(RuntimeError):
@@ -59,7 +59,8 @@ class Algorithm(Checkpointable):
         self.env_runner_group: EnvRunnerGroup | None = None
         self.eval_env_runner_group: EnvRunnerGroup | None = None
         self.learner_group: LearnerGroup | None = None
-        self.callbacks = config.callbacks_class() if config.callbacks_class else Callbacks()
+        # None without config.callbacks(): no hook runs, and none is looked up on the hot path.
+        self.callbacks: Callbacks | None = config.callbacks_class() if config.callbacks_class else None
         self.episode_stats = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self.timers = Timers()
         self.num_env_steps_trained_lifetime = 0
@@ -115,7 +116,7 @@ class Algorithm(Checkpointable):
         resources.check_gpus(config)
         self.env_runner_group = EnvRunnerGroup(
             config, self.env_creator, env_to_module=self.env_to_module,
-            on_recreated=lambda indices: self.callbacks.on_env_runners_recreated(
+            on_recreated=lambda indices: self.callbacks and self.callbacks.on_env_runners_recreated(
                 algorithm=self, env_runner_indices=indices, is_evaluation=False))
         if config.evaluation_num_env_runners > 0:
             self.eval_env_runner_group = build_eval_env_runner_group(self)
@@ -133,7 +134,8 @@ class Algorithm(Checkpointable):
                         s[module_id] if self.module_spec else s for s in runner_spaces])
         # Read directly: no learner thread runs yet (IMPALA's _runner_weights takes its lock).
         self.sync_env_runner_weights(weights=self.learner_group.get_weights(inference_only=True))
-        self.callbacks.on_algorithm_init(algorithm=self)
+        if self.callbacks:
+            self.callbacks.on_algorithm_init(algorithm=self)
 
     def _module_spaces(self) -> dict[str, tuple]:
         """{module_id: (observation_space, action_space)}; one module for a single-agent algorithm."""
@@ -206,7 +208,8 @@ class Algorithm(Checkpointable):
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
             "timers": dict(self.timers.last),
         })
-        self.callbacks.on_train_result(algorithm=self, result=result)
+        if self.callbacks:
+            self.callbacks.on_train_result(algorithm=self, result=result)
         return result
 
     def evaluate(self) -> dict[str, Any]:
@@ -276,7 +279,8 @@ class Algorithm(Checkpointable):
                                 is_registered=is_registered).build_algo()
 
     def on_checkpoint_loaded(self) -> None:
-        self.callbacks.on_checkpoint_loaded(algorithm=self)
+        if self.callbacks:
+            self.callbacks.on_checkpoint_loaded(algorithm=self)
 
     # -- life cycle -------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
         "env_runners": group.get_state(),
         # Evaluation envs go on too, so a resumed run evaluates (and picks a best) as before.
         "evaluation_env_runners": eval_group.get_state() if eval_group else None,
-        "callbacks": algo.callbacks.get_state(),
+        "callbacks": algo.callbacks.get_state() if algo.callbacks else {},
     }
     return state, {"learner.pt": tensors}
 
@@ -65,7 +65,8 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any],
     algo.episode_stats.set_state(counters)
     algo.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
     algo.env_runner_group.set_state(state["env_runners"])
-    algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
+    if algo.callbacks:
+        algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state
     if evaluation is not None and eval_group is not None:
         eval_group.set_state(evaluation)
     algo.sync_env_runner_weights(weights_seq_no=counters["weights_seq_no"],  # None: none saved

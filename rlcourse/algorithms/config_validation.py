@@ -214,13 +214,16 @@ def _check_callbacks(config: "AlgorithmConfig") -> None:
 
 def _check_multi_agent(config: "AlgorithmConfig") -> None:
     """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
-    if config.is_multi_agent and not config.algo_class.supports_multi_agent:
+    if not config.is_multi_agent:
+        if config.policy_mapping_fn is not None or config.policies_to_train is not None:
+            fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
+                 "policy_mapping_fn and policies_to_train name its module ids.")
+        return
+    if not config.algo_class.supports_multi_agent:
         fail(config, "policies", f"{config.algo_class.__name__} trains one module in rlcourse; "
              "multi-agent training is built for PPO: PPOConfig().multi_agent(policies=..., "
              "policy_mapping_fn=...).")
     check_multi_agent_settings(config, fail)
-    if not config.is_multi_agent:
-        return
     for setting in ("env_to_module_connector", "clip_rewards", "restart_failed_sub_environments"):
         if getattr(config, setting) not in (None, False):
             fail(config, setting, "rlcourse's MultiAgentEnvRunner has no connectors, reward "

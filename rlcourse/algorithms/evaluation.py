@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.utils.metrics.episode_stats import EpisodeStats, episode_metrics
+from rlcourse.utils.metrics.metrics_logger import EpisodeStats, episode_metrics
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -31,8 +31,9 @@ def build_eval_env_runner_group(algo: "Algorithm") -> EnvRunnerGroup:
         eval_config.seed += EVALUATION_SEED_OFFSET
     return EnvRunnerGroup(eval_config, algo.env_creator,
                           num_env_runners=algo.config.evaluation_num_env_runners,
-                          on_recreated=lambda indices: algo.callbacks.on_env_runners_recreated(
-                              algorithm=algo, env_runner_indices=indices, is_evaluation=True))
+                          on_recreated=lambda indices: algo.callbacks and (
+                              algo.callbacks.on_env_runners_recreated(
+                                  algorithm=algo, env_runner_indices=indices, is_evaluation=True)))
 
 
 def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[st
     result["evaluation"]."""
     if algo.eval_env_runner_group is None:  # evaluation in this process, built when first used
         algo.eval_env_runner_group = build_eval_env_runner_group(algo)
-    algo.callbacks.on_evaluate_start(algorithm=algo)
+    if algo.callbacks:
+        algo.callbacks.on_evaluate_start(algorithm=algo)
     group, config = algo.eval_env_runner_group, algo.config
     algo.sync_env_runner_weights(group, weights=weights,
                                  env_to_module_state=algo.env_runner_group.env_to_module_state)
@@ -58,5 +60,6 @@ def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[st
     result = {"env_runners": stats.add(metrics),
               "num_healthy_env_runners": group.num_healthy_env_runners,
               "evaluation_time_s": time.perf_counter() - start}
-    algo.callbacks.on_evaluate_end(algorithm=algo, evaluation_metrics=result)
+    if algo.callbacks:
+        algo.callbacks.on_evaluate_end(algorithm=algo, evaluation_metrics=result)
     return result

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlcourse.core import DEFAULT_MODULE_ID
-from rlcourse.core.rl_module.default_model_config import to_env_actions
+from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm

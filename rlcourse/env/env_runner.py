@@ -1,5 +1,6 @@
-"""EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): seeding, weights, the
-health probe, the frame of `sample()`, metrics, and the hardening that guards sampling.
+"""EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): the module it acts with,
+seeding, weights, the health probe, the frame of `sample()`, metrics, and the hardening that guards
+sampling.
 
 Two runners fill in the sample loop: SingleAgentEnvRunner (single_agent_env_runner.py), which steps
 a gymnasium vector env, and MultiAgentEnvRunner (multi_agent_env_runner.py), which steps copies of a
@@ -25,9 +26,12 @@ import os
 import time
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import ray
 
+from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_result import SampleResult
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
@@ -38,6 +42,22 @@ FIX_NON_FINITE = (
     "Fix the env (return finite float values, never None), or set config.fault_tolerance("
     "restart_failed_sub_environments=True) to rebuild a sub-env that returns them and drop its "
     "broken episode.")
+
+
+def build_inference_module(config, observation_space: gym.Space, action_space: gym.Space,
+                           seed: int | None, worker_index: int = 0) -> InferenceModule:
+    """NumPy for the default module (no torch in this process); torch for a custom module class,
+    on the runner's GPU where it was given one (`num_gpus_per_env_runner`). `worker_index` picks
+    per-runner exploration settings (Ape-X's epsilons)."""
+    head = config.get_action_head(action_space, worker_index)
+    if config.rl_module_class is None:
+        network = NumpyMLP(space_info(observation_space, action_space), config.get_model_config())
+        return InferenceModule(network, head, seed)
+    from rlcourse.utils.framework import get_device  # imports torch: this runner holds torch anyway
+
+    module = config.rl_module_class(observation_space, action_space, config.get_model_config())
+    module.to(get_device(config, config.num_gpus_per_env_runner, "num_gpus_per_env_runner"))
+    return module.get_inference_module(head, seed)
 
 
 class NonFiniteEnvData(ValueError):

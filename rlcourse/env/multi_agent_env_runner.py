@@ -17,7 +17,6 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.core.rl_module.default_model_config import to_env_actions
 from rlcourse.core.rl_module.multi_rl_module_spec import (
     module_config,
     resolve_multi_rl_module_spec,
@@ -25,9 +24,9 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
     spaces_match,
     unknown_module_error,
 )
+from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner
-from rlcourse.env.inference_module import build_inference_module
+from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner, build_inference_module
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
     ModuleID,

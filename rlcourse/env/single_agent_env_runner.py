@@ -19,11 +19,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlcourse.core.rl_module.default_model_config import to_env_actions
+from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner, non_finite_field
+from rlcourse.env.env_runner import (
+    EPISODES_MODE_STEPS,
+    EnvRunner,
+    build_inference_module,
+    non_finite_field,
+)
 from rlcourse.env.env_state import get_env_state, set_env_state
-from rlcourse.env.inference_module import build_inference_module
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.serialization import from_plain, to_plain

@@ -29,21 +29,6 @@ class DefaultModelConfig(dict):
         super().__init__(settings)
 
 
-def env_action_offset(action_space: gym.Space) -> int:
-    """What to add to a module's action index to get the env's action: `start` of a Discrete space
-    (gymnasium's Discrete(n, start=k) holds k..k+n-1), else 0."""
-    return int(action_space.start) if isinstance(action_space, gym.spaces.Discrete) else 0
-
-
-def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
-    """The actions an env takes, from a module's: a Box's clipped into its bounds (a Gaussian's
-    samples, and its mean, can lie outside), a Discrete(n, start=k) space's indices 0..n-1 moved to
-    k..k+n-1. Runners, `compute_actions`, loaded modules and served policies all act through it."""
-    if isinstance(action_space, gym.spaces.Box):
-        return np.clip(actions, action_space.low, action_space.high)
-    return actions + env_action_offset(action_space)
-
-
 @dataclass(frozen=True)
 class SpaceInfo:
     """What the default module needs to know about the spaces: input size and action head."""
@@ -64,7 +49,7 @@ def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceIn
     """Check that the default MLP supports these spaces and size its layers.
 
     Modules always act with action indices 0..n-1; for a `Discrete(n, start=k)` action space the
-    EnvRunner (and `Algorithm.compute_actions`) add `k` (see `env_action_offset`)."""
+    EnvRunner (and `Algorithm.compute_actions`) add `k` (numpy_mlp.py's `env_action_offset`)."""
     obs_start = 0
     if isinstance(observation_space, gym.spaces.Box):
         obs_dim, one_hot = int(np.prod(observation_space.shape)), False

@@ -23,8 +23,8 @@ from torch import nn
 
 from rlcourse.connectors.env_to_module.flatten_observations import FlattenObservations
 from rlcourse.connectors.env_to_module.mean_std_filter import EPSILON, MeanStdFilter
-from rlcourse.core.rl_module.default_model_config import env_action_offset
 from rlcourse.core.rl_module.module_loading import env_observation_space
+from rlcourse.core.rl_module.numpy_mlp import env_action_offset
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.utils.validation import ConfigError
 

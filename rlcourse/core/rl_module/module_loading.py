@@ -20,7 +20,7 @@ from rlcourse.connectors.env_to_module.env_to_module_pipeline import (
     EnvToModulePipeline,
     build_env_to_module_pipeline,
 )
-from rlcourse.core.rl_module.default_model_config import to_env_actions
+from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 from rlcourse.env.registry import env_name, is_registered, probe_spaces
 from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.checkpoints import CheckpointError, read_checkpoint

@@ -33,6 +33,21 @@ CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")  # the default modules' r
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as sac_rl_module.py clamps them
 
 
+def env_action_offset(action_space: gym.Space) -> int:
+    """What to add to a module's action index to get the env's action: `start` of a Discrete space
+    (gymnasium's Discrete(n, start=k) holds k..k+n-1), else 0."""
+    return int(action_space.start) if isinstance(action_space, gym.spaces.Discrete) else 0
+
+
+def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
+    """The actions an env takes, from a module's: a Box's clipped into its bounds (a Gaussian's
+    samples, and its mean, can lie outside), a Discrete(n, start=k) space's indices 0..n-1 moved to
+    k..k+n-1. Runners, `compute_actions`, loaded modules and served policies all act through it."""
+    if isinstance(action_space, gym.spaces.Box):
+        return np.clip(actions, action_space.low, action_space.high)
+    return actions + env_action_offset(action_space)
+
+
 def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
     """A batch of raw observations as a float32 [B, obs_dim] matrix."""
     if info.obs_one_hot:

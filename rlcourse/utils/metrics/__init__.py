@@ -1,1 +1,1 @@
-"""Metrics: episode statistics and timers (episode_stats.py), custom metrics (metrics_logger.py)."""
+"""Metrics: custom metrics, episode statistics and timers (metrics_logger.py)."""

@@ -207,8 +207,11 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
         builder({"checkpiont": checkpoint})
 
 
-def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, tmp_path):
-    """The command in its own process and its own Ray: serving, then SIGINT shuts everything down."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_rlcourse_serve_answers_until_ctrl_c_or_kill_and_leaves_no_process(checkpoint, tmp_path,
+                                                                           signum):
+    """The command in its own process and its own Ray: serving, then SIGINT (Ctrl-C) or SIGTERM
+    (`kill`, `timeout`, a container stopping) shuts everything down within seconds."""
     port = free_port()
     command = [sys.executable, "-m", "rlcourse", "serve", checkpoint, "--port", str(port)]
     # Output to a file, not a pipe nobody drains: a full pipe would block the command mid-shutdown.
@@ -227,9 +230,9 @@ def test_rlcourse_serve_answers_until_ctrl_c_and_leaves_no_process(checkpoint, t
         assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[0].tolist()})[0] == 200
         started = psutil.Process(process.pid).children(recursive=True)
         assert started  # Ray's and Serve's processes
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         assert process.wait(timeout=120) == 0, log.read_text()[-2000:]
-        _, alive = psutil.wait_procs(started, timeout=60)
+        _, alive = psutil.wait_procs(started, timeout=10)
         assert not alive, [p.name() for p in alive]
     finally:
         if process.poll() is None:

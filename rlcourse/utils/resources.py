@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -48,16 +49,37 @@ def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     _import_torch_in_background()
     kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
     address = kwargs.get("address") or os.environ.get("RAY_ADDRESS")
-    if address:
-        # Ray would replace 127.0.0.1 in an address by this machine's network address.
-        local = address.startswith(LOOPBACK)
-        with loopback_addresses() if local else contextlib.nullcontext():
-            ray.init(**kwargs)
+    with _sigterm_shuts_down():
+        if address:
+            # Ray would replace 127.0.0.1 in an address by this machine's network address.
+            local = address.startswith(LOOPBACK)
+            with loopback_addresses() if local else contextlib.nullcontext():
+                ray.init(**kwargs)
+            return
+        kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
+        enable_token_auth()
+        with loopback_addresses():
+            ray.init(_node_ip_address=LOOPBACK, **kwargs)
+
+
+@contextlib.contextmanager
+def _sigterm_shuts_down():
+    """`ray.init` puts in a SIGTERM handler that aborts the process and orphans Ray's processes;
+    put back the Python handler there was, or one that exits as Ctrl-C would (running Ray's
+    atexit shutdown), so `kill`, `timeout` and a stopping kernel leave no process behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
         return
-    kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
-    enable_token_auth()
-    with loopback_addresses():
-        ray.init(_node_ip_address=LOOPBACK, **kwargs)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM,
+                      _exit_on_sigterm if previous in (signal.SIG_DFL, None) else previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _import_torch_in_background() -> None:

@@ -1,8 +1,7 @@
 """Plain data: NumPy arrays, scalars and random generators as JSON-compatible values, and back.
 
-Checkpoints store env state, connector statistics, replay buffers and random generators this way:
-no pickle, so loading a checkpoint can never run code. `from_plain` makes the numpy bit generator
-a state names; the Algorithm's restore checks that name first (algorithms/checkpoint_checks.py).
+Checkpoints store state this way, not by pickle, so loading one runs no code (a generator's bit
+generator name is checked first, in algorithms/checkpoint_checks.py).
 """
 
 import base64

@@ -1,11 +1,6 @@
-"""What a checkpoint's config holds, and whether this process may use it (checkpoints.py reads files).
-
-A checkpoint names its config class and any class or function it was given as "module:qualname".
-Loading never imports a name because the file says so (an edited checkpoint must not run
-`os:system`): a name must be one of this package's classes (`PACKAGE_CLASSES`), an object the
-caller allows (`Algorithm.from_checkpoint(path, allowed=[MyCallbacks])`), or, for config.env, a
-register_env name or gymnasium id.
-"""
+"""A checkpoint's config as JSON, classes and functions named "module:qualname"; loading imports a
+name only if it is one of `PACKAGE_CLASSES`, an object the caller allows (`from_checkpoint(path,
+allowed=[MyCallbacks])`) or a registered env, never because the file says so (think `os:system`)."""
 
 import json
 import sys

@@ -1,13 +1,5 @@
-"""CheckpointKeeper: the latest checkpoint, and beside it the best one by a metric of the results.
-
-    <root>/latest/       saved after every `update` (Algorithm.save_to_path)
-    <root>/best/         a copy of the latest checkpoint whose metric was the best so far
-    <root>/keeper.json   the metric and mode, the best score and the iteration it was reached at
-
-Tune's equivalent is `CheckpointConfig(checkpoint_score_attribute=metric, checkpoint_score_order=
-mode, num_to_keep=1)`. The best is copied by reading `latest/` and writing it into `best/`, which
-checkpoints.py replaces atomically; keeper.json is written after it, so it is never ahead of `best/`.
-"""
+"""CheckpointKeeper: the latest checkpoint, and beside it the best one by a metric of the results
+(Tune's `CheckpointConfig(checkpoint_score_attribute, checkpoint_score_order, num_to_keep=1)`)."""
 
 import json
 import math
@@ -22,7 +14,8 @@ RECORD_FILE = "keeper.json"
 
 
 class CheckpointKeeper:
-    """Keep `root/latest` after every iteration and `root/best` for the best `metric` so far.
+    """`root/latest/` after every `update`, `root/best/` a copy of the one whose `metric` was best,
+    `root/keeper.json` the best score (written after best/, so never ahead of it).
 
         keeper = CheckpointKeeper("runs/ppo")   # best by evaluation/env_runners/episode_return_mean
         for _ in range(20):

@@ -1,8 +1,5 @@
-"""The one place that picks a torch device, and the torch.distributed backend that goes with it.
-
-As in RLlib's `get_device`: in a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES),
-in the driver the machine's first. torch is imported only when a device is picked.
-"""
+"""The one place that picks a torch device (as RLlib's `get_device`), and the torch.distributed
+backend that goes with it. In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
 
 from typing import TYPE_CHECKING, Any
 

@@ -1,8 +1,5 @@
-"""A Ray that only this machine can reach (for `init_ray` and the cluster lesson's `LocalCluster`).
-
-A node whose address is 127.0.0.1 binds its servers to the loopback interface, not a cafe's or a
-workshop's network; Ray's token authentication keeps other users of this machine out too.
-"""
+"""A Ray that only this machine can reach: its node's address 127.0.0.1 binds its servers to the
+loopback interface (not a cafe's network), and token authentication keeps other users out."""
 
 import contextlib
 import os

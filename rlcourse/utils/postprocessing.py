@@ -6,11 +6,8 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
 def flatten_episodes(episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-    """Concatenate episode chunks into flat arrays.
-
-    `all_obs` holds each chunk's n+1 observations (the last one to bootstrap from), `obs_index` the
-    n that have an action; `chunk_ends` marks a chunk's last step, `terminateds` an episode's end.
-    """
+    """Concatenate episode chunks: `all_obs` holds each chunk's n+1 observations (the last one to
+    bootstrap from), `obs_index` the n with an action; `chunk_ends` and `terminateds` mark steps."""
     if not episodes:
         raise ValueError("No episodes to learn from: the EnvRunners returned nothing.")
     last = [np.arange(len(ep)) == len(ep) - 1 for ep in episodes]  # each chunk's last step

@@ -28,11 +28,8 @@ OBJECT_STORE_MB = 200
 
 
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
-    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again.
-
-    A new local Ray listens on 127.0.0.1 only, with token authentication (local_ray.py), and a small
-    object store that fits Binder's 2 GiB and a container's /dev/shm (the course's objects are MBs).
-    """
+    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again. A new
+    local Ray listens on 127.0.0.1 only (local_ray.py), with an object store that fits Binder."""
     if ray.is_initialized():
         return
     _import_torch_in_background()

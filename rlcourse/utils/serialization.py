@@ -1,8 +1,5 @@
-"""Plain data: NumPy arrays, scalars and random generators as JSON-compatible values, and back.
-
-Checkpoints store state this way, not by pickle, so loading one runs no code (a generator's bit
-generator name is checked first, in algorithms/checkpoint_checks.py).
-"""
+"""NumPy arrays, scalars and random generators as JSON-compatible values, and back: checkpoints
+store state this way, not by pickle, so loading one runs no code."""
 
 import base64
 from typing import Any

@@ -115,11 +115,10 @@ class EpisodeReplayBuffer:
     def get_state(self) -> dict[str, Any]:
         """Plain data (serialization.to_plain): episodes, slots and RNG, to continue exactly."""
         return {"capacity": self.capacity,
-                "episodes": [{"id_": e.id_, "t_started": e.t_started,
-                              "observations": to_plain(e.observations),
-                              "actions": to_plain(e.actions), "rewards": to_plain(e.rewards),
-                              "is_terminated": e.is_terminated, "is_truncated": e.is_truncated,
-                              "slots": to_plain(self._slots[e.id_])}
+                "episodes": [to_plain({"id_": e.id_, "t_started": e.t_started,
+                                       "observations": e.observations, "actions": e.actions,
+                                       "rewards": e.rewards, "is_terminated": e.is_terminated,
+                                       "is_truncated": e.is_truncated, "slots": self._slots[e.id_]})
                              for e in self.episodes.values()],
                 "free": self._free, "rng": to_plain(self.rng),
                 "num_steps_added_lifetime": self.num_steps_added_lifetime,
@@ -131,12 +130,11 @@ class EpisodeReplayBuffer:
             raise ValueError(f"The saved replay buffer has capacity {state['capacity']}, this one "
                              f"{self.capacity}.")
         self._clear()
-        for saved in state["episodes"]:
-            episode = SingleAgentEpisode(
-                from_plain(saved["observations"]), from_plain(saved["actions"]),
-                from_plain(saved["rewards"]), None, saved["is_terminated"], saved["is_truncated"],
-                saved["id_"], saved["t_started"])
-            slots = from_plain(saved["slots"])
+        for saved in map(from_plain, state["episodes"]):
+            episode = SingleAgentEpisode(saved["observations"], saved["actions"], saved["rewards"],
+                                         None, saved["is_terminated"], saved["is_truncated"],
+                                         saved["id_"], saved["t_started"])
+            slots = saved["slots"]
             self.episodes[episode.id_] = episode
             self._slots[episode.id_] = slots
             self._slot_episode[slots] = episode.id_

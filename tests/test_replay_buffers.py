@@ -8,7 +8,7 @@ import pytest
 
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
-from rlcourse.utils.replay_buffers.sum_tree import SumTree
+from rlcourse.utils.replay_buffers.prioritized_episode_replay_buffer import SumTree
 
 GAMMA = 0.9
 

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from rlcourse.course import replay_diagrams  # noqa: E402
-from rlcourse.utils.replay_buffers.sum_tree import SumTree  # noqa: E402
+from rlcourse.utils.replay_buffers.prioritized_episode_replay_buffer import SumTree  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -399,8 +399,8 @@ env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 - `rlcourse/algorithms/dqn/dqn.py`, `DQN.training_step`: sample, store, replay
   (`training_intensity`), priorities, sync; `rlcourse/algorithms/dqn/dqn_learner.py`,
   `compute_loss`: the target of the exercise, the Huber loss, the importance weights.
-- `rlcourse/utils/replay_buffers/sum_tree.py` (the walk of section 2),
-  `rlcourse/utils/replay_buffers/prioritized_episode_replay_buffer.py` (priorities, weights) and
+- `rlcourse/utils/replay_buffers/prioritized_episode_replay_buffer.py` (`SumTree`, the walk of
+  section 2; priorities, weights) and
   `rlcourse/utils/replay_buffers/episode_replay_buffer.py`, `_n_step_transitions` (n-step rows).
 - `rlcourse/algorithms/sac/sac_learner.py`: the twin critics, the policy loss and the loss of
   $\\alpha$.

@@ -60,9 +60,10 @@ def learning_curves(curves: dict[str, np.ndarray], target: float | None = None,
 
 
 def sum_tree(tree, u: float | None = None, show: bool = True) -> Figure | None:
-    """A `SumTree` (rlcourse/utils/replay_buffers/sum_tree.py) as drawn from its array: each node
-    the sum of its children, the leaves the slots' priorities; with `u`, the walk that finds the slot
-    for the prefix sum u (left if u < the left child's sum, else subtract it and go right)."""
+    """A `SumTree` (rlcourse/utils/replay_buffers/prioritized_episode_replay_buffer.py) as drawn
+    from its array: each node the sum of its children, the leaves the slots' priorities; with `u`,
+    the walk that finds the slot for the prefix sum u (left if u < the left child's sum, else
+    subtract it and go right)."""
     size, values = tree.size, tree.tree
     depth = int(np.log2(size))
     walk = {1}

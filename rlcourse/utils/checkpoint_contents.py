@@ -1,20 +1,6 @@
-"""What a checkpoint holds, and whether this process may use it (checkpoints.py reads the files).
-
-A checkpoint's config names its config class ("module:qualname") and any class or function it was
-given ({"__import__": "module:qualname"}: callbacks, a custom RLModule, an env class or creator).
-Loading never imports or calls a name because the file says so: an edited checkpoint must not be
-able to run `os:system`. A name is looked up among the objects the loader expects:
-
-    - this package's config, callback and RL module classes (`PACKAGE_CLASSES`), also under any
-      older module path inside rlcourse (checkpoints keep the paths of the day they were saved);
-    - the objects the caller allows: `Algorithm.from_checkpoint(path, allowed=[MyCallbacks])`;
-    - for config.env: a name given to `register_env`, or a gymnasium id.
-
-Anything else is refused with an error naming the file, the setting and the fix.
-PACKAGE_CLASSES is data, the names a checkpoint file may contain, imported only when a file names
-them (as pickle imports what a file names in RLlib's utils/checkpoints.py), so this file imports
-nothing above utils/ (tests/test_layering.py).
-"""
+"""A checkpoint's config as JSON, classes and functions named "module:qualname"; loading imports a
+name only if it is one of `PACKAGE_CLASSES`, an object the caller allows (`from_checkpoint(path,
+allowed=[MyCallbacks])`) or a registered env, never because the file says so (think `os:system`)."""
 
 import json
 import sys
@@ -27,8 +13,8 @@ from rlcourse.utils.imports import class_path, import_attr
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
-# The classes a checkpoint may name without the caller allowing them, by qualname, with the module
-# they live in now. Loading imports these paths, written here, never a path read from a file.
+# The classes a checkpoint may name unasked, by qualname, with the module they live in now: loading
+# imports these paths (data, so utils/ imports no higher layer), never a path read from a file.
 PACKAGE_CLASSES: dict[str, str] = {
     "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
     "PPOConfig": "rlcourse.algorithms.ppo.ppo",
@@ -49,8 +35,8 @@ def _in_package(module: str) -> bool:
 
 
 def names_class(name: str, obj: Any) -> bool:
-    """Whether "module:qualname" names `obj`: by its own path, or, for a class of this package, by
-    any module path inside rlcourse (classes moved when the package took RLlib's layout)."""
+    """Whether "module:qualname" names `obj`; a class of this package by any module path inside
+    rlcourse, as checkpoints keep the paths of the day they were saved."""
     if name == class_path(obj):
         return True
     module, _, qualname = name.partition(":")
@@ -75,8 +61,8 @@ def resolve_name(name: str, where: str, allowed: Iterable[Any] = ()) -> Any:
 
 
 def _check_env_name(env: str, where: str, is_registered: Callable[[str], bool]) -> None:
-    """gymnasium imports the module named before ':' in an id such as "pkg:MyEnv-v0": accept such an
-    id only if it is a register_env name or that module is already imported (importing runs nothing)."""
+    """gymnasium imports "pkg" to make "pkg:MyEnv-v0": accept such an id only if it is registered
+    or its module is already imported."""
     module, colon, _ = env.partition(":")
     if colon and not is_registered(env) and module not in sys.modules:
         raise CheckpointError(
@@ -85,25 +71,17 @@ def _check_env_name(env: str, where: str, is_registered: Callable[[str], bool]) 
             "before loading the checkpoint.")
 
 
-# -- the config as JSON ---------------------------------------------------------------------------
-
-def _import_path(value: Any, setting: str) -> dict[str, str]:
-    """A class or function as {"__import__": "module:qualname"}."""
-    qualname = getattr(value, "__qualname__", "")
-    if "<" in qualname:  # <lambda> or <locals>: nothing to import it from
-        raise CheckpointError(
-            f"Cannot save config.{setting}={value!r}: it is defined inside a function or is a "
-            "lambda. Use a module-level class or function, or give the env a name with "
-            "rlcourse.register_env(name, creator) and pass the name.")
-    return {"__import__": class_path(value)}
-
-
 def config_to_json(config: "AlgorithmConfig") -> dict[str, Any]:
     """The config's settings as JSON-compatible values (classes and functions by import path)."""
     document = {}
     for setting, value in config.to_dict().items():
         if isinstance(value, type) or callable(value):
-            value = _import_path(value, setting)
+            if "<" in getattr(value, "__qualname__", ""):  # <lambda> or <locals>: not importable
+                raise CheckpointError(
+                    f"Cannot save config.{setting}={value!r}: it is defined inside a function or "
+                    "is a lambda. Use a module-level class or function, or give the env a name "
+                    "with rlcourse.register_env(name, creator) and pass the name.")
+            value = {"__import__": class_path(value)}
         elif isinstance(value, set | frozenset):  # e.g. multi_agent(policies={"main", "opponent"})
             value = sorted(value, key=str)
         try:
@@ -119,9 +97,8 @@ def config_from_json(document: dict[str, Any], source: str, allowed: Iterable[An
                      skip: Iterable[str] = (),
                      is_registered: Callable[[str], bool] = lambda env: False
                      ) -> "AlgorithmConfig":
-    """Rebuild the config written by `config_to_json`; `source` names the file in errors. The
-    settings in `skip` keep their defaults (what they name is neither needed nor imported).
-    `is_registered`: rlcourse.env.registry's, so that an env name given to register_env loads."""
+    """Rebuild the config written by `config_to_json`; `source` names the file in errors. Settings
+    in `skip` keep their defaults; `is_registered` tells register_env names (rlcourse.env.registry)."""
     allowed = list(allowed)
     settings = dict(document)
     where = f"{source}: config.config_class"

@@ -1,23 +1,5 @@
-"""CheckpointKeeper: the latest checkpoint, and beside it the best one by a metric of the results.
-
-    <root>/latest/       saved after every `update` (Algorithm.save_to_path)
-    <root>/best/         a copy of the latest checkpoint whose metric was the best so far
-    <root>/keeper.json   the metric and mode, the best score and the iteration it was reached at
-
-Tune's equivalent is `CheckpointConfig(checkpoint_score_attribute=..., checkpoint_score_order=...)`
-with `num_to_keep=1` (Tune, too, keeps the latest checkpoint beside the best): `metric` is the
-attribute, a "/"-separated path into the nested result as Tune writes it, and `mode` the order.
-
-Both checkpoint directories are written by checkpoints.py, which replaces a checkpoint atomically
-(new files in a new version folder, then one `os.replace` of the manifest). So the best is copied
-by reading `latest/` (its SHA-256s checked) and writing it into `best/`: at every instant `best/`
-holds the old or the new best, there is no directory to rename over a non-empty one, and what a
-killed copy left inside `best/` is deleted by the next. keeper.json is written after `best/`: a
-kill in the instant between the two leaves keeper.json one best behind, never ahead of `best/`.
-A keeper made with `resume=True` on the same root reads keeper.json, so a resumed run keeps its
-best; without it a root that holds a run's keeper.json is refused (a new run would silently have to
-beat the old run's best, and best/ would stay the old run's).
-"""
+"""CheckpointKeeper: the latest checkpoint, and beside it the best one by a metric of the results
+(Tune's `CheckpointConfig(checkpoint_score_attribute, checkpoint_score_order, num_to_keep=1)`)."""
 
 import json
 import math
@@ -26,14 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rlcourse.utils.checkpoints import read_checkpoint, write_checkpoint
+from rlcourse.utils.checkpoints import read_checkpoint, write_checkpoint, write_file
 
 RECORD_FILE = "keeper.json"
-MODES = ("max", "min")
 
 
 class CheckpointKeeper:
-    """Keep `root/latest` after every iteration and `root/best` for the best `metric` so far.
+    """`root/latest/` after every `update`, `root/best/` a copy of the one whose `metric` was best,
+    `root/keeper.json` the best score (written after best/, so never ahead of it).
 
         keeper = CheckpointKeeper("runs/ppo")   # best by evaluation/env_runners/episode_return_mean
         for _ in range(20):
@@ -44,7 +26,7 @@ class CheckpointKeeper:
     def __init__(self, root: str | os.PathLike,
                  metric: str = "evaluation/env_runners/episode_return_mean",
                  mode: str = "max", resume: bool = False) -> None:
-        if mode not in MODES:
+        if mode not in ("max", "min"):
             raise ValueError(f"mode={mode!r}: use 'max' (higher is better) or 'min'.")
         self.root = Path(root).resolve()
         self.metric = metric
@@ -52,10 +34,19 @@ class CheckpointKeeper:
         self.latest_path = self.root / "latest"
         self.best_score: float | None = None
         self.best_iteration: int | None = None
-        if (self.root / RECORD_FILE).exists() and not resume:
+        record_file = self.root / RECORD_FILE
+        if not record_file.exists():
+            return
+        if not resume:
             raise ValueError(f"{self.root} holds the checkpoints of a run ({RECORD_FILE}): pass "
                              "resume=True to continue that run and its best, or use another root.")
-        self._read_record()
+        record = json.loads(record_file.read_text())
+        if (record["metric"], record["mode"]) != (self.metric, self.mode):
+            raise ValueError(f"{record_file} keeps the best by metric={record['metric']!r}, "
+                             f"mode={record['mode']!r}, not metric={self.metric!r}, "
+                             f"mode={self.mode!r}: pass the same metric and mode to resume, or "
+                             "use another root.")
+        self.best_score, self.best_iteration = record["best_score"], record["best_iteration"]
 
     @property
     def best_path(self) -> Path | None:
@@ -63,13 +54,11 @@ class CheckpointKeeper:
         return None if self.best_score is None else self.root / "best"
 
     def update(self, algo: Any, result: dict[str, Any]) -> bool:
-        """Save `algo` as the latest checkpoint; if `result`'s score is the best so far, keep the
-        checkpoint of the weights that scored it as best/ too and return True. A result without
-        evaluation (when the metric is an evaluation one) or with a NaN score only updates latest.
+        """Call after every `train()`: save `algo` as latest/, and if `result`'s score is the best
+        so far (a missing evaluation or NaN is not), copy the weights that scored it to best/.
 
-        Call it after every `train()`. With `evaluation_parallel_to_training`, evaluation scores
-        the weights the iteration *started* with: those are the latest checkpoint before this
-        update replaces it, so that one becomes the best (of the iteration before)."""
+        With `evaluation_parallel_to_training` those are the iteration's starting weights: the
+        latest checkpoint before this update replaces it."""
         score = self._score(result)
         new_best = score is not None and math.isfinite(score) and self._better(score)
         scored_start = (self.metric.startswith("evaluation/")
@@ -86,7 +75,11 @@ class CheckpointKeeper:
     def _keep_best(self, score: float, iteration: int) -> None:
         write_checkpoint(self.root / "best", *read_checkpoint(self.latest_path))
         self.best_score, self.best_iteration = score, iteration
-        self._write_record()
+        record = {"metric": self.metric, "mode": self.mode, "best_score": score,
+                  "best_iteration": iteration}
+        # Replaced atomically; a killed write's leftover .tmp is overwritten next time.
+        write_file(self.root / f".{RECORD_FILE}.tmp", json.dumps(record).encode(),
+                   replace=self.root / RECORD_FILE)
 
     def _better(self, score: float) -> bool:
         if self.best_score is None:
@@ -94,9 +87,8 @@ class CheckpointKeeper:
         return score > self.best_score if self.mode == "max" else score < self.best_score
 
     def _score(self, result: dict[str, Any]) -> float | None:
-        """The metric's value in `result`, or None if it is an evaluation metric and this
-        iteration did not evaluate. A path that does not lead to a number is a typo, and raises
-        instead of never keeping a best."""
+        """The metric's value, or None if this iteration did not evaluate; a path that does not
+        lead to a number is a typo and raises (instead of never keeping a best)."""
         keys = self.metric.split("/")
         if keys[0] == "evaluation" and "evaluation" not in result:
             return None
@@ -112,27 +104,3 @@ class CheckpointKeeper:
             raise ValueError(f"metric={self.metric!r} is {type(value).__name__}, not a number: "
                              "name a number in the result.")
         return float(value)
-
-    def _read_record(self) -> None:
-        """Continue from keeper.json if this root has one (resume=True)."""
-        path = self.root / RECORD_FILE
-        if not path.exists():
-            return
-        record = json.loads(path.read_text())
-        if (record["metric"], record["mode"]) != (self.metric, self.mode):
-            raise ValueError(f"{path} keeps the best by metric={record['metric']!r}, "
-                             f"mode={record['mode']!r}, not metric={self.metric!r}, "
-                             f"mode={self.mode!r}: pass the same metric and mode to resume, or "
-                             "use another root.")
-        self.best_score, self.best_iteration = record["best_score"], record["best_iteration"]
-
-    def _write_record(self) -> None:
-        """Replace keeper.json atomically: a temporary file, on disk, then os.replace."""
-        record = {"metric": self.metric, "mode": self.mode, "best_score": self.best_score,
-                  "best_iteration": self.best_iteration}
-        tmp = self.root / f".{RECORD_FILE}.tmp"  # a killed write's leftover is overwritten next time
-        with open(tmp, "w") as f:
-            json.dump(record, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.root / RECORD_FILE)

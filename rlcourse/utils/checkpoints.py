@@ -1,19 +1,14 @@
 """Checkpoints: an Algorithm's state in a directory, replaced atomically and loaded without pickle.
 
-    <dir>/rlcourse_checkpoint.json   the manifest: which version is current and the SHA-256 of each of
-                                     its files, and a SHA-256 of the manifest itself
+    <dir>/rlcourse_checkpoint.json   the manifest: the current version, each file's SHA-256, its own
     <dir>/v-<id>/state.json          the config, counters, RNG and EnvRunner states (JSON)
-    <dir>/v-<id>/learner.pt          the RLModule's weights, the optimizer's state, torch's RNG state
+    <dir>/v-<id>/learner.pt          the RLModule's weights, the optimizer's and torch's RNG state
     <dir>/.lock                      held by the save in progress (flock)
 
-A save writes a new version directory beside the current one, then replaces the manifest with
-`os.replace` (atomic), then deletes the old version. At every instant `<dir>` holds the old or the
-new checkpoint. Saves to one directory take turns under the lock, and each first deletes what a save
-killed halfway left behind, so leftovers never pile up. Tensors are read with
-`torch.load(weights_only=True)` and the rest is JSON, so reading runs no code (and
-checkpoint_contents.py imports no class the file names). A truncated or edited file fails its SHA-256
-with an error that names it. Checkpoints of format 1 (the files directly in `<dir>`, the JSON not
-checksummed) still load, and saving over one replaces it just as atomically.
+A save writes a new version beside the current one, `os.replace`s the manifest, then deletes the old
+version, so `<dir>` always holds the old or the new checkpoint. Reading runs no code (JSON, and
+`torch.load(weights_only=True)`), and a file that fails its SHA-256 is named in the error. Format 1
+(files directly in `<dir>`, JSON unchecked) still loads.
 """
 
 import hashlib
@@ -31,23 +26,14 @@ STATE_FILE = "rlcourse_checkpoint.json"  # the manifest (format 2), or everythin
 STATE_JSON = "state.json"
 LOCK_FILE = ".lock"
 FORMAT_VERSION = 2
-READ_ATTEMPTS = 5  # a reader whose version was replaced (and deleted) by a save meanwhile retries
-# What saves create besides the manifest and the lock: versions, and a manifest before it replaces
-# the old one. Only these (and a format-1 checkpoint's files) are ever deleted.
+READ_ATTEMPTS = 5  # a reader whose version a save replaced (and deleted) meanwhile reads again
+# What saves create beside the manifest and lock: versions, and a manifest before its replace.
 SAVED_NAME = re.compile(r"(\.manifest-)?v-[0-9a-f]{16}")
 LEGACY_FILES = {"learner.pt"}  # what a format-1 checkpoint holds beside its JSON
 
 
 class CheckpointError(ValueError):
     """A checkpoint cannot be written or read; the message names the file or setting and the fix."""
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _manifest_sha256(manifest: dict[str, Any]) -> str:
@@ -64,19 +50,18 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+def write_file(path: Path, data: bytes, replace: Path | None = None) -> None:
+    """Write `data` to `path` and onto the disk; with `replace`, then rename it over that file
+    (atomic: a reader sees the old file or the new one)."""
+    path.write_bytes(data)
+    _fsync(path)
+    if replace is not None:
+        os.replace(path, replace)
 
-
-# -- writing --------------------------------------------------------------------------------------
 
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    """Hold `root`'s lock: one save at a time, across threads and processes. The kernel releases
-    an flock when its holder dies, even by SIGKILL, so a killed save never blocks the next."""
+    """Hold `root`'s lock, one save at a time; the kernel releases an flock even on SIGKILL."""
     import fcntl  # POSIX (Linux, macOS): imported here, so that importing rlcourse works anywhere
 
     fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -87,71 +72,17 @@ def _locked(root: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _read_manifest(root: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((root / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _current(root: Path) -> set[str]:
     """The names in `root` that make up its checkpoint now (none if there is none)."""
-    manifest = _read_manifest(root)
+    try:
+        manifest = json.loads((root / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return set()
     if not isinstance(manifest, dict):
         return set()
     if manifest.get("format") == 1:
         return {STATE_FILE, *LEGACY_FILES}
     return {STATE_FILE, str(manifest.get("version"))}
-
-
-def _refuse_other_files(root: Path) -> None:
-    """Raise if `root` holds files that no save made."""
-    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
-                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name))
-    if others:
-        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
-                              "save into a new or empty directory (saving does not overwrite "
-                              "other files).")
-
-
-def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
-                     tensor_files: dict[str, Any]) -> Path:
-    """Write `state` (JSON-compatible) and `tensor_files` (file name -> object of tensors) to the
-    directory `path` (new, empty, or holding a checkpoint, which is replaced); return its path."""
-    import torch
-
-    root = Path(path).resolve()
-    if root.exists() and not root.is_dir():
-        raise CheckpointError(f"{root} is a file; pass a directory for the checkpoint.")
-    root.mkdir(parents=True, exist_ok=True)
-    if not (root / STATE_FILE).exists():
-        _refuse_other_files(root)  # before the lock file is made in a folder that is not ours
-    with _locked(root):
-        _refuse_other_files(root)
-        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, *_current(root)})  # killed saves' rest
-        version = f"v-{os.urandom(8).hex()}"
-        vdir = root / version
-        vdir.mkdir()
-        try:
-            digests = {}
-            for name, obj in tensor_files.items():
-                torch.save(obj, vdir / name)
-                _fsync(vdir / name)
-                digests[name] = _sha256(vdir / name)
-            _write(vdir / STATE_JSON, json.dumps(state).encode())
-            digests[STATE_JSON] = _sha256(vdir / STATE_JSON)
-            _fsync(vdir)
-            manifest = {"format": FORMAT_VERSION, "version": version, "files": digests}
-            manifest["sha256"] = _manifest_sha256(manifest)
-            tmp = root / f".manifest-{version}"
-            _write(tmp, json.dumps(manifest).encode())
-            os.replace(tmp, root / STATE_FILE)  # the instant the new checkpoint replaces the old
-        except BaseException:
-            shutil.rmtree(vdir, ignore_errors=True)
-            raise
-        _fsync(root)  # the replace is on disk before the old version goes
-        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, version})
-    return root
 
 
 def _remove_all_but(root: Path, keep: set[str]) -> None:
@@ -165,7 +96,50 @@ def _remove_all_but(root: Path, keep: set[str]) -> None:
             os.unlink(entry)
 
 
-# -- reading --------------------------------------------------------------------------------------
+def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
+                     tensor_files: dict[str, Any]) -> Path:
+    """Write `state` (JSON-compatible) and `tensor_files` (file name -> object of tensors) to the
+    directory `path` (new, empty, or holding a checkpoint, which is replaced); return its path."""
+    import torch
+
+    root = Path(path).resolve()
+    if root.exists() and not root.is_dir():
+        raise CheckpointError(f"{root} is a file; pass a directory for the checkpoint.")
+    root.mkdir(parents=True, exist_ok=True)
+    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
+                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name))
+    if others:  # checked before the lock file is made in a folder that is not ours
+        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
+                              "save into a new or empty directory (saving does not overwrite "
+                              "other files).")
+    files = {}
+    for name, obj in tensor_files.items():
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        files[name] = buffer.getvalue()
+    files[STATE_JSON] = json.dumps(state).encode()
+    with _locked(root):
+        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, *_current(root)})  # killed saves' rest
+        version = f"v-{os.urandom(8).hex()}"
+        vdir = root / version
+        vdir.mkdir()
+        try:
+            for name, data in files.items():
+                write_file(vdir / name, data)
+            _fsync(vdir)
+            digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+            manifest = {"format": FORMAT_VERSION, "version": version, "files": digests}
+            manifest["sha256"] = _manifest_sha256(manifest)
+            # The instant the new checkpoint replaces the old:
+            write_file(root / f".manifest-{version}", json.dumps(manifest).encode(),
+                       replace=root / STATE_FILE)
+        except BaseException:
+            shutil.rmtree(vdir, ignore_errors=True)
+            raise
+        _fsync(root)  # the replace is on disk before the old version goes
+        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, version})
+    return root
+
 
 class _Replaced(Exception):
     """A file named by the manifest vanished: maybe a save replaced the checkpoint meanwhile."""
@@ -194,7 +168,7 @@ def _load_files(folder: Path, digests: Any, where: str) -> dict[str, bytes | Any
         file = _inside(folder, name, where)
         try:
             data = file.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise _Replaced(f"{file} is missing: the checkpoint is incomplete (a file was deleted "
                             "or not copied with it). Use another checkpoint, or copy the whole "
                             "directory again.") from None
@@ -234,8 +208,6 @@ def _read_once(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise CheckpointError(f"{manifest_file} does not match its own SHA-256: it was edited "
                               "or damaged after saving. Use another checkpoint.")
     folder = _inside(root, manifest.get("version"), str(manifest_file))
-    if not folder.is_dir():
-        raise _Replaced(f"{folder} is missing: the checkpoint is incomplete.")
     files = _load_files(folder, manifest["files"], str(manifest_file))
     if STATE_JSON not in files:
         raise CheckpointError(f"{manifest_file} lists no {STATE_JSON}: the checkpoint is incomplete.")
@@ -248,13 +220,9 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
     if not (root / STATE_FILE).is_file():
         raise CheckpointError(f"No checkpoint at {root}: {STATE_FILE} is missing. Pass the "
                               "directory that Algorithm.save_to_path() returned.")
-    attempt = 1
-    while True:
-        before = _current(root)
+    for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             return _read_once(root)
-        except _Replaced as e:
-            # A save replaced the version being read (and deleted it): read the new one.
-            if attempt == READ_ATTEMPTS or _current(root) == before:
+        except _Replaced as e:  # a save may have replaced (and deleted) the version being read
+            if attempt == READ_ATTEMPTS:
                 raise CheckpointError(str(e)) from None
-            attempt += 1

@@ -1,12 +1,5 @@
-"""The one place that picks a torch device, and the torch.distributed backend that goes with it.
-
-RLlib's names: `get_device(config, num_gpus_requested)` (ray/rllib/utils/framework.py). A Learner
-asks with `num_gpus_per_learner`, an EnvRunner that holds a torch module with
-`num_gpus_per_env_runner`. Inside a Ray actor that reserved GPUs, Ray sets CUDA_VISIBLE_DEVICES to
-the GPUs it was given, so "cuda:0" is the actor's own GPU (one that two actors with 0.5 GPU each
-share); in the driver (the local learner) it is the machine's first GPU.
-torch is imported only when a device is picked, so this module costs a runner nothing.
-"""
+"""The one place that picks a torch device (as RLlib's `get_device`), and the torch.distributed
+backend that goes with it. In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +11,8 @@ if TYPE_CHECKING:
 
 def get_device(config: "AlgorithmConfig", num_gpus_requested: float,
                setting: str = "num_gpus_per_learner") -> Any:
-    """torch.device("cpu") when no GPU was requested, else this process's (first) CUDA device.
-
-    Where a GPU was requested but torch sees no CUDA (a CPU build of torch, or a Ray node started
-    with --num-gpus on a machine without one), fail with the setting named, instead of silently
-    computing on the CPU while a GPU is reserved."""
+    """torch.device("cpu") when no GPU was requested, else this process's (first) CUDA device; a
+    GPU requested where torch sees no CUDA fails, rather than computing on the CPU unnoticed."""
     import torch
 
     if num_gpus_requested <= 0:
@@ -38,11 +28,8 @@ def get_device(config: "AlgorithmConfig", num_gpus_requested: float,
 
 
 def get_distributed_backend(device_type: str, num_gpus_per_learner: float) -> str:
-    """"nccl" for learners that each hold a whole GPU, "gloo" otherwise.
-
-    NCCL all-reduces between GPUs without a trip through host memory, but refuses two ranks on one
-    device, which is what fractional GPUs (num_gpus_per_learner=0.5) give; gloo all-reduces CPU
-    tensors, and CUDA tensors through host memory, so it serves both of the other cases."""
+    """"nccl" for learners that each hold a whole GPU (it refuses two ranks on one device, as
+    fractional GPUs give), "gloo" otherwise (CPU tensors, or CUDA ones through host memory)."""
     return "nccl" if device_type == "cuda" and num_gpus_per_learner >= 1 else "gloo"
 
 

@@ -1,8 +1,5 @@
-"""Classes named by "module:Qualname" strings: how a config's dict and a checkpoint name its class
-(`config_class`), and how a tuned example's YAML or a Serve config names an env or a builder.
-
-Code names classes by importing them; these strings are for names that travel as data.
-"""
+"""Classes named by "module:Qualname" strings, for names that travel as data: a checkpoint's
+`config_class`, a tuned example's env, a Serve config's builder."""
 
 from importlib import import_module
 from typing import Any

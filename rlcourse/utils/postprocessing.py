@@ -6,31 +6,20 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
 def flatten_episodes(episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-    """Concatenate episode chunks into flat arrays.
-
-    `all_obs` holds every chunk's n+1 observations (so values can be computed for the bootstrap
-    observation too); `obs_index` picks the n observations that have an action. `chunk_ends` marks a
-    chunk's last step, `terminateds` a last step that ended the episode (no bootstrap after it).
-    """
+    """Concatenate episode chunks: `all_obs` holds each chunk's n+1 observations (the last one to
+    bootstrap from), `obs_index` the n with an action; `chunk_ends` and `terminateds` mark steps."""
     if not episodes:
         raise ValueError("No episodes to learn from: the EnvRunners returned nothing.")
-    all_obs = np.concatenate([ep.observations for ep in episodes])
-    lens = np.array([len(ep) for ep in episodes])
-    starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]])
-    obs_index = np.concatenate([start + np.arange(n) for start, n in zip(starts, lens, strict=True)])
-    ends = np.cumsum(lens) - 1  # index of each chunk's last step in the flat step arrays
-    chunk_ends = np.zeros(lens.sum(), dtype=bool)
-    chunk_ends[ends[lens > 0]] = True
-    terminateds = np.zeros(lens.sum(), dtype=bool)
-    terminated = np.array([ep.is_terminated for ep in episodes]) & (lens > 0)
-    terminateds[ends[terminated]] = True
+    last = [np.arange(len(ep)) == len(ep) - 1 for ep in episodes]  # each chunk's last step
+    has_action = np.concatenate([np.arange(len(ep) + 1) < len(ep) for ep in episodes])
     batch = {
-        "all_obs": all_obs,
-        "obs_index": obs_index,
+        "all_obs": np.concatenate([ep.observations for ep in episodes]),
+        "obs_index": np.flatnonzero(has_action),
         "actions": np.concatenate([ep.actions for ep in episodes]),
         "rewards": np.concatenate([ep.rewards for ep in episodes]),
-        "terminateds": terminateds,
-        "chunk_ends": chunk_ends,
+        "terminateds": np.concatenate([is_last & ep.is_terminated
+                                       for is_last, ep in zip(last, episodes, strict=True)]),
+        "chunk_ends": np.concatenate(last),
     }
     for key in episodes[0].extra_model_outputs:
         batch[key] = np.concatenate([ep.extra_model_outputs[key] for ep in episodes])

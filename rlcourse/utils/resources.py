@@ -1,8 +1,5 @@
-"""Starting Ray small and quiet, and checking a config's resource requests before any actor exists.
-
-Ray queues an actor whose resources no node has and waits forever; a course cannot hang in front of
-a room, so the requests are checked against the cluster first and fail within seconds.
-"""
+"""Starting Ray small and quiet, and checking a config's resource requests before any actor exists
+(Ray would queue an actor no node can host forever; a course must fail within seconds instead)."""
 
 import contextlib
 import importlib
@@ -16,12 +13,8 @@ from typing import TYPE_CHECKING
 
 import ray
 from ray.exceptions import GetTimeoutError
-from ray.util.placement_group import (
-    PlacementGroup,
-    get_current_placement_group,
-    placement_group,
-    remove_placement_group,
-)
+from ray.util import get_current_placement_group, placement_group, remove_placement_group
+from ray.util.placement_group import PlacementGroup
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
@@ -36,14 +29,8 @@ OBJECT_STORE_MB = 200
 
 
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
-    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again.
-
-    A new local Ray listens on 127.0.0.1 only, with Ray's token authentication on (see
-    rlcourse/utils/local_ray.py), and gets a small object store (OBJECT_STORE_MB): the course's
-    objects are weights and episodes of a few MB, and a small store fits Binder's 2 GiB and a
-    container's small /dev/shm. Joining a cluster (`address=` or $RAY_ADDRESS) changes neither, and
-    joins a Ray on 127.0.0.1 (the cluster lesson's) at that address.
-    """
+    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again. A new
+    local Ray listens on 127.0.0.1 only (local_ray.py), with an object store that fits Binder."""
     if ray.is_initialized():
         return
     _import_torch_in_background()
@@ -83,12 +70,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 def _import_torch_in_background() -> None:
-    """Start importing torch (and torch._dynamo, which the first optimizer loads) in a thread.
-
-    The Learner will need both: about 4 s of CPU in a fresh process. `ray.init` mostly waits for
-    Ray's own processes to start, so the driver's core is free meanwhile. The standard-library
-    modules that both imports load are loaded first, so the two never wait on one import lock.
-    """
+    """Import torch._dynamo (seconds of CPU the Learner needs) in a thread while `ray.init` waits
+    for Ray's processes; the stdlib modules both import come first, so neither waits on a lock."""
     if "torch._dynamo" in sys.modules:
         return
     for name in ("argparse", "ctypes.util", "gettext", "gzip", "pkgutil", "timeit"):
@@ -101,41 +84,43 @@ def _import_torch() -> None:
         importlib.import_module("torch._dynamo")
 
 
-def _local_cuda() -> bool:
-    import torch  # only when a GPU is asked for: importing torch takes seconds
-    return torch.cuda.is_available()
-
-
 def current_placement_group() -> PlacementGroup | None:
-    """The placement group this process runs in, which the actors it starts go into as well: a Ray
-    Tune trial's, which reserved the trial's driver, runners and learners before it started (see
-    `trial_bundles`). None outside a placement group (or without Ray)."""
+    """The placement group this process runs in (a Tune trial's, see `trial_bundles`), which the
+    actors it starts join; None outside one."""
     return get_current_placement_group() if ray.is_initialized() else None
+
+
+def _bundle(**amounts: float) -> dict[str, float]:
+    return {name: amount for name, amount in amounts.items() if amount > 0}
+
+
+def _runner_bundle(config: "AlgorithmConfig") -> dict[str, float]:
+    return _bundle(CPU=config.num_cpus_per_env_runner, GPU=config.num_gpus_per_env_runner,
+                   **config.custom_resources_per_env_runner)
 
 
 def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
     """Everything a run of `config` starts, as placement-group bundles (RLlib's
-    `default_resource_request`): the main process (with the local learner's GPU), then each runner,
-    learner and evaluation runner. Reserved together, runs never oversubscribe the CPUs."""
-    def bundle(**amounts: float) -> dict[str, float]:
-        return {name: amount for name, amount in amounts.items() if amount > 0}
-
+    `default_resource_request`): the main process (with the local learner's GPU), then the runners
+    and learners. Reserved together, runs never oversubscribe the CPUs."""
     local_learner_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
-    runner = bundle(CPU=config.num_cpus_per_env_runner, GPU=config.num_gpus_per_env_runner,
-                    **config.custom_resources_per_env_runner)
-    learner = bundle(CPU=config.num_cpus_per_learner, GPU=config.num_gpus_per_learner)
+    runner = _runner_bundle(config)
+    learner = _bundle(CPU=config.num_cpus_per_learner, GPU=config.num_gpus_per_learner)
     runners = config.num_env_runners + config.evaluation_num_env_runners
     # Only the first bundle may be empty (a main process that reserves nothing).
-    return ([bundle(CPU=config.num_cpus_for_main_process, GPU=local_learner_gpus)]
+    return ([_bundle(CPU=config.num_cpus_for_main_process, GPU=local_learner_gpus)]
             + [runner] * (runners if runner else 0)
             + [learner] * (config.num_learners if learner else 0))
 
 
 def check_gpus(config: "AlgorithmConfig") -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
-    if config.num_learners == 0 and config.num_gpus_per_learner > 0 and not _local_cuda():
-        fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local learner; "
-              "set num_gpus_per_learner=0 to train on the CPU.")
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0:
+        import torch  # only when a GPU is asked for: importing torch takes seconds
+
+        if not torch.cuda.is_available():
+            fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local "
+                 "learner; set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized() or current_placement_group() is not None:
         return
     have = ray.available_resources().get("GPU", 0)
@@ -161,33 +146,27 @@ def check_custom_resources(config: "AlgorithmConfig") -> None:
 
 def check_cpus(config: "AlgorithmConfig") -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
-    runners = ((config.num_env_runners + config.evaluation_num_env_runners)
-               * config.num_cpus_per_env_runner)
+    num_runners = config.num_env_runners + config.evaluation_num_env_runners
+    runners = num_runners * config.num_cpus_per_env_runner
     learners = config.num_learners * config.num_cpus_per_learner
     # Actors killed a moment ago (an Algorithm just stopped) release their CPUs within seconds.
     deadline = time.monotonic() + RELEASE_WAIT_S
     while (have := ray.available_resources().get("CPU", 0)) < runners + learners - 1e-9:
         if time.monotonic() > deadline:
-            break
+            setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
+            fail(config, setting, (
+                f"{num_runners} env runners (training and evaluation) x "
+                f"{config.num_cpus_per_env_runner} CPU + {config.num_learners} learners x "
+                f"{config.num_cpus_per_learner} CPU = {runners + learners:g} CPUs, but the Ray "
+                f"cluster has {have:g} free. Ask for fractions (e.g. num_cpus_per_env_runner=0.5) "
+                "or fewer actors; if an earlier Algorithm still runs in this kernel, call its stop()."))
         time.sleep(0.1)
-    else:
-        return
-    setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
-    fail(config, setting, (
-        f"{config.num_env_runners + config.evaluation_num_env_runners} env runners (training "
-        f"and evaluation) x {config.num_cpus_per_env_runner} CPU + "
-        f"{config.num_learners} learners x {config.num_cpus_per_learner} CPU = "
-        f"{runners + learners:g} CPUs, but the Ray cluster has {have:g} free. Ask for fractions "
-        "(e.g. num_cpus_per_env_runner=0.5) or fewer actors; if an earlier Algorithm still runs "
-        "in this kernel, call its stop()."))
 
 
 def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
-    """One bundle of resources per runner, placed on the nodes by `placement_strategy`; a placement
-    the cluster cannot make fails within PLACEMENT_TIMEOUT_S instead of waiting forever."""
-    bundle = {"CPU": config.num_cpus_per_env_runner, "GPU": config.num_gpus_per_env_runner,
-              **config.custom_resources_per_env_runner}
-    bundle = {name: amount for name, amount in bundle.items() if amount > 0}
+    """One bundle per runner, placed by `placement_strategy`; fails within PLACEMENT_TIMEOUT_S if
+    the cluster cannot place them."""
+    bundle = _runner_bundle(config)
     group = placement_group([bundle] * n, strategy=config.placement_strategy)
     try:
         ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
@@ -200,26 +179,19 @@ def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
 
 
 def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, i: int) -> dict:
-    """Ray actor options of runner actor `i`: what it reserves, how often Ray may restart it, and
-    its bundle of the placement group (if there is one)."""
+    """Ray actor options of runner `i`: what it reserves, its restarts, its bundle of `group`."""
     options = {"num_cpus": config.num_cpus_per_env_runner,
                "num_gpus": config.num_gpus_per_env_runner,
-               "resources": dict(config.custom_resources_per_env_runner),
-               **bundle_options(group, i)}
+               "resources": dict(config.custom_resources_per_env_runner)}
+    if group is not None:
+        options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+            group, placement_group_bundle_index=i)
     if config.restart_failed_env_runners:
         options["max_restarts"] = config.max_num_env_runner_restarts
     return options
 
 
 def learner_options(config: "AlgorithmConfig") -> dict:
-    """Ray actor options of each Learner actor: its CPUs and GPUs (a fraction such as 0.5 lets two
-    learners share one GPU). The learner computes on the GPU it reserves (`get_device`)."""
+    """Ray actor options of each Learner actor (num_gpus 0.5 lets two learners share one GPU)."""
     return {"num_cpus": config.num_cpus_per_learner, "num_gpus": config.num_gpus_per_learner}
 
-
-def bundle_options(group: PlacementGroup | None, i: int) -> dict:
-    """Actor options that put an actor into bundle `i` of `group` (none without a group)."""
-    if group is None:
-        return {}
-    return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
-        group, placement_group_bundle_index=i)}

@@ -1,9 +1,5 @@
-"""Plain data: NumPy arrays, scalars and random generators as JSON-compatible values, and back.
-
-Checkpoints store env state, connector statistics, replay buffers and random generators this way:
-no pickle, so loading a checkpoint can never run code. `from_plain` makes the numpy bit generator
-a state names; the Algorithm's restore checks that name first (algorithms/checkpoint_checks.py).
-"""
+"""NumPy arrays, scalars and random generators as JSON-compatible values, and back: checkpoints
+store state this way, not by pickle, so loading one runs no code."""
 
 import base64
 from typing import Any

@@ -1,5 +1,5 @@
-"""ConfigError, which every room raises for a bad setting: a message that names the setting, its
-setter and the fix. The checks of a config's settings are in rlcourse/algorithms/config_validation.py."""
+"""ConfigError: a bad setting's error, naming the setting, its setter and the fix (the checks are in
+rlcourse/algorithms/config_validation.py)."""
 
 import inspect
 from typing import Any
@@ -15,11 +15,8 @@ class ConfigError(ValueError):
 
 
 def setter_of(config: Any, setting: str) -> str | None:
-    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners'.
-
-    Found from the setters' signatures, so a new setting needs no list kept here. A subclass's setter
-    may pass the rest on as **kwargs, hence the look through the base classes too.
-    """
+    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners', found from
+    the setters' signatures in the class and its bases (a subclass's setter may take **kwargs)."""
     for name in dir(type(config)):
         if name.startswith("_"):
             continue

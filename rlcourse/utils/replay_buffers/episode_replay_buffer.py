@@ -1,17 +1,3 @@
-"""EpisodeReplayBuffer: stores episodes (NumPy), evicts the oldest, samples n-step transitions.
-
-As in RLlib's new stack the buffer keeps whole episodes, not loose transitions: a chunk that a
-runner cut between two `sample()` calls is appended to the stored episode with the same `id_`, so an
-n-step return can run across the cut. Capacity counts env steps; when a new chunk does not fit, the
-oldest episodes go, whole. Each stored step has a slot (0..capacity-1) that `sample` returns as its
-row's `indices` (the prioritized buffer keeps one priority per slot).
-
-An n-step row starting at step t of an episode with T steps stored uses n = min(n_step, T - t)
-steps: it sums the n discounted rewards, and `new_obs` is the observation after them. A row that
-reaches a termination has `terminateds=True` (no bootstrap); one that reaches a truncation or the
-newest stored step of an ongoing episode is shorter and bootstraps from that real observation.
-"""
-
 from typing import Any
 
 import numpy as np
@@ -21,7 +7,13 @@ from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class EpisodeReplayBuffer:
-    """Uniform sampling over all stored env steps."""
+    """Whole episodes (as in RLlib's new stack), sampled uniformly as n-step transitions.
+
+    A chunk that a runner cut is appended to the stored episode with its `id_`, so n-step returns run
+    across the cut. Capacity counts env steps; when full, the oldest episodes go, whole. Each stored
+    step has a slot (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one
+    priority per slot).
+    """
 
     def __init__(self, capacity: int = 50_000, seed: int | None = None):
         self.capacity = capacity
@@ -43,8 +35,6 @@ class EpisodeReplayBuffer:
 
     def get_num_episodes(self) -> int:
         return len(self.episodes)
-
-    # -- adding and evicting ----------------------------------------------------------------
 
     def add(self, episodes: list[SingleAgentEpisode]) -> None:
         """Store episode chunks in the order they were sampled, evicting the oldest episodes."""
@@ -90,14 +80,9 @@ class EpisodeReplayBuffer:
     def _on_slots_freed(self, slots: np.ndarray) -> None:
         """Hook for the prioritized buffer (evicted steps lose theirs)."""
 
-    # -- sampling ---------------------------------------------------------------------------
-
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99) -> dict[str, np.ndarray]:
-        """`num_items` n-step transitions drawn uniformly from the stored steps (with replacement).
-
-        Returns NumPy arrays: obs, actions, rewards (the discounted n-step sum), new_obs,
-        terminateds, n_step (the steps actually summed, for gamma ** n_step), weights (all 1 here)
-        and indices (the slots, for `update_priorities`)."""
+        """`num_items` n-step transitions drawn uniformly (with replacement): obs, actions, rewards
+        (discounted n-step sums), new_obs, terminateds, n_step, weights (all 1) and indices."""
         if len(self) == 0:
             raise ValueError("The replay buffer is empty: add episodes before sampling.")
         slots = self.rng.choice(np.flatnonzero(self._slot_t >= 0), size=num_items)
@@ -106,6 +91,8 @@ class EpisodeReplayBuffer:
 
     def _n_step_transitions(self, slots: np.ndarray, n_step: int, gamma: float
                             ) -> dict[str, np.ndarray]:
+        """A row from step t of an episode with T steps stored sums n = min(n_step, T - t) rewards;
+        it bootstraps from the observation after them unless it reaches a termination."""
         discounts = gamma ** np.arange(n_step)
         obs, actions, rewards, new_obs, terminateds, steps = [], [], [], [], [], []
         for slot in slots:
@@ -125,16 +112,13 @@ class EpisodeReplayBuffer:
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         """Uniform replay has no priorities; the prioritized buffer overrides this."""
 
-    # -- checkpoints ------------------------------------------------------------------------
-
     def get_state(self) -> dict[str, Any]:
-        """Plain data (see env_state.to_plain): episodes, slots and RNG, to continue exactly."""
+        """Plain data (serialization.to_plain): episodes, slots and RNG, to continue exactly."""
         return {"capacity": self.capacity,
-                "episodes": [{"id_": e.id_, "t_started": e.t_started,
-                              "observations": to_plain(e.observations),
-                              "actions": to_plain(e.actions), "rewards": to_plain(e.rewards),
-                              "is_terminated": e.is_terminated, "is_truncated": e.is_truncated,
-                              "slots": to_plain(self._slots[e.id_])}
+                "episodes": [to_plain({"id_": e.id_, "t_started": e.t_started,
+                                       "observations": e.observations, "actions": e.actions,
+                                       "rewards": e.rewards, "is_terminated": e.is_terminated,
+                                       "is_truncated": e.is_truncated, "slots": self._slots[e.id_]})
                              for e in self.episodes.values()],
                 "free": self._free, "rng": to_plain(self.rng),
                 "num_steps_added_lifetime": self.num_steps_added_lifetime,
@@ -146,12 +130,11 @@ class EpisodeReplayBuffer:
             raise ValueError(f"The saved replay buffer has capacity {state['capacity']}, this one "
                              f"{self.capacity}.")
         self._clear()
-        for saved in state["episodes"]:
-            episode = SingleAgentEpisode(
-                from_plain(saved["observations"]), from_plain(saved["actions"]),
-                from_plain(saved["rewards"]), None, saved["is_terminated"], saved["is_truncated"],
-                saved["id_"], saved["t_started"])
-            slots = from_plain(saved["slots"])
+        for saved in map(from_plain, state["episodes"]):
+            episode = SingleAgentEpisode(saved["observations"], saved["actions"], saved["rewards"],
+                                         None, saved["is_terminated"], saved["is_truncated"],
+                                         saved["id_"], saved["t_started"])
+            slots = saved["slots"]
             self.episodes[episode.id_] = episode
             self._slots[episode.id_] = slots
             self._slot_episode[slots] = episode.id_

@@ -1,25 +1,63 @@
-"""PrioritizedEpisodeReplayBuffer: replay steps in proportion to their TD error (Schaul et al. 2016).
-
-Step i is drawn with probability P(i) = p_i^alpha / sum_k p_k^alpha, where p_i is its last absolute
-TD error (new steps get the largest priority seen so far, so each is replayed at least about once).
-Drawing by priority biases the updates; the importance weights w_i = (N * P(i))^-beta undo part of
-that (all of it at beta = 1), divided by the largest weight any stored step could get, so that
-weights only scale updates down. The priorities live in a sum-tree (`sum_tree.py`), one leaf a slot.
-"""
-
 from typing import Any
 
 import numpy as np
 
 from rlcourse.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
-from rlcourse.utils.replay_buffers.sum_tree import SumTree
 from rlcourse.utils.serialization import from_plain, to_plain
 
 PRIORITY_EPSILON = 1e-6  # a step with TD error 0 keeps a small chance of being replayed
 
 
+class SumTree:
+    """A binary tree whose every node holds the sum of its children; leaf i holds slot i's priority.
+
+    To draw, take u uniform in [0, total) and walk down: left if u is below the left child's sum,
+    else subtract that sum and go right. Leaf i is reached with probability priority_i / total."""
+
+    def __init__(self, capacity: int):
+        self.size = 1 << max(1, int(capacity - 1).bit_length())  # leaves: a power of two, >= 2
+        self.tree = np.zeros(2 * self.size)  # node 1 is the root; leaves are size..2*size-1
+
+    @property
+    def total(self) -> float:
+        return float(self.tree[1])
+
+    @property
+    def leaves(self) -> np.ndarray:
+        return self.tree[self.size:]
+
+    def set(self, slots: np.ndarray, priorities: np.ndarray) -> None:
+        """Set the slots' priorities and recompute their ancestors' sums (recomputed, not adjusted,
+        so rounding errors never pile up)."""
+        nodes = np.asarray(slots, dtype=np.int64) + self.size
+        self.tree[nodes] = priorities
+        while nodes[0] > 1:  # all leaves are equally deep: one level per pass, up to the root
+            nodes //= 2  # a node listed twice is just computed twice, to the same sum
+            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
+
+    def find(self, prefix_sums: np.ndarray) -> np.ndarray:
+        """For each u in [0, total), the slot whose cumulative priority range holds u."""
+        u = np.array(prefix_sums, dtype=np.float64)
+        nodes = np.ones(len(u), dtype=np.int64)
+        while nodes[0] < self.size:
+            left = self.tree[2 * nodes]
+            # Never step into a subtree of zero sum, which rounding could otherwise reach.
+            go_right = (u >= left) & (self.tree[2 * nodes + 1] > 0)
+            u -= left * go_right
+            nodes = 2 * nodes + go_right
+        return nodes - self.size
+
+    def sample(self, num: int, rng: np.random.Generator) -> np.ndarray:
+        """`num` slots drawn with replacement, each with probability priority / total."""
+        return self.find(rng.random(num) * self.total)
+
+
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
-    """`alpha`: how much priorities count (0: uniform); `beta`: how much weights correct for it."""
+    """Prioritized replay (Schaul et al. 2016): step i is drawn with probability P(i) = p_i^alpha /
+    sum_k p_k^alpha from a SumTree, p_i its last |TD error| (new steps: the largest seen so far).
+
+    Importance weights (N P(i))^-beta, divided by the largest, undo part of the bias (all of it at
+    beta = 1) and only scale updates down. `alpha` 0 is uniform replay."""
 
     def __init__(self, capacity: int = 50_000, alpha: float = 0.6, beta: float = 0.4,
                  seed: int | None = None):

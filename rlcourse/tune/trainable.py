@@ -36,8 +36,7 @@ def trial_config(algo_class: type["Algorithm"], settings: dict[str, Any]) -> "Al
 
 @functools.cache
 def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
-    """The Tune Trainable class that runs `algo_class` (one per algorithm, named like it, so trials
-    are named PPO_CartPole-v1_00000 as in RLlib)."""
+    """The Tune Trainable that runs `algo_class`, named like it (trials: PPO_CartPole-v1_00000)."""
     for config_class in type(algo_class.get_default_config()).__mro__[:-1]:  # AlgorithmConfig too
         _Config.register(config_class)  # Tune accepts param_space=config, calls config.to_dict()
 
@@ -69,8 +68,7 @@ def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
             self.algorithm.restore_from_path(checkpoint)
 
         def reset_config(self, new_config: dict[str, Any]) -> bool:
-            """With `TuneConfig(reuse_actors=True)` a finished trial's actor runs the next trial:
-            a new Algorithm in the same process, without importing torch and Tune again."""
+            """`TuneConfig(reuse_actors=True)`: the next trial's Algorithm, in this process."""
             self.algorithm.stop()
             self.algorithm = trial_config(self.algorithm_class, new_config).build_algo()
             return True

@@ -97,6 +97,23 @@ def test_grid_sweep_trials_results_on_disk_and_best_checkpoint_loads(tmp_path):
         algo.stop()
 
 
+@pytest.mark.timeout(120)
+def test_an_algorithm_name_is_a_trainable_as_in_rllib(tmp_path):
+    """tune.Tuner("PPO", param_space=config) runs rlcourse's PPO: a config built where Tune is
+    imported registers rlcourse's algorithms under their names."""
+    results = tune.Tuner("PPO", param_space=small_config(),
+                         run_config=run_config(tmp_path, stop={"training_iteration": 1})).fit()
+    assert not results.errors
+    (result,) = results
+    assert result.metrics["training_iteration"] == 1 and Path(result.path).name.startswith("PPO_")
+    assert result.config["config_class"] == "rlcourse.algorithms.ppo.ppo:PPOConfig"
+    from rlcourse.algorithms.registry import get_algorithm_class
+
+    assert get_algorithm_class("SAC").__module__ == "rlcourse.algorithms.sac.sac"
+    with pytest.raises(ValueError, match="Unknown algorithm 'APPO'.*PPO, IMPALA, DQN, SAC"):
+        get_algorithm_class("APPO")
+
+
 @pytest.mark.timeout(240)
 def test_each_trial_reserves_one_placement_group_so_trials_never_oversubscribe(tmp_path):
     # 0.5 CPU for the trial's process + 2 runners x 0.5 = 1.5 CPUs: on 2 CPUs one trial at a time.

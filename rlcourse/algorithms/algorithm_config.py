@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms import config_setters, config_validation
 from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, setter
+from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
@@ -34,6 +35,7 @@ class AlgorithmConfig:
     default_model_config: dict = DEFAULT_MODEL_CONFIG  # rl_module(model_config=) changes keys
 
     def __init__(self) -> None:
+        register_with_tune()  # where Tune is imported: tune.Tuner("PPO", param_space=config)
         # environment()
         self.env: Any = None
         self.env_config: dict = {}

@@ -1,11 +1,5 @@
-"""Reward clipping, set as in RLlib with `config.environment(clip_rewards=...)`.
-
-RLlib 2.60 has no connector for it on its new API stack: the setting lives in `environment()`
-(its old stack's ClipRewardAgentConnector read it). Here the EnvRunner clips the rewards it
-records in episodes, so the Learner trains on clipped rewards, while the episode returns it
-reports stay the env's own. None or False: no clipping (RLlib's None means "only for Atari";
-rlcourse runs no Atari); True: the sign of each reward (-1, 0 or 1); a number c: into [-c, c];
-a pair (low, high): into [low, high].
+"""Reward clipping, `config.environment(clip_rewards=...)` as in RLlib: the EnvRunner clips the
+rewards it records, so the Learner trains on clipped rewards while reported returns stay the env's.
 """
 
 from typing import Any
@@ -14,7 +8,7 @@ import numpy as np
 
 
 def clip_rewards(rewards: np.ndarray, setting: Any) -> np.ndarray:
-    """`rewards` clipped as `setting` (config.clip_rewards) says."""
+    """None or False: as they are; True: their sign; c: into [-c, c]; (low, high): into [low, high]."""
     if setting is None or setting is False:
         return rewards
     if setting is True:

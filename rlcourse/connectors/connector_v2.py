@@ -1,10 +1,5 @@
-"""ConnectorV2: one step of a connector pipeline (RLlib's base class, here a small callable).
-
-An env-to-module connector takes a batch of observations (one row per sub-env) and returns the
-batch the module sees. It may change the observation space (`recompute_output_observation_space`)
-and may keep state (MeanStdFilter's running statistics), which EnvRunners report and the Algorithm
-merges (`pop_buffer`, `merge_states`). The defaults here are those of a stateless step.
-"""
+"""ConnectorV2: one step of a connector pipeline (RLlib's base class, here a small callable): a batch
+of observations in, the batch the module sees out. The defaults are those of a stateless step."""
 
 from typing import Any
 
@@ -19,8 +14,7 @@ class ConnectorV2:
 
     def recompute_output_observation_space(self, input_observation_space: gym.Space,
                                            input_action_space: gym.Space) -> gym.Space:
-        """The space of what `__call__` returns, given the space of what it takes (kept as
-        `input_observation_space` for `__call__`). Default: unchanged."""
+        """The space of what `__call__` returns, given the space of what it takes."""
         return input_observation_space
 
     def __call__(self, observations: Any, *, update: bool = True) -> np.ndarray:

@@ -1,10 +1,5 @@
-"""Building the Serve application, and running it on the course's Ray with the proxy on loopback.
-
-`policy_app` binds a checkpoint to the deployment (deploy/serve_config.yaml's builder,
-rlcourse/course/serve_command.py:build_app, calls it too); `start` is what `rlcourse serve` and the
-tests call: the course's Ray (127.0.0.1 only, token auth), Serve's HTTP proxy bound to 127.0.0.1 on
-the caller's port, then the deployment.
-"""
+"""The Serve application of a checkpoint (`policy_app`), run on the course's Ray with Serve's HTTP
+proxy on loopback (`start`, what `rlcourse serve` calls)."""
 
 import logging
 import os
@@ -47,8 +42,7 @@ def start(app: Application, port: int = DEFAULT_PORT) -> str:
 
 
 def deploy(app: Application, name: str = APP_NAME, route_prefix: str = "/") -> None:
-    """Deploy `app` under `name` and wait until its replicas run. If they fail (a checkpoint that
-    cannot load), the application is deleted and RuntimeError says why, naming the file."""
+    """Deploy `app` and wait for its replicas; if they fail, delete it and raise RuntimeError why."""
     try:
         # No access log: a log line per request would cost more than the module's forward pass.
         serve.run(app, name=name, route_prefix=route_prefix,

@@ -1,12 +1,5 @@
-"""The client side of serving: a policy behind HTTP, called like a local one (lesson 08).
-
-    PolicyClient(url).compute_actions(obs)  ->  POST url {"obs": [...]}  ->  {"actions": [...]}
-
-One `PolicyClient` keeps one keep-alive connection: opening a TCP connection per request would cost
-more than the policy's answer on loopback. `run_episode` is the production loop: the env runs here,
-and every step asks the server for its action. The standard library, NumPy and gymnasium only: a
-client machine needs neither Ray nor torch.
-"""
+"""The client side of serving: `PolicyClient(url).compute_actions(obs)` POSTs {"obs": [...]} and
+returns the actions, over one keep-alive connection. Needs neither Ray nor torch."""
 
 import http.client
 import json
@@ -42,8 +35,7 @@ class PolicyClient:
                                                       timeout=timeout_s)
 
     def compute_actions(self, obs: np.ndarray) -> np.ndarray:
-        """The policy's actions: one observation gets an array of one action, a batch [N, ...] gets
-        N. Integer actions (Discrete) come back as int64, others as float32 (the module's dtype)."""
+        """The actions (int64 or float32) for one observation or a batch [N, ...] of them."""
         body = json.dumps({"obs": np.asarray(obs).tolist()}).encode()
         status, answer = self.request(body)
         if status != 200:
@@ -61,9 +53,8 @@ class PolicyClient:
 
     def request(self, body: bytes | None, method: str = "POST", path: str | None = None
                 ) -> tuple[int, bytes]:
-        """Send one request (`body`: JSON already encoded) to `path` (default: the URL's) and return
-        (status, body of the answer). If the server had closed the idle connection, it is opened
-        again and the request sent once more: asking a policy for actions twice changes nothing."""
+        """Send `body` (encoded JSON) and return (status, answer). If the server had closed the idle
+        connection, the request is sent once more: asking twice for actions changes nothing."""
         reused = self._connection.sock is not None
         try:
             return self._send(body, method, path or self.path)
@@ -100,9 +91,7 @@ class SupportsComputeActions(Protocol):
 
 
 def run_episode(client: SupportsComputeActions, env: gym.Env, seed: int | None = None) -> float:
-    """The production loop: reset `env` with `seed`, act through `client` (one request a step, for
-    a `PolicyClient`) until the episode ends (terminated or truncated); return its undiscounted
-    return. The same loop runs on an `Algorithm` in this process, to compare with."""
+    """The production loop: the env runs here, acting through `client`; returns the episode's return."""
     obs, _ = env.reset(seed=seed)
     total, done = 0.0, False
     while not done:
@@ -113,8 +102,7 @@ def run_episode(client: SupportsComputeActions, env: gym.Env, seed: int | None =
 
 
 def _error_message(answer: bytes) -> str:
-    """The server's `error` field, or the answer as text when it is not the deployment's JSON (an
-    error from Serve's proxy, another server on the port)."""
+    """The server's `error` field, or the answer as text (an error from Serve's proxy)."""
     try:
         return str(json.loads(answer)["error"])
     except (ValueError, KeyError, TypeError):

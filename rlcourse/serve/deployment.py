@@ -1,13 +1,6 @@
-"""PolicyDeployment: a Ray Serve replica that loads a checkpoint's module and answers with actions.
-
-    POST /        {"obs": [...]} or {"obs": [[...], ...]}  ->  {"actions": [...]}
-    GET  /healthz                                          ->  {"status": "ok"}
-
-Concurrent requests meet in `@serve.batch`: their observations go through the module as one batch,
-which is what makes a replica fast under load (benchmarks/serve_load.py). `max_batch_size=1` turns
-batching off: each request then runs the module alone. The checkpoint loads in the constructor, so
-one that cannot load fails the deployment when it is deployed, with the file's name.
-"""
+"""PolicyDeployment: a Ray Serve replica answering POST {"obs": ...} with {"actions": ...} and GET
+/healthz. Concurrent requests go through the module as one batch (`@serve.batch`; measured by
+benchmarks/serve_load.py); `max_batch_size=1` turns batching off."""
 
 import os
 from collections.abc import Iterable
@@ -19,7 +12,7 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from rlcourse.serve.observations import MAX_BYTES, BadRequest, parse_body
+from rlcourse.serve.observations import BadRequest, check_size, parse_body
 
 DEFAULT_MAX_BATCH_SIZE = 32  # requests per module call
 DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002  # how long the first request of a batch waits for others
@@ -27,8 +20,7 @@ DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002  # how long the first request of a batch wa
 
 @serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=256)
 class PolicyDeployment:
-    """One replica: the module of `checkpoint` behind HTTP. `allowed`: your classes and env
-    creators the checkpoint names (as in `RLModule.from_checkpoint`)."""
+    """One replica: the module of `checkpoint` (loaded here, so a bad one fails the deployment)."""
 
     def __init__(self, checkpoint: str | os.PathLike, allowed: Iterable[Any] = (),
                  max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
@@ -63,18 +55,14 @@ class PolicyDeployment:
         return np.split(actions, np.cumsum([len(b) for b in batches])[:-1])
 
     async def __call__(self, request: Request) -> JSONResponse:
-        """Route one HTTP request: health check, or observations in and actions out (any POST
-        path: `/` or `/act`). A bad request gets a 4xx answer; nothing it holds reaches the module."""
+        """A health check, or observations in and actions out; a bad request gets a 4xx answer."""
         if request.url.path.rstrip("/").endswith("/healthz") and request.method == "GET":
             return JSONResponse({"status": "ok"})
         if request.method != "POST":
             return _error(405, f"{request.method} {request.url.path}: POST observations as JSON "
                                "to /, or GET /healthz.")
         try:
-            declared = int(request.headers.get("content-length") or 0)
-            if declared > MAX_BYTES:
-                raise BadRequest(413, f"the body is {declared} bytes, at most {MAX_BYTES} are "
-                                      "accepted: send fewer observations per request.")
+            check_size(int(request.headers.get("content-length") or 0))  # before reading the body
             obs = parse_body(await request.body(), self.space)
         except BadRequest as e:
             return _error(e.status, e.message)

@@ -1,9 +1,5 @@
-"""Checking a request's observations before they reach the module: each mistake gets its own answer.
-
-A served policy meets clients it does not know. Malformed JSON, a wrong shape or dtype, NaN, values
-outside the observation space, an empty or huge batch: each is refused with a 4xx status and a
-message that names the field and the fix, and the server goes on answering the next request.
-"""
+"""A request's observations, checked before they reach the module: each mistake (bad JSON, shape,
+dtype, NaN, values outside the space, an empty or huge batch) gets a 4xx naming the field and fix."""
 
 import json
 from dataclasses import dataclass
@@ -24,11 +20,15 @@ class BadRequest(Exception):
     message: str
 
 
+def check_size(num_bytes: int) -> None:
+    if num_bytes > MAX_BYTES:
+        raise BadRequest(413, f"the body is {num_bytes} bytes, at most {MAX_BYTES} are accepted: "
+                              f"send at most {MAX_ROWS} observations per request.")
+
+
 def parse_body(body: bytes, space: gym.Space) -> np.ndarray:
     """The batch of observations in a request body (one observation is a batch of one)."""
-    if len(body) > MAX_BYTES:
-        raise BadRequest(413, f"the body is {len(body)} bytes, at most {MAX_BYTES} are accepted: "
-                              f"send at most {MAX_ROWS} observations per request.")
+    check_size(len(body))
     try:
         document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -1,6 +1,2 @@
-"""Ray Tune for rlcourse Algorithms: `trainable.py` (an Algorithm as a Tune Trainable, one placement
-group per trial) and `search_space.py` (search spaces inside config setters, checked up front).
-
-Nothing here is imported by `import rlcourse` or by a runner: Tune is imported only by
-`Algorithm.as_trainable()`, in the process that runs the experiment.
-"""
+"""Ray Tune for rlcourse: an Algorithm as a Trainable (`trainable.py`, the only module that imports
+Tune) and search spaces in config setters (`search_space.py`)."""

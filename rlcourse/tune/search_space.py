@@ -1,10 +1,5 @@
-"""Ray Tune search spaces inside a config's setters, checked before any trial starts.
-
-`PPOConfig().training(lr=tune.grid_search([1e-3, 3e-4]))` stores the search space as the setting's
-value; Tune resolves it per trial from `config.to_dict()`. Before that, `check_search_spaces` tries
-every value a space can take (each grid value, a range's bounds, each category) in a copy of the
-config and validates it, so `lr=tune.grid_search([1e-3, -1])` fails at once naming `lr`, not after
-some trials ran. Search spaces are recognized by their shape, without importing Tune.
+"""Ray Tune search spaces as setting values (`training(lr=tune.grid_search([1e-3, 3e-4]))`),
+validated for every value they can take before any trial starts; recognized without importing Tune.
 """
 
 import copy
@@ -48,8 +43,8 @@ def check_tunable(setting: str, value: Any, setter: str) -> None:
 
 
 def candidates(space: Any) -> list[Any]:
-    """Values that `space` can take and that tell whether all of them are valid: every grid value,
-    every category, a numeric range's bounds; [] where they cannot be known (tune.sample_from)."""
+    """The values that tell whether all of `space`'s are valid: every grid value or category, a
+    range's bounds; [] where they cannot be known (tune.sample_from)."""
     if isinstance(space, dict):
         return list(space["grid_search"])
     if hasattr(space, "categories"):
@@ -72,9 +67,8 @@ def resolved(value: Any) -> Any:
 
 
 def check_search_spaces(config: "AlgorithmConfig") -> None:
-    """Validate the config once per candidate of each search space (the other settings at their
-    first candidates); raise a ConfigError naming the setting whose search space can take a value
-    that fails, and the value."""
+    """Validate the config once per candidate of each search space (the others at their first);
+    raise a ConfigError naming the setting and the value that fails."""
     spaces = {name: value for name, value in vars(config).items() if contains_search_space(value)}
     base = copy.deepcopy(config)
     for name, value in spaces.items():

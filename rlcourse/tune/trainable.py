@@ -1,16 +1,6 @@
-"""An rlcourse Algorithm as a Ray Tune Trainable: `tune.Tuner(PPO.as_trainable(), param_space=config)`.
-
-RLlib's Algorithm subclasses `tune.Trainable`, so RLlib writes `tune.Tuner(PPO, ...)`. That makes every
-process that imports PPO import Tune (pandas, pyarrow, Ray Data: +1.1 s and +133 MB measured on the
-course's machine), every lesson kernel and Ray Job driver included. rlcourse builds the Trainable
-when an experiment asks for it; inside each trial it is the same Algorithm:
-
-    default_resource_request -> one placement group: main process, runners, learners (trial_bundles)
-    setup    -> the trial's config (a dict Tune resolved from param_space) -> build_algo()
-    step     -> algo.train(): one iteration, RLlib's result keys
-    save_checkpoint / load_checkpoint -> save_to_path / restore_from_path (rlcourse's safe format)
-    reset_config -> a new Algorithm for the next trial in the same actor (reuse_actors=True)
-    cleanup  -> algo.stop()
+"""An rlcourse Algorithm as a Ray Tune Trainable: `tune.Tuner("PPO", param_space=config)`, or
+`tune.Tuner(PPO.as_trainable(), ...)`. Unlike RLlib's, the Algorithm is not itself a Trainable, so
+importing it never imports Tune (pandas, pyarrow, Ray Data: seconds and 100+ MB per process).
 """
 
 import functools
@@ -46,8 +36,7 @@ def trial_config(algo_class: type["Algorithm"], settings: dict[str, Any]) -> "Al
 
 @functools.cache
 def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
-    """The Tune Trainable class that runs `algo_class` (one per algorithm, named like it, so trials
-    are named PPO_CartPole-v1_00000 as in RLlib)."""
+    """The Tune Trainable that runs `algo_class`, named like it (trials: PPO_CartPole-v1_00000)."""
     for config_class in type(algo_class.get_default_config()).__mro__[:-1]:  # AlgorithmConfig too
         _Config.register(config_class)  # Tune accepts param_space=config, calls config.to_dict()
 
@@ -79,8 +68,7 @@ def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
             self.algorithm.restore_from_path(checkpoint)
 
         def reset_config(self, new_config: dict[str, Any]) -> bool:
-            """With `TuneConfig(reuse_actors=True)` a finished trial's actor runs the next trial:
-            a new Algorithm in the same process, without importing torch and Tune again."""
+            """`TuneConfig(reuse_actors=True)`: the next trial's Algorithm, in this process."""
             self.algorithm.stop()
             self.algorithm = trial_config(self.algorithm_class, new_config).build_algo()
             return True
@@ -90,3 +78,9 @@ def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
 
     AlgorithmTrainable.__name__ = AlgorithmTrainable.__qualname__ = algo_class.__name__
     return AlgorithmTrainable
+
+
+def register_trainables(algorithms: dict[str, type["Algorithm"]]) -> None:
+    """Each algorithm's Trainable under its name in Tune's registry, as RLlib registers its own."""
+    for name, algo_class in algorithms.items():
+        tune.register_trainable(name, trainable_for(algo_class))

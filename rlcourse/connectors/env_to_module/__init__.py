@@ -1,5 +1,4 @@
-"""Env-to-module connectors (RLlib's `rllib/connectors/env_to_module/`): what runners apply to
-observations before the module's forward pass."""
+"""Env-to-module connectors (RLlib's `rllib/connectors/env_to_module/`), applied before the module."""
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
 from rlcourse.connectors.env_to_module.flatten_observations import FlattenObservations

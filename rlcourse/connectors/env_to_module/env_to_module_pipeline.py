@@ -1,12 +1,6 @@
-"""EnvToModulePipeline: the env-to-module connectors of a config, applied in order.
-
-`config.env_runners(env_to_module_connector=fn)` names a function, as in RLlib, that returns a
-connector or a list of them: `fn(env)`, or RLlib 2.60's `fn(env, spaces, device)` (any of them may
-be None: the Algorithm calls it with env=None to learn the module's observation space). A connector
-is a ConnectorV2 (MeanStdFilter, FlattenObservations) or any function `obs_batch -> obs_batch` that
-keeps the observation space. Each EnvRunner builds its own pipeline, runs every observation through
-it before the module's forward pass, and records the output in its episodes, so the Learner trains
-on (and bootstraps values from) what the policy saw.
+"""EnvToModulePipeline: the connectors `config.env_runners(env_to_module_connector=fn)` returns,
+applied in order. Runners record their output in episodes, so the Learner trains on what the policy
+saw. A connector is a ConnectorV2 or a function `obs_batch -> obs_batch` keeping the space.
 """
 
 import inspect
@@ -23,18 +17,13 @@ from rlcourse.utils.validation import ConfigError
 Connector = ConnectorV2 | Callable[[Any], np.ndarray]
 
 
-def _fail(value: Any, fix: str) -> None:
-    raise ConfigError("env_to_module_connector", value, fix, "env_runners")
-
-
 def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> list[Connector]:
-    """The connectors `factory` returns, called as RLlib does: (env, spaces, device), or with the
-    first arguments its signature takes."""
+    """The connectors `factory` returns, called as RLlib 2.60 does, `fn(env, spaces, device)`, or
+    with as many of these as it takes (`fn(env)`); env is None when the Algorithm probes spaces."""
     try:
-        parameters = inspect.signature(factory).parameters.values()
+        kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
-        parameters = []
-    kinds = [p.kind for p in parameters]
+        kinds = []
     n = 3 if not kinds or inspect.Parameter.VAR_POSITIONAL in kinds else sum(
         kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         for kind in kinds)
@@ -42,8 +31,10 @@ def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> 
     connectors = list(result) if isinstance(result, list | tuple) else [result]
     for connector in connectors:
         if not callable(connector):
-            _fail(factory, f"it returned {connector!r}, which is not a connector: return a "
-                  "ConnectorV2 such as MeanStdFilter(), a function obs -> obs, or a list of them.")
+            raise ConfigError("env_to_module_connector", factory, f"it returned {connector!r}, "
+                              "which is not a connector: return a ConnectorV2 such as "
+                              "MeanStdFilter(), a function obs -> obs, or a list of them.",
+                              "env_runners")
     return connectors
 
 
@@ -70,8 +61,7 @@ class EnvToModulePipeline:
         return observations
 
     def process_items(self, items: list[Any]) -> list[Any] | np.ndarray:
-        """Single observations (the last ones of episodes that ended) through the connectors as
-        one batch, so the Learner bootstraps values from what the module would have seen."""
+        """Single observations (ended episodes' last ones, to bootstrap from) as one batch."""
         if not self.connectors:
             return items
         space = self.input_observation_space
@@ -105,8 +95,7 @@ class EnvToModulePipeline:
 
 def build_env_to_module_pipeline(config: Any, observation_space: gym.Space,
                                  action_space: gym.Space, env: Any = None) -> EnvToModulePipeline:
-    """The pipeline of `config.env_to_module_connector` for these (single-env) spaces; frozen
-    statistics for an evaluation config (`config.in_evaluation`)."""
+    """The pipeline of `config.env_to_module_connector`; statistics frozen in evaluation."""
     factory = config.env_to_module_connector
     spaces = {"__env_single__": (observation_space, action_space)}
     if env is not None:

@@ -1,10 +1,5 @@
-"""FlattenObservations: Dict and Tuple observations made one flat float vector per sub-env.
-
-As RLlib's: Box parts are flattened, Discrete parts one-hot encoded, MultiDiscrete parts one-hot
-encoded per dimension, in the order of the space's keys (gymnasium sorts a Dict's keys); nested
-Dicts and Tuples are flattened part by part. The module is built for the output space,
-Box(-inf, inf, (n,), float32), so the default MLP takes such envs.
-"""
+"""FlattenObservations: (nested) Dict and Tuple observations as one float32 vector, as RLlib's: Box
+parts flattened, Discrete and MultiDiscrete parts one-hot, in the space's (sorted) key order."""
 
 from typing import Any
 

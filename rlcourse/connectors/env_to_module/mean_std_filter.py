@@ -1,14 +1,8 @@
-"""MeanStdFilter: observations normalized to mean 0 and standard deviation 1 by running statistics.
+"""MeanStdFilter: observations normalized to mean 0, standard deviation 1 by running statistics.
 
-Each EnvRunner keeps two sets of statistics per observation element: `running_stats`, the ones it
-normalizes with, and `buffer`, what it saw since it last reported. The Algorithm adds every
-runner's buffer to its merged statistics (`merge_states`) and sends the result back with the next
-weights; a runner then normalizes with the merged statistics plus its own newer buffer. So all
-runners normalize alike, and no observation is counted twice. With `update=False` (evaluation
-runners, built with `config.in_evaluation`) the statistics stay as they are.
-
-The maths: Welford's running mean and sum of squared deviations (M2), and Chan et al.'s formula to
-merge two such summaries of disjoint data, which gives the same result as one pass over the union.
+Each runner normalizes with `running_stats` and keeps a `buffer` of what it saw since it reported;
+the Algorithm merges the buffers (Chan et al.'s parallel formula) and sends the result back, so all
+runners normalize alike and no observation counts twice.
 """
 
 from typing import Any
@@ -68,9 +62,7 @@ class RunningStat:
 
 
 class MeanStdFilter(ConnectorV2):
-    """Normalize Box observations by running mean and std, then clip to +-`clip_by_value` (RLlib's
-    default 10). Discrete observations pass unchanged; Dict and Tuple ones need FlattenObservations
-    first."""
+    """Normalize Box observations, then clip to +-`clip_by_value`; Discrete ones pass unchanged."""
 
     def __init__(self, *, de_mean_to_zero: bool = True, de_std_to_one: bool = True,
                  clip_by_value: float | None = 10.0, update_stats: bool = True):
@@ -120,8 +112,7 @@ class MeanStdFilter(ConnectorV2):
         return {"running_stats": self.running_stats.to_plain(), "buffer": self.buffer.to_plain()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """A saved state (with "buffer") is taken as it is; merged statistics (without) become the
-        running statistics plus what this filter saw since it last reported."""
+        """A saved state (with "buffer") as it is; merged statistics plus this filter's own buffer."""
         if self.running_stats is None or not state:
             return
         running = RunningStat.from_plain(state["running_stats"])
@@ -139,11 +130,9 @@ class MeanStdFilter(ConnectorV2):
 
     @staticmethod
     def merge_states(base: dict[str, Any] | None, buffers: list[dict[str, Any]]) -> dict[str, Any]:
-        merged = RunningStat.from_plain(base["running_stats"]) if base else None
-        for buffer in filter(None, buffers):
-            stat = RunningStat.from_plain(buffer["running_stats"])
-            if merged is None:
-                merged = stat
-            else:
-                merged.update(stat)
-        return {} if merged is None else {"running_stats": merged.to_plain()}
+        stats = [RunningStat.from_plain(s["running_stats"]) for s in [base, *buffers] if s]
+        if not stats:
+            return {}
+        for stat in stats[1:]:
+            stats[0].update(stat)
+        return {"running_stats": stats[0].to_plain()}

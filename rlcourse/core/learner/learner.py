@@ -1,12 +1,6 @@
-"""Learner: owns the torch RLModule and its optimizer, and turns episodes into weight updates.
-
-`update(episodes)` = `build_batch` (algorithm-specific targets, e.g. GAE) + `num_epochs` passes of
-minibatch SGD on `compute_loss`. When several Learners run as Ray actors (see LearnerGroup), they are
-joined by torch.distributed: each holds a shard of the batch, and after every backward pass they
-all-reduce their gradients, so every Learner takes the same step with the same weights.
-A Learner given a GPU (`num_gpus_per_learner > 0`) keeps its module, optimizer state and batches on
-`self.device` (picked once, by `get_device`); weights leave it as CPU NumPy arrays.
-"""
+"""Learner: the torch RLModule and its optimizer; `update(episodes)` is `build_batch`, then
+`num_epochs` of minibatch SGD on `compute_loss`. Several Learners (LearnerGroup's actors) all-reduce
+their gradients after every backward pass, so all take the same steps with the same weights."""
 
 import copy
 import math
@@ -35,8 +29,7 @@ class NonFiniteUpdateError(FloatingPointError):
 class Learner:
     """Base Learner; algorithms subclass it with `build_batch` and `compute_loss`."""
 
-    def __init__(self, config: "AlgorithmConfig", observation_space: gym.Space,
-                 action_space: gym.Space):
+    def __init__(self, config: "AlgorithmConfig", observation_space: gym.Space, action_space: gym.Space):
         self.config = config
         if config.seed is not None:
             torch.manual_seed(config.seed)
@@ -52,15 +45,9 @@ class Learner:
         # fused: one kernel for all parameters instead of a Python loop over them (~15% per step).
         return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
 
-    # -- joining other learners -------------------------------------------------------------
-
     def open_store_socket(self) -> tuple[str, int]:
-        """Listen on this learner's node address for the others; return the (host, port) to join.
-
-        Rank 0 serves torch.distributed's key-value store (the rendezvous) on this socket. Left to
-        itself the store would listen on every interface, unauthenticated; bound here it listens on
-        the node's address only (127.0.0.1 on a local Ray), and no process can take the port first.
-        """
+        """Listen on the node's address (not every interface: the store is unauthenticated) for
+        torch.distributed's rendezvous; return the (host, port) the others join."""
         import ray
         host = ray.util.get_node_ip_address()
         self._store_socket = socket.create_server((host, 0))
@@ -68,8 +55,7 @@ class Learner:
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
                           num_threads: int = 1) -> None:
-        """Join the process group (NCCL between whole GPUs, else gloo: `get_distributed_backend`),
-        then copy rank 0's weights so all start identical."""
+        """Join the process group (NCCL between whole GPUs, else gloo), taking rank 0's weights."""
         torch.set_num_threads(num_threads)
         if host.startswith("127."):
             # gloo and NCCL otherwise use the interface of the machine's hostname, maybe not loopback.
@@ -77,8 +63,7 @@ class Learner:
             os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
         # The store takes over rank 0's listening socket (and closes it when it ends).
         listen_fd = self._store_socket.detach() if rank == 0 else None
-        store = dist.TCPStore(host, port, world_size, is_master=rank == 0,
-                              master_listen_fd=listen_fd)
+        store = dist.TCPStore(host, port, world_size, is_master=rank == 0, master_listen_fd=listen_fd)
         backend = get_distributed_backend(self.device.type, self.config.num_gpus_per_learner)
         if backend == "nccl":
             torch.cuda.set_device(self.device)
@@ -90,8 +75,7 @@ class Learner:
         self.world_size = world_size
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0)
-        self.rng = np.random.default_rng(None if self.config.seed is None
-                                         else self.config.seed + rank)
+        self.rng = np.random.default_rng(None if self.config.seed is None else self.config.seed + rank)
 
     def all_reduce_sum(self, values: np.ndarray) -> np.ndarray:
         """Sum `values` over all learners (identity for a single learner)."""
@@ -103,13 +87,9 @@ class Learner:
 
     def to_device(self, value: np.ndarray | torch.Tensor, dtype: torch.dtype | None = None
                   ) -> torch.Tensor:
-        """A tensor on this learner's device (NumPy arrays are copied there once)."""
         return torch.as_tensor(value, dtype=dtype, device=self.device)
 
-    # -- the update -------------------------------------------------------------------------
-
-    def build_batch(self, episodes: list[SingleAgentEpisode]
-                    ) -> dict[str, torch.Tensor | np.ndarray]:
+    def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor | np.ndarray]:
         """The update's batch (tensors or arrays); `update` moves it to `self.device`, once."""
         raise NotImplementedError
 
@@ -121,10 +101,7 @@ class Learner:
     def update(self, episodes: list[SingleAgentEpisode], num_minibatches: int | None = None
                ) -> dict[str, float]:
         """Minibatch SGD over the batch built from `episodes`; returns mean loss statistics.
-
-        All learners must take the same number of steps, so `num_minibatches` comes from the
-        config (train_batch_size_per_learner / minibatch_size), not from this shard's size.
-        """
+        `num_minibatches` comes from the config, not the shard: all learners take the same steps."""
         batch = {k: self.to_device(v) for k, v in self.build_batch(episodes).items()}
         size = len(batch["actions"])
         if num_minibatches is None:
@@ -146,14 +123,11 @@ class Learner:
                 for name, value in metrics.items():  # read back once, after the last step
                     stats.setdefault(name, []).append(value)
         self.num_updates += 1
-        results = {name: self._mean(values) for name, values in stats.items()}
+        results = {name: float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
+                   for name, values in stats.items()}
         results["num_env_steps_trained"] = size
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
-
-    def _mean(self, values: list[torch.Tensor | float]) -> float:
-        """The mean of per-minibatch statistics, read from the device in one copy."""
-        return float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
 
     def minibatch_indices(self, size: int, num_minibatches: int) -> list[torch.Tensor | slice]:
         """A shuffled split of the batch; learners that need steps in order override this."""
@@ -161,11 +135,8 @@ class Learner:
         return list(torch.tensor_split(permutation, num_minibatches))
 
     def apply_gradients(self, minibatch_size: int) -> float:
-        """Average gradients over learners (weighted by shard size), clip, and step.
-
-        Non-finite gradients raise NonFiniteUpdateError before the step: one step with them would
-        make every weight NaN. The check reads the all-reduced norm, the same on every learner, so
-        data-parallel learners all stop together (none is left waiting in an all-reduce)."""
+        """Average gradients over learners (weighted by shard size), clip, and step. A non-finite
+        all-reduced norm raises NonFiniteUpdateError on every learner, before any weight changes."""
         params = [p for p in self.module.parameters() if p.grad is not None]
         if self.world_size > 1:
             # One all-reduce: every gradient times this shard's size, plus the size itself.
@@ -193,21 +164,15 @@ class Learner:
         self.optimizer.step()
         return norm
 
-    # -- weights ----------------------------------------------------------------------------
-
     def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         return self.module.get_state(inference_only=inference_only)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.module.set_state(weights)
 
-    # -- checkpoints ------------------------------------------------------------------------
-
     def get_state(self) -> dict[str, Any]:
-        """Everything an update depends on. `module`, `optimizer` and `torch_rng` hold tensors
-        (saved with torch, on the CPU: a GPU learner's checkpoint loads anywhere); the rest is plain
-        data (saved as JSON)."""
-        # Copies, not the live tensors: the caller may save them while the next update runs.
+        """Everything an update depends on: tensors copied to the CPU (a GPU learner's checkpoint
+        loads anywhere, and saving can overlap the next update), the rest plain data."""
         return {"module": to_cpu(self.module.state_dict()),
                 "optimizer": to_cpu(self.optimizer.state_dict()),
                 "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),

@@ -1,12 +1,6 @@
-"""LearnerGroup: one Learner in this process, or N Learner actors doing data-parallel updates.
-
-With N > 0 the batch is split into N shards of about equal size, each Learner actor updates on its
-shard, and torch.distributed (NCCL between whole GPUs, else gloo) all-reduces the gradients after
-every backward pass, so all N hold the same weights after each step (see `Learner.apply_gradients`).
-Multi-agent (`module_spec` given): each learner is a MultiAgentLearner, and `update` first splits the
-MultiAgentEpisodes into each trainable module's agent episodes (multi_agent_batch.py).
-This module does not import torch: the Learner class named by the config does.
-"""
+"""LearnerGroup: one Learner in this process, or N Learner actors, each updating on its shard of
+the batch and all-reducing gradients (`Learner.apply_gradients`). Multi-agent: each learner is a
+MultiAgentLearner. No torch here: the Learner class the config names imports it."""
 
 from typing import TYPE_CHECKING
 
@@ -41,9 +35,10 @@ def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
     return shards
 
 
-def _merge(results: list[dict[str, float]]) -> dict[str, float]:
-    """Learners' results: each statistic averaged, the steps trained summed."""
-    merged = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
+def _merge(results: list[dict]) -> dict:
+    """Learners' results: statistics averaged, per-row arrays (DQN's td_error) joined, steps summed."""
+    merged = {k: (np.concatenate([r[k] for r in results]) if isinstance(v, np.ndarray)
+                  else float(np.mean([r[k] for r in results]))) for k, v in results[0].items()}
     merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
     return merged
 
@@ -84,9 +79,8 @@ class LearnerGroup:
         return self.local_learner is not None
 
     def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, dict[str, float]]:
-        """One update on all episodes; returns {module_id: loss statistics averaged over the
-        learners} ("default_policy" for a single-agent algorithm), and under "__all_modules__"
-        (RLlib's key) the env steps trained."""
+        """One update on all episodes: {module_id: loss statistics averaged over the learners}, and
+        the env steps trained under "__all_modules__" (RLlib's keys)."""
         if self.module_spec is not None:
             return self._update_multi_agent(episodes)
         num_minibatches = self.config.get_num_minibatches_per_epoch()
@@ -102,9 +96,7 @@ class LearnerGroup:
                 ALL_MODULES: {"num_env_steps_trained": results["num_env_steps_trained"]}}
 
     def _update_multi_agent(self, episodes: list[MultiAgentEpisode]) -> dict[str, dict]:
-        """Each trainable module on its agents' steps, each module's share split over learners.
-        Results per module ("num_module_steps_trained": its agent steps), and under
-        "__all_modules__" the env steps trained."""
+        """Each trainable module on its agents' steps (multi_agent_batch.py), split over learners."""
         by_module = episodes_by_module(self.config, episodes)
         n = max(1, len(self.remote_learners))
         minibatches = {mid: num_minibatches(self.config, sum(map(len, module_episodes)), n)
@@ -129,26 +121,18 @@ class LearnerGroup:
         return per_module
 
     def update_from_batch(self, batch: dict[str, np.ndarray], **kwargs) -> dict:
-        """One update on a batch of rows (e.g. from a replay buffer): every learner gets an equal
-        share of the rows. Per-row results (DQN's `td_error`) come back in the batch's order."""
+        """One update on a batch of rows (a replay buffer's), an equal share for every learner."""
         if self.is_local:
             return self.local_learner.update_from_batch(batch, **kwargs)
         shards = [{k: v[rows] for k, v in batch.items()} for rows in
                   np.array_split(np.arange(len(batch["actions"])), len(self.remote_learners))]
-        results = self._get([learner.update_from_batch.remote(shard, **kwargs)
-                             for learner, shard in zip(self.remote_learners, shards, strict=True)])
-        merged = {k: (np.concatenate([r[k] for r in results]) if isinstance(v, np.ndarray)
-                      else float(np.mean([r[k] for r in results]))) for k, v in results[0].items()}
-        merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
-        return merged
+        return _merge(self._get([learner.update_from_batch.remote(shard, **kwargs)
+                                 for learner, shard in zip(self.remote_learners, shards, strict=True)]))
 
     def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int,
                       module_id: str | None = None) -> None:
-        """Each learner must get at least one step per minibatch: an empty minibatch's loss is NaN.
-
-        Learners get whole episode chunks (cut at episode ends and every rollout_fragment_length
-        steps), so shares can differ by up to a chunk. Whether a batch has enough chunks depends on
-        where episodes end, so this is checked on the batch, before any learner updates."""
+        """Each learner needs a step per minibatch (an empty minibatch's loss is NaN); learners get
+        whole episode chunks, so this depends on the batch and is checked before any update."""
         sizes = [sum(len(e) for e in shard) for shard in shards]
         if min(sizes) >= num_minibatches:
             return
@@ -194,16 +178,16 @@ class LearnerGroup:
         return {**states[0], "rngs": [state.pop("rng") for state in states]}
 
     def set_state(self, state: dict) -> None:
-        """Give every learner the saved state (and its own RNG, if the learner count is the same)."""
-        rngs = state["rngs"] if len(state["rngs"]) == max(1, self.config.num_learners) else None
-        learners = [self.local_learner] if self.is_local else self.remote_learners
-        calls = []
-        for rank, learner in enumerate(learners):
-            own = {k: v for k, v in state.items() if k != "rngs"}
-            own["rng"] = rngs[rank] if rngs else state["rngs"][0]
-            calls.append(learner.set_state(own) if self.is_local else learner.set_state.remote(own))
-        if not self.is_local:
-            ray.get(calls)
+        """Give every learner the saved state, with its own RNG if the learner count is the same."""
+        state = dict(state)
+        rngs, count = state.pop("rngs"), max(1, self.config.num_learners)
+        if len(rngs) != count:
+            rngs = rngs[:1] * count
+        if self.is_local:
+            self.local_learner.set_state({**state, "rng": rngs[0]})
+        else:
+            self._get([learner.set_state.remote({**state, "rng": rng})
+                       for learner, rng in zip(self.remote_learners, rngs, strict=True)])
 
     def stop(self, kill_actors: bool = True) -> None:
         """End the Learner actors (`kill_actors=False`: they ended with their Ray)."""

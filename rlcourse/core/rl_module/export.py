@@ -1,16 +1,10 @@
-"""A trained policy as one file that runs with torch alone (`torch.export`): obs -> greedy action.
+"""A trained policy as one `torch.export` file that runs with torch alone: raw obs -> greedy action.
 
     export_policy(module, "policy.pt2")
-    policy = torch.export.load("policy.pt2").module()   # no rlcourse, no gymnasium needed
-    actions = policy(torch.as_tensor(observations))      # a batch of any size
+    actions = torch.export.load("policy.pt2").module()(torch.as_tensor(observations))
 
-torch.export traces the module's `forward_inference` into a graph of torch operations, with the
-batch size left free, and saves the graph with the weights. TorchScript (`torch.jit`) does the same
-job but is deprecated in favour of torch.export. A module loaded with env-to-module connectors
-(`module.env_to_module`, RLModule.from_checkpoint) takes raw env observations: a MeanStdFilter's
-frozen statistics, and FlattenObservations of a Box, become torch operations in the graph; other
-connectors cannot be traced, and export_policy refuses them rather than write a policy that
-expects observations the caller does not have.
+The module's frozen connectors become torch operations in the graph; those that cannot be traced
+are refused rather than exported into a policy expecting observations the caller does not have.
 """
 
 import os
@@ -30,8 +24,7 @@ from rlcourse.utils.validation import ConfigError
 
 
 class TracedConnector(nn.Module):
-    """One env-to-module connector as torch operations: FlattenObservations of a Box (a reshape),
-    or a MeanStdFilter with its statistics frozen in the graph."""
+    """A MeanStdFilter (its statistics frozen) or a FlattenObservations of a Box, in torch."""
 
     def __init__(self, connector: object):
         super().__init__()
@@ -88,8 +81,7 @@ class GreedyPolicy(nn.Module):
 
 
 def example_batch(module: RLModule, size: int = 2) -> torch.Tensor:
-    """`size` raw env observations (what the exported policy takes; a batch of 1 would fix the
-    size)."""
+    """`size` raw env observations to trace with (a batch of 1 would fix the batch size)."""
     space = env_observation_space(module)
     return torch.as_tensor(space.sample()[None].repeat(size, 0) if space.shape
                            else [space.sample()] * size)
@@ -99,8 +91,7 @@ def export_policy(module: RLModule, path: str | os.PathLike) -> Path:
     """Write `module`'s greedy policy to `path` (a .pt2 file); return its absolute path."""
     policy = GreedyPolicy(module).eval()
     batch = torch.export.Dim("batch")
-    program = torch.export.export(policy, (example_batch(module),),
-                                  dynamic_shapes={"obs": {0: batch}})
+    program = torch.export.export(policy, (example_batch(module),), dynamic_shapes={"obs": {0: batch}})
     path = Path(path).resolve()
     torch.export.save(program, path)
     return path

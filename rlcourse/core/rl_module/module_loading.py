@@ -1,13 +1,5 @@
-"""What an Algorithm checkpoint says a trained RLModule is, and the env's greedy actions from one.
-
-Acting needs only the network: no Ray, no EnvRunners, no Learner and no optimizer. The checkpoint's
-config (read with the checkpoint allowlist of `checkpoint_contents.py`: no class is imported because
-the file names it) says which module class and model_config built the network; one env built here
-gives the spaces. `RLModule.from_checkpoint` then loads the saved weights into a fresh module. A
-config with an env_to_module_connector gets its connectors back with the statistics saved in the
-checkpoint, frozen (`module.env_to_module`), so raw env observations are processed as the runners
-processed them.
-"""
+"""What an Algorithm checkpoint says its RLModule is (config, spaces, weights, frozen connectors),
+and the env's greedy actions from a module: acting needs no Ray, runners or Learner."""
 
 import os
 from collections.abc import Iterable
@@ -32,8 +24,7 @@ if TYPE_CHECKING:
 
 def frozen_env_to_module(config: "AlgorithmConfig", observation_space: Any, action_space: Any,
                          state: list | None) -> EnvToModulePipeline | None:
-    """The config's env-to-module connectors with `state` (the checkpoint's merged statistics) and
-    statistics that never update; None when the config has no connectors."""
+    """The config's env-to-module connectors with the checkpoint's statistics, frozen (or None)."""
     if config.env_to_module_connector is None:
         return None
     pipeline = build_env_to_module_pipeline(config, observation_space, action_space)
@@ -43,8 +34,7 @@ def frozen_env_to_module(config: "AlgorithmConfig", observation_space: Any, acti
 
 
 class SavedModule(NamedTuple):
-    """What a checkpoint holds of its module: the config that builds it, for these spaces, with these
-    weights and (None, or) the frozen connectors before it. `source` names the file in errors."""
+    """A checkpoint's module as data; `source` names the file in errors."""
 
     config: "AlgorithmConfig"
     observation_space: Any
@@ -55,9 +45,8 @@ class SavedModule(NamedTuple):
 
 
 def read_saved_module(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> SavedModule:
-    """The checkpoint's module, as data. `allowed`: your own classes and env creators the checkpoint
-    names (a custom RLModule class, an env class, an env_to_module_connector function); its callbacks
-    class is not needed, so never imported."""
+    """The checkpoint's module, its config read with the allowlist (`allowed`: your classes and env
+    creators it names); its callbacks class is never imported."""
     state, tensors = read_checkpoint(path)
     source = f"The checkpoint {path}"
     if "config" not in state or "module" not in tensors.get("learner.pt", {}):
@@ -82,9 +71,7 @@ def env_observation_space(module: "RLModule") -> Any:
 
 
 def greedy_env_actions(module: "RLModule", observations: Any) -> np.ndarray:
-    """The env's actions for a batch of raw env observations: through the module's frozen
-    connectors (if any), then the most likely action of its `forward_inference` output (the mean
-    for Box actions), as the env takes it (`to_env_actions`)."""
+    """The env's greedy actions for a batch of raw env observations (through frozen connectors)."""
     if module.env_to_module is not None:
         observations = module.env_to_module(observations)
     with torch.no_grad():

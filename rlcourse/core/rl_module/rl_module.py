@@ -1,10 +1,5 @@
-"""RLModule: the neural network(s) of a policy, in torch.
-
-`_forward` gives the action distribution's inputs, `compute_values` the value estimates. Learners
-call `forward_train`; EnvRunners call `forward_exploration` (sample) or `forward_inference` (greedy).
-The default module is an MLP actor-critic sized from the spaces; runners run its policy in NumPy
-(`numpy_mlp.py`). A custom subclass runs on the runners in torch, as a `TorchNetwork`.
-"""
+"""RLModule: a policy's neural network(s) in torch; Learners call `forward_train`, greedy acting
+`forward_inference`. Runners run the default MLP in NumPy (`numpy_mlp.py`), a custom one in torch."""
 
 import itertools
 import os
@@ -30,8 +25,7 @@ INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runne
 class RLModule(nn.Module):
     """Base class: subclasses build layers in `setup()` and implement `_forward`, `compute_values`."""
 
-    # A checkpoint's env-to-module connectors, frozen (set by RLModule.from_checkpoint): what
-    # greedy_env_actions and export_policy apply to raw env observations. None: none to apply.
+    # A checkpoint's frozen env-to-module connectors (RLModule.from_checkpoint), for raw observations.
     env_to_module: Any = None
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, model_config: dict):
@@ -51,8 +45,7 @@ class RLModule(nn.Module):
 
     def compute_values(self, batch: dict[str, torch.Tensor],
                        embeddings: torch.Tensor | None = None) -> torch.Tensor:
-        """Value estimates V(obs), shape [B]; `embeddings`: what `forward_train` returned under
-        that key, for a module whose value head shares its encoder (RLlib's signature)."""
+        """Value estimates V(obs), shape [B]; pass `forward_train`'s `embeddings` to reuse them."""
         raise NotImplementedError
 
     def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -67,10 +60,8 @@ class RLModule(nn.Module):
         return self._forward(batch)
 
     def get_action_dist(self, action_dist_inputs: torch.Tensor) -> torch.distributions.Distribution:
-        """Categorical over logits, or a diagonal Gaussian from [mean, log_std] halves.
-
-        Argument validation is off: it checks every minibatch's inputs, costing ~7% of a step.
-        """
+        """Categorical over logits, or a diagonal Gaussian from [mean, log_std] halves (argument
+        validation off: it would check every minibatch, a cost of its own)."""
         if self.discrete_actions:
             return torch.distributions.Categorical(logits=action_dist_inputs, validate_args=False)
         mean, log_std = action_dist_inputs.chunk(2, dim=-1)
@@ -85,9 +76,7 @@ class RLModule(nn.Module):
     @property
     def device(self) -> torch.device:
         """Where the module's weights are (the CPU for a module without any)."""
-        for parameter in self.parameters():
-            return parameter.device
-        return torch.device("cpu")
+        return next(self.parameters(), torch.empty(0)).device
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """Weights as NumPy arrays: what runners and checkpoints receive."""
@@ -98,9 +87,8 @@ class RLModule(nn.Module):
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "RLModule":
-        """The trained module of an Algorithm checkpoint, without Ray, runners or a Learner (RLlib's
-        name). A custom module class must be allowed, as in `Algorithm.from_checkpoint`; calling
-        this on it (`MyModule.from_checkpoint(path)`) allows it. See `module_loading.py`."""
+        """An Algorithm checkpoint's trained module, without Ray, runners or a Learner. A custom
+        module class must be allowed; `MyModule.from_checkpoint(path)` allows it."""
         from rlcourse.core.rl_module.module_loading import read_saved_module
 
         saved = read_saved_module(path, [*allowed, *([cls] if cls is not RLModule else [])])
@@ -119,11 +107,9 @@ class RLModule(nn.Module):
 
     def get_inference_module(self, head: ActionHead | None = None, seed: int | None = None
                              ) -> InferenceModule:
-        """What an EnvRunner acts with: this torch module as its network, then `head` (default: a
-        categorical or diagonal Gaussian for the action space). A module with a distribution of
-        its own overrides this."""
-        return InferenceModule(TorchNetwork(self), head or default_action_head(self.action_space),
-                               seed)
+        """What an EnvRunner acts with: this module as its network, then `head` (default: the action
+        space's categorical or diagonal Gaussian)."""
+        return InferenceModule(TorchNetwork(self), head or default_action_head(self.action_space), seed)
 
 
 def mlp(sizes: list[int], activation: str) -> nn.Sequential:
@@ -137,12 +123,9 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
 
 
 class DefaultActorCriticModule(RLModule):
-    """RLlib's default actor-critic MLP, `model_config["fcnet_hiddens"]` wide.
-
-    `vf_share_layers=True` (RLlib's DefaultModelConfig; IMPALA's default): one `encoder` feeds a
-    linear policy head `pi` and a linear value head `vf`, so the value loss shapes the policy's
-    features too. False (PPO's default): `pi` and `vf` are two separate MLPs and `encoder` is empty.
-    Runners get `encoder.*` and `pi.*` only."""
+    """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
+    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Runners get
+    `encoder.*` and `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
@@ -181,8 +164,6 @@ class DefaultActorCriticModule(RLModule):
 
     def compute_values(self, batch: dict[str, torch.Tensor],
                        embeddings: torch.Tensor | None = None) -> torch.Tensor:
-        """V(obs); pass `forward_train`'s `embeddings` to reuse the shared encoder's pass (RLlib's
-        `ValueFunctionAPI`). With separate networks the value MLP reads the observations."""
         if embeddings is None:
             embeddings = self.encoder(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)
@@ -207,15 +188,13 @@ class DefaultActorCriticModule(RLModule):
 
 def build_module(config: "AlgorithmConfig", observation_space: gym.Space,
                  action_space: gym.Space) -> RLModule:
-    """The learner's module: the configured class, or the algorithm's default (PPO's and IMPALA's:
-    the actor-critic above)."""
+    """The learner's module: the configured class, or the algorithm's default."""
     module_class = config.rl_module_class or config.get_default_rl_module_spec().module_class
     return module_class(observation_space, action_space, config.get_model_config())
 
 
 class TorchNetwork:
-    """A custom torch RLModule as a runner's network (numpy_mlp.InferenceModule): NumPy in, the
-    module's `action_dist_inputs` out. Only runners that hold a custom module import torch."""
+    """A custom torch RLModule as a runner's network: NumPy observations in, `action_dist_inputs` out."""
 
     def __init__(self, module: RLModule):
         self.module = module

@@ -1,11 +1,5 @@
-"""RLModuleSpec: RLlib's description of an RLModule to build (its class, model_config and spaces).
-
-    config.rl_module(rl_module_spec=RLModuleSpec(module_class=MyModule, model_config={...}))
-    module = RLModuleSpec(observation_space=obs_space, action_space=act_space).build()
-
-In an algorithm's config the spec says the same as `rl_module(rl_module_class=..., model_config=...)`;
-the algorithm takes the spaces from its env. Torch-free: configs import it, runners must not pay for
-torch. RLlib keeps it in `rllib/core/rl_module/rl_module.py`; `rl_module.py` re-exports it here too.
+"""RLModuleSpec: RLlib's description of an RLModule to build (class, model_config, spaces); in a
+config it says what `rl_module(rl_module_class=..., model_config=...)` says. Torch-free for runners.
 """
 
 from dataclasses import dataclass
@@ -27,8 +21,7 @@ class RLModuleSpec:
     model_config: dict | None = None
 
     def build(self) -> Any:
-        """The module itself, for these spaces (RLlib's `RLModuleSpec.build()`); the default class
-        is the actor-critic MLP of PPO and IMPALA."""
+        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP)."""
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")

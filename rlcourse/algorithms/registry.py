@@ -1,0 +1,38 @@
+"""rlcourse's algorithms by name (RLlib's `rllib/algorithms/registry.py`), registered with Ray Tune
+where Tune is imported, so that `tune.Tuner("PPO", param_space=config)` works as in RLlib."""
+
+import sys
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm import Algorithm
+
+# Each name -> the package that exports the algorithm class of that name.
+ALGORITHMS = {"PPO": "rlcourse.algorithms.ppo", "IMPALA": "rlcourse.algorithms.impala",
+              "DQN": "rlcourse.algorithms.dqn", "SAC": "rlcourse.algorithms.sac",
+              "ApexDQN": "rlcourse.algorithms.apex_dqn"}
+_registering = False  # registering builds configs, which call register_with_tune again
+
+
+def get_algorithm_class(name: str) -> type["Algorithm"]:
+    """The algorithm class called `name`."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"Unknown algorithm {name!r}: rlcourse's algorithms are "
+                         f"{', '.join(ALGORITHMS)}.")
+    return getattr(import_module(ALGORITHMS[name]), name)
+
+
+def register_with_tune() -> None:
+    """Where Ray Tune is imported, register every algorithm as a Tune trainable under its name (in
+    this Ray session: each config calls this). Importing rlcourse never imports Tune."""
+    global _registering
+    if _registering or "ray.tune" not in sys.modules:
+        return
+    from rlcourse.tune.trainable import register_trainables
+
+    _registering = True
+    try:
+        register_trainables({name: get_algorithm_class(name) for name in ALGORITHMS})
+    finally:
+        _registering = False

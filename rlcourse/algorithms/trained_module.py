@@ -1,12 +1,6 @@
-"""The trained modules, read and run in this process: `Algorithm.get_module` and `compute_actions`
-(algorithm.py) call these.
-
-`trained_module` gives the Learner's own torch module when the Learner runs in this process, else a
-copy built from the config with the learners' weights (IMPALA always copies: its learner thread
-keeps changing its own). `compute_actions` passes observations through the env-to-module
-connectors with the runners' merged statistics (as the runners see them), then takes the most
-likely action of `forward_inference`'s output (a sample with `explore`), as the env takes it.
-"""
+"""The trained modules, read and run in this process (`Algorithm.get_module`, `compute_actions`): the
+Learner's own module when it runs here, else a copy with the learners' weights (IMPALA's learner
+thread keeps changing its own)."""
 
 from typing import TYPE_CHECKING, Any
 

@@ -71,8 +71,7 @@ class Algorithm(Checkpointable):
 
     @classmethod
     def as_trainable(cls):
-        """This algorithm as a Ray Tune Trainable (RLlib: `tune.Tuner(PPO, ...)`; why not here:
-        rlcourse/tune/trainable.py), after starting the course's Ray if none runs."""
+        """This algorithm as a Ray Tune Trainable (why not RLlib's `Tuner(PPO)`: tune/trainable.py)."""
         from rlcourse.tune.trainable import trainable_for  # imports Tune: only where Tune runs
 
         resources.init_ray()
@@ -112,11 +111,11 @@ class Algorithm(Checkpointable):
         # While the runner actors start, build the learners here (importing torch takes seconds).
         self.learner_group = LearnerGroup(config, self.observation_space, self.action_space,
                                           module_spec=self.module_spec)
-        self.env_runner_group.wait_until_ready()
-        if self.eval_env_runner_group is not None:
-            self.eval_env_runner_group.wait_until_ready()
         for group in (self.env_runner_group, self.eval_env_runner_group):
-            if group is not None and group.num_remote_env_runners:  # env_config per worker_index
+            if group is None:
+                continue
+            group.wait_until_ready()
+            if group.num_remote_env_runners:  # env_config may differ per worker_index
                 runner_spaces = group.foreach_env_runner(lambda runner: runner.get_spaces())
                 for module_id, spaces in self._module_spaces().items():
                     check_same_spaces(env_name(config.env), spaces, [
@@ -133,8 +132,7 @@ class Algorithm(Checkpointable):
         return self.module_spec.spaces()
 
     def _check_usable(self) -> None:
-        """Raise AlgorithmStopped if stop() was called or this algorithm's Ray is gone (Ray's API
-        would otherwise start a new Ray to reach actors that died with the old one)."""
+        """Raise AlgorithmStopped after stop() or once this algorithm's Ray is gone (not start anew)."""
         if self._stopped:
             raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
                                    "config.build_algo(), or continue from a checkpoint with "
@@ -210,37 +208,32 @@ class Algorithm(Checkpointable):
         return self.learner_group.get_weights(inference_only=True)
 
     def runner_epsilon(self) -> float | None:
-        """The epsilon that epsilon-greedy runners explore with now, sent beside the weights (DQN:
-        its schedule's); None: none."""
+        """The epsilon that epsilon-greedy runners explore with now (DQN's schedule's), or None."""
         return None
 
     def sync_env_runner_weights(self, group: EnvRunnerGroup | None = None, *,
                                 weights: dict[str, Any] | None = None,
                                 weights_seq_no: int | None = None,
                                 env_to_module_state: list | None = None) -> None:
-        """The one way weights reach runners: `weights` (default: the learners' now) and
-        `runner_epsilon()` to `group` (default: the training runners), as EnvRunnerGroup.sync_weights."""
+        """The one way weights reach runners: `weights` (default: the learners') and runner_epsilon()."""
         group = self.env_runner_group if group is None else group
         group.sync_weights(self._runner_weights() if weights is None else weights, weights_seq_no,
                            env_to_module_state, epsilon=self.runner_epsilon())
 
     def get_module(self, module_id: str | None = None) -> Any:
-        """The trained torch RLModule `module_id` (None: single-agent, the one module; multi-agent,
-        the MultiRLModule): the Learner's own when it runs in this process, else a copy."""
+        """The trained torch RLModule `module_id` (None: the one module, or the MultiRLModule)."""
         self._check_usable()
         return trained_module(self, module_id)
 
     def set_module_weights(self, weights: dict[str, Any]) -> None:
-        """Load weights into the learners' modules and send them to the runners. Multi-agent:
-        {module_id: weights}, the modules left out keep theirs (self-play snapshots so)."""
+        """Load weights (multi-agent: {module_id: weights}) into the learners and the runners."""
         self._check_usable()
         self.learner_group.set_weights(weights)
         self.sync_env_runner_weights()
 
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
                         module_id: str | None = None) -> np.ndarray:
-        """Actions of the trained policy for a batch of observations (greedy unless `explore`);
-        multi-agent: of module `module_id` (trained_module.py)."""
+        """Actions of the trained module `module_id` for a batch of observations (greedy by default)."""
         return compute_actions(self, observations, explore, module_id)
 
     # -- checkpoints (save_to_path, restore_from_path, from_checkpoint: checkpointable.py) ----

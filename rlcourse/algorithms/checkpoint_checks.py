@@ -14,23 +14,21 @@ BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
 
 def check_plain_data(value: Any, where: str) -> None:
     """Refuse random-generator states that name anything but a numpy bit generator."""
-    if isinstance(value, list):
-        for item in value:
-            check_plain_data(item, where)
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
         if "__generator__" in value:
-            name = value["__generator__"].get("bit_generator") if isinstance(
-                value["__generator__"], dict) else None
+            state = value["__generator__"]
+            name = state.get("bit_generator") if isinstance(state, dict) else None
             if name not in BIT_GENERATORS:
                 raise CheckpointError(f"{where}: a random generator state names bit_generator "
                                       f"{name!r}; expected one of {sorted(BIT_GENERATORS)}.")
-        for item in value.values():
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
             check_plain_data(item, where)
 
 
 def env_layers(runner: Any) -> list[int] | None:
-    """How many layers (env and wrappers) each sub-env of an EnvRunner has; None for ASYNC sub-envs
-    (they run in other processes and their episodes restart instead of being restored)."""
+    """Each sub-env's number of layers (env and wrappers); None for ASYNC sub-envs (not restored)."""
     envs = getattr(getattr(runner, "env", None), "envs", None)  # a MultiAgentEnvRunner has no env
     return None if envs is None else [len(wrapper_layers(env)) for env in envs]
 
@@ -42,8 +40,7 @@ def _shapes(tensors: dict[str, Any]) -> dict[str, tuple]:
 def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any,
                      learner_state: dict[str, Any], runner_layers: list[list[int] | None],
                      eval_runner_layers: list[list[int] | None] | None = None) -> None:
-    """Raise CheckpointError unless the checkpoint fits the algorithm with this `config`, learner
-    state and runners' `env_layers`: everything a restore could fail on halfway."""
+    """Raise CheckpointError unless the checkpoint fits: everything a restore could fail on halfway."""
     name = str(state.get("config", {}).get("config_class", ""))
     if not names_class(name, type(config)):
         raise CheckpointError(

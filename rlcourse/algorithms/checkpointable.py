@@ -11,29 +11,25 @@ State = tuple[dict[str, Any], dict[str, Any]]  # (JSON-compatible state, {file n
 
 
 class Checkpointable(abc.ABC):
-    """save_to_path / restore_from_path / from_checkpoint over the abstract methods below."""
+    """save_to_path / restore_from_path / from_checkpoint over what a subclass writes: get_state,
+    set_state (a state that does not fit raises, changing nothing), _build_from_state (a new object
+    as the one that saved `state` was), on_checkpoint_loaded, and stop (called if a restore fails)."""
 
     @abc.abstractmethod
-    def get_state(self) -> State:
-        """Everything a continued run needs: (JSON-compatible state, {file name: tensors})."""
+    def get_state(self) -> State: ...
 
     @abc.abstractmethod
-    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Take back what `get_state` returned; a state that does not fit raises, changing nothing."""
+    def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None: ...
 
     @classmethod
     @abc.abstractmethod
-    def _build_from_state(cls, state: dict[str, Any], source: str,
-                          allowed: Iterable[Any]) -> Self:
-        """A new object built as the one that saved `state` was (`source` names it in errors)."""
+    def _build_from_state(cls, state: dict[str, Any], source: str, allowed: Iterable[Any]) -> Self: ...
 
     @abc.abstractmethod
-    def on_checkpoint_loaded(self) -> None:
-        """Called after `restore_from_path` or `from_checkpoint` restored a checkpoint."""
+    def on_checkpoint_loaded(self) -> None: ...
 
     @abc.abstractmethod
-    def stop(self) -> None:
-        """Release what this object holds; `from_checkpoint` calls it when the restore fails."""
+    def stop(self) -> None: ...
 
     def save_to_path(self, path: str | os.PathLike) -> str:
         """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""

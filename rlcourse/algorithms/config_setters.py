@@ -72,21 +72,20 @@ def _settings_of(config_class: type, setter: str) -> list[str]:
 
 def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
     """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take."""
-    elsewhere = setter_of(config, setting)
-    if elsewhere and setter != "update_from_dict":
+    elsewhere = setter_of(config, setting)  # (None from update_from_dict: it takes every setting)
+    if elsewhere:
         fix = f"it is set with config.{elsewhere}({setting}=...), as in RLlib."
     elif setting in RENAMED:
-        fix = (f"that is RLlib's old name (before its new API stack); use "
-               f"config.{RENAMED[setting]} instead.")
-    else:
-        every = setter == "update_from_dict"
-        known = sorted(vars(config)) if every else _settings_of(type(config), setter)
-        close = difflib.get_close_matches(setting, known, n=1)
-        fix = (f"{type(config).__name__} has no setting {setting!r}" if every
-               else f"{setter}() has no setting {setting!r}")
+        fix = f"that is RLlib's old name (before its new API stack); use config.{RENAMED[setting]}."
+    elif setter == "update_from_dict":
+        close = difflib.get_close_matches(setting, sorted(vars(config)), n=1)
+        fix = f"{type(config).__name__} has no setting {setting!r}"
         fix += f"; did you mean {close[0]!r}?" if close else "."
-        if not every:
-            fix += f" Its settings are {known}."
+    else:
+        known = _settings_of(type(config), setter)
+        close = difflib.get_close_matches(setting, known, n=1)
+        fix = f"{setter}() has no setting {setting!r}"
+        fix += (f"; did you mean {close[0]!r}?" if close else ".") + f" Its settings are {known}."
     raise ConfigError(setting, value, fix, setter)
 
 

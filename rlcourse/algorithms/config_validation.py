@@ -39,11 +39,9 @@ def check_bool(config: "AlgorithmConfig", setting: str, meaning: str) -> None:
 def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = float("inf"),
                  low_open: bool = False, hint: str = "") -> None:
     value = getattr(config, setting)
-    ok = is_number(value) and (value > low if low_open else value >= low) and value <= high
-    if not ok:
+    if not (is_number(value) and (value > low if low_open else value >= low) and value <= high):
         bracket = "(" if low_open else "["
-        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
-        fail(config, setting, fix)
+        fail(config, setting, f"use a number in {bracket}{low}, {high}]. {hint}".rstrip())
 
 
 # -- the settings every algorithm shares ---------------------------------------------------------
@@ -67,8 +65,7 @@ def _check_environment(config: "AlgorithmConfig") -> None:
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
     if config.clip_rewards is not None:  # (None: not configured, nothing to check)
         from rlcourse.connectors.clip_rewards import check_clip_rewards
-        problem = check_clip_rewards(config.clip_rewards)
-        if problem:
+        if problem := check_clip_rewards(config.clip_rewards):
             fail(config, "clip_rewards", problem)
 
 

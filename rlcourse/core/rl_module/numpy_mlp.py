@@ -121,8 +121,7 @@ class DiagGaussian:
 
 
 class EpsilonGreedy:
-    """DQN's exploration over Q-values. `epsilon` is this head's field: DQN's runners take the
-    schedule's current value with each weights sync; an Ape-X runner keeps its own from the start."""
+    """DQN's exploration over Q-values (DQN sends `epsilon` with the weights; Ape-X fixes it)."""
 
     def __init__(self, num_actions: int, epsilon: float = 1.0):
         self.num_actions = num_actions
@@ -199,8 +198,7 @@ class Network(Protocol):
 
 
 class InferenceModule:
-    """What an EnvRunner acts with: `network` gives the action distribution's inputs, `head`
-    turns them into actions, with this module's random generator."""
+    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions."""
 
     def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
         self.network = network

@@ -95,8 +95,7 @@ class MetricsLogger:
                 v for turn in zip_longest(*runs) for v in turn if v is not None)
 
     def reduce(self) -> dict[str, float]:
-        """Each key's value for this iteration's result. A mean, max or min with no value in its
-        window this iteration is left out rather than reported as 0."""
+        """Each key's value for this iteration's result (left out, not 0, if its window is empty)."""
         results = {}
         for key, stat in self._stats.items():
             if stat.reduce == "sum":
@@ -203,8 +202,7 @@ class EpisodeStats:
                        for key in PER_ID_RETURNS}
 
     def summary(self) -> dict:
-        """Means over the window (NaN before the first episode); multi-agent also per agent and
-        per module (RLlib's `agent_episode_returns_mean` and `module_episode_returns_mean`)."""
+        """Means over the window (NaN before any episode); multi-agent also per agent and module."""
         returns, lens = self.returns or [math.nan], self.lens or [math.nan]
         per_id = {}
         if self.per_id["agent_episode_returns"]:

@@ -6,11 +6,12 @@ A runner's `metrics_logger.log_value(key, value, reduce=..., window=...)` reache
 values (None: since the last result), or a sum as a running total (or, clear_on_reduce, since then).
 """
 
+import copy
 import math
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from numbers import Real
 
@@ -114,13 +115,11 @@ class MetricsLogger:
 
     def get_state(self) -> dict[str, dict]:
         """Plain data for checkpoints: each key's settings, window and running total."""
-        return {key: {"reduce": s.reduce, "window": s.window, "clear_on_reduce": s.clear_on_reduce,
-                      "values": list(s.values), "total": s.total} for key, s in self._stats.items()}
+        return {key: asdict(stat) for key, stat in self._stats.items()}
 
     def set_state(self, state: dict[str, dict]) -> None:
         """Continue from `get_state()`."""
-        self._stats = {key: _Stat(s["reduce"], s["window"], s["clear_on_reduce"],
-                                  list(s["values"]), s["total"]) for key, s in state.items()}
+        self._stats = {key: _Stat(**copy.deepcopy(stat)) for key, stat in state.items()}
 
 
 # What Algorithm.train() adds to the env_runners results, beside what EpisodeStats reports.

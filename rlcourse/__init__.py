@@ -1,8 +1,7 @@
 """rlcourse: a small, readable distributed RL system with the names of RLlib's new API stack.
 
-Imports are lazy on purpose: an EnvRunner actor imports `rlcourse.env.env_runner` and must not pay
-for torch (about 120 MB more and seconds of start-up, benchmarks/startup_memory.py) when it runs the
-default MLP in NumPy.
+Imports are lazy, so that an EnvRunner actor running the NumPy MLP never imports torch (its cost:
+benchmarks/startup_memory.py).
 """
 
 from importlib import import_module

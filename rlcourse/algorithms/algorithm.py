@@ -1,14 +1,8 @@
 """Algorithm: builds EnvRunners and Learners from a config and runs training iterations.
 
-    setup():  env spaces -> Ray (if actors are asked for) -> EnvRunnerGroup + LearnerGroup
-    train():  training_step() -> evaluation (if due) -> counters and timers -> result dict
-
-Each algorithm writes its loop in `training_step` (PPO: sample, update, sync weights, in
-`ppo/ppo.py`; IMPALA: requests in flight and a learner thread). The result dict uses RLlib's keys, e.g.
-result["env_runners"]["episode_return_mean"] and result["learners"]["default_policy"]["vf_loss"].
-Every method a user calls or an algorithm overrides is here; the long ones call plain functions
-beside this file (evaluation.py, trained_module.py, algorithm_state.py). Checkpointable (as RLlib's)
-writes `save_to_path` / `restore_from_path` / `from_checkpoint` over get_state / set_state.
+Each algorithm writes its loop in `training_step` (PPO's: sample, update, sync weights); `train()`
+adds evaluation, counters and timers, and returns RLlib's result keys, e.g.
+result["env_runners"]["episode_return_mean"]. Long methods call plain functions beside this file.
 """
 
 import time
@@ -37,13 +31,11 @@ from rlcourse.utils.metrics.metrics_logger import EpisodeStats, Timers
 
 
 class AlgorithmStopped(RuntimeError):
-    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it
-    (raised instead of an AttributeError, or Ray quietly starting anew)."""
+    """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
 
 
 def _current_ray_session() -> str:
-    """This driver's job and node in the connected Ray: both change when Ray is started anew (a new
-    local Ray reuses job ids; a new connection to a cluster gets a new job)."""
+    """This driver's job and node in the connected Ray (a new local Ray reuses job ids)."""
     context = ray.get_runtime_context()
     return f"{context.get_job_id()}@{context.get_node_id()}"
 
@@ -79,9 +71,7 @@ class Algorithm(Checkpointable):
 
     @classmethod
     def as_trainable(cls):
-        """This algorithm as a Ray Tune Trainable: `tune.Tuner(PPO.as_trainable(), param_space=...)`
-        (RLlib: `tune.Tuner(PPO, ...)`; why not here: rlcourse/tune/trainable.py). Starts the
-        course's Ray if none runs; Tune would start one with its defaults (dashboard and all)."""
+        """This algorithm as a Ray Tune Trainable (why not RLlib's `Tuner(PPO)`: tune/trainable.py)."""
         from rlcourse.tune.trainable import trainable_for  # imports Tune: only where Tune runs
 
         resources.init_ray()
@@ -91,22 +81,20 @@ class Algorithm(Checkpointable):
         self.env_creator = config.get_env_creator()
         # Multi-agent: one module per policy id, each with the spaces of its agents (checked here).
         self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
+        self.observation_space = self.action_space = self.env_to_module = None
         if self.module_spec is None:
-            env_observation_space, self.action_space = probe_spaces(
+            self.observation_space, self.action_space = probe_spaces(
                 self.env_creator, config.env_config, env_name(config.env))
-            # The connectors' output space is the module's; this copy never updates statistics:
-            # it merges the runners' (EnvRunnerGroup) and serves compute_actions.
-            self.env_to_module, self.observation_space = None, env_observation_space
             if config.env_to_module_connector is not None:
-                self.env_to_module = build_env_to_module_pipeline(config, env_observation_space,
+                # Its output space is the module's. This copy never updates statistics: it merges
+                # the runners' (EnvRunnerGroup) and serves compute_actions.
+                self.env_to_module = build_env_to_module_pipeline(config, self.observation_space,
                                                                   self.action_space)
                 self.env_to_module.update_stats = False
                 self.observation_space = self.env_to_module.observation_space
-        else:  # each module's spaces are in self.module_spec.spaces()
-            self.observation_space = self.action_space = self.env_to_module = None
-        for obs_space, act_space in self._module_spaces().values():
-            if config.rl_module_class is None:
-                space_info(obs_space, act_space)  # unsupported spaces fail here
+        if config.rl_module_class is None:
+            for spaces in self._module_spaces().values():
+                space_info(*spaces)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             resources.init_ray()  # before the checks: they compare requests with the cluster
             self._ray_session = _current_ray_session()
@@ -123,11 +111,11 @@ class Algorithm(Checkpointable):
         # While the runner actors start, build the learners here (importing torch takes seconds).
         self.learner_group = LearnerGroup(config, self.observation_space, self.action_space,
                                           module_spec=self.module_spec)
-        self.env_runner_group.wait_until_ready()
-        if self.eval_env_runner_group is not None:
-            self.eval_env_runner_group.wait_until_ready()
         for group in (self.env_runner_group, self.eval_env_runner_group):
-            if group is not None and group.num_remote_env_runners:  # env_config per worker_index
+            if group is None:
+                continue
+            group.wait_until_ready()
+            if group.num_remote_env_runners:  # env_config may differ per worker_index
                 runner_spaces = group.foreach_env_runner(lambda runner: runner.get_spaces())
                 for module_id, spaces in self._module_spaces().items():
                     check_same_spaces(env_name(config.env), spaces, [
@@ -144,9 +132,7 @@ class Algorithm(Checkpointable):
         return self.module_spec.spaces()
 
     def _check_usable(self) -> None:
-        """Raise AlgorithmStopped if stop() was called or this algorithm's Ray is gone. Checked
-        before anything reaches Ray, whose API would otherwise start a new, full-size Ray to send
-        requests to actors that died with the old one."""
+        """Raise AlgorithmStopped after stop() or once this algorithm's Ray is gone (not start anew)."""
         if self._stopped:
             raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
                                    "config.build_algo(), or continue from a checkpoint with "
@@ -154,9 +140,8 @@ class Algorithm(Checkpointable):
         if not self._same_ray():
             raise AlgorithmStopped(
                 "Ray was shut down under this Algorithm (ray.shutdown() or a new ray.init()), and "
-                "its runner and learner actors with it. Call algo.stop(), then build a new one "
-                "with config.build_algo() (it starts Ray again), or continue from a checkpoint "
-                "with Algorithm.from_checkpoint(path). Save checkpoints before shutting Ray down.")
+                "its actors with it. Call algo.stop(), then build a new one with config.build_algo(), "
+                "or continue from a checkpoint with Algorithm.from_checkpoint(path).")
 
     def _same_ray(self) -> bool:
         """Whether the Ray that this algorithm's actors live in (if any) is still connected."""
@@ -198,14 +183,13 @@ class Algorithm(Checkpointable):
                                      "num_remote_worker_restarts": group.num_env_runner_restarts}
         result.setdefault("learners", {}).setdefault(ALL_MODULES, {})[
             "num_env_steps_trained_lifetime"] = self.num_env_steps_trained_lifetime
+        runners, trained = result["env_runners"], self.num_env_steps_trained_lifetime
         result.update({
             "training_iteration": self.iteration,
-            "num_env_steps_sampled_throughput": result["env_runners"]["num_env_steps_sampled"] / elapsed,
-            "num_env_steps_trained_throughput":
-                (self.num_env_steps_trained_lifetime - trained_before) / elapsed,
-            "num_env_steps_sampled_lifetime":
-                result["env_runners"]["num_env_steps_sampled_lifetime"],
-            "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+            "num_env_steps_sampled_throughput": runners["num_env_steps_sampled"] / elapsed,
+            "num_env_steps_trained_throughput": (trained - trained_before) / elapsed,
+            "num_env_steps_sampled_lifetime": runners["num_env_steps_sampled_lifetime"],
+            "num_env_steps_trained_lifetime": trained,
             "timers": dict(self.timers.last),
         })
         if self.callbacks:
@@ -224,39 +208,32 @@ class Algorithm(Checkpointable):
         return self.learner_group.get_weights(inference_only=True)
 
     def runner_epsilon(self) -> float | None:
-        """The epsilon that epsilon-greedy runners explore with now, sent beside the weights (DQN:
-        its schedule's); None: the runners' action heads need none."""
+        """The epsilon that epsilon-greedy runners explore with now (DQN's schedule's), or None."""
         return None
 
     def sync_env_runner_weights(self, group: EnvRunnerGroup | None = None, *,
                                 weights: dict[str, Any] | None = None,
                                 weights_seq_no: int | None = None,
                                 env_to_module_state: list | None = None) -> None:
-        """The one way weights reach runners (setup, every training_step, restores, evaluation):
-        `weights` (default: the learners' now) and `runner_epsilon()` beside them, to `group`
-        (default: the training runners); the rest as EnvRunnerGroup.sync_weights."""
+        """The one way weights reach runners: `weights` (default: the learners') and runner_epsilon()."""
         group = self.env_runner_group if group is None else group
         group.sync_weights(self._runner_weights() if weights is None else weights, weights_seq_no,
                            env_to_module_state, epsilon=self.runner_epsilon())
 
     def get_module(self, module_id: str | None = None) -> Any:
-        """The trained torch RLModule `module_id` (None: single-agent, the one module; multi-agent,
-        the MultiRLModule): the Learner's own when it runs in this process, else a copy."""
+        """The trained torch RLModule `module_id` (None: the one module, or the MultiRLModule)."""
         self._check_usable()
         return trained_module(self, module_id)
 
     def set_module_weights(self, weights: dict[str, Any]) -> None:
-        """Load weights into the learners' modules and send the runners the new weights. Multi-agent:
-        {module_id: weights}, the modules left out keep theirs (self-play copies "main" into a
-        frozen snapshot so); single-agent: the module's weights."""
+        """Load weights (multi-agent: {module_id: weights}) into the learners and the runners."""
         self._check_usable()
         self.learner_group.set_weights(weights)
         self.sync_env_runner_weights()
 
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
                         module_id: str | None = None) -> np.ndarray:
-        """Actions of the trained policy for a batch of observations (greedy unless `explore`);
-        multi-agent: of module `module_id` (trained_module.py)."""
+        """Actions of the trained module `module_id` for a batch of observations (greedy by default)."""
         return compute_actions(self, observations, explore, module_id)
 
     # -- checkpoints (save_to_path, restore_from_path, from_checkpoint: checkpointable.py) ----
@@ -285,8 +262,7 @@ class Algorithm(Checkpointable):
     # -- life cycle -------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop runner and learner actors and close envs. Safe to call twice, and after Ray was shut
-        down (the actors ended with it; no new Ray is started to stop them)."""
+        """Stop runner and learner actors and close envs; safe to call twice, or after Ray is gone."""
         actors_alive = self._same_ray()
         for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
             if part is not None:

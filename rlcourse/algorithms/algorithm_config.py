@@ -1,10 +1,7 @@
-"""AlgorithmConfig: every setting of a run, set with fluent methods named as in RLlib, each storing
-what it is given and returning the config (config_setters.py), so a config reads as one chain:
+"""AlgorithmConfig: every setting of a run, set with RLlib's fluent methods (config_setters.py) and
+checked by `validate()` (config_validation.py), so that a config reads as one chain:
 
-    config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
-    algo = config.build_algo()
-
-`validate()` checks every setting (config_validation.py), naming the setting and the fix.
+    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()
 """
 
 import copy
@@ -129,12 +126,9 @@ class AlgorithmConfig:
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
                     env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
-        """How many runner actors, how many sub-envs each, and what each actor reserves.
-        `sample_timeout_s`: a runner that does not answer a sample request in time has failed (see
-        fault_tolerance(); env/env_runner.py). `max_requests_in_flight_per_env_runner`: the
-        `sample()` requests an asynchronous algorithm (IMPALA) keeps running on each runner.
-        `env_to_module_connector`: as in RLlib, `fn(env)` or `fn(env, spaces, device)` returning the
-        connectors for observations (connectors/env_to_module/; lambdas cannot be saved)."""
+        """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner slower
+        to answer has failed; `max_requests_in_flight_per_env_runner`: IMPALA's sample() requests;
+        `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/)."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
             return {"gym_env_vectorize_mode": mode.upper() if isinstance(mode, str) else mode}
@@ -142,26 +136,24 @@ class AlgorithmConfig:
     @setter
     def resources(self, *, num_cpus_for_main_process: float = NotProvided,
                   placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
-        """`placement_strategy`: None (Ray places runners) or a placement group of a bundle per runner,
-        "PACK", "SPREAD", "STRICT_PACK" (one node) or "STRICT_SPREAD" (a node each).
-        `num_cpus_for_main_process`: what the Algorithm reserves as an actor (a Tune trial)."""
+        """`placement_strategy`: None (Ray places runners) or a placement group strategy ("PACK",
+        "SPREAD", ...); `num_cpus_for_main_process`: what a Tune trial's Algorithm reserves."""
 
     @setter
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,
                  num_gpus_per_learner: float = NotProvided) -> "AlgorithmConfig":
-        """0: one Learner in this process; N > 0: N data-parallel Learner actors, on CUDA with
-        `num_gpus_per_learner` (often no faster for small networks: benchmarks/gpu_learner.py)."""
+        """0: one Learner in this process; N > 0: N data-parallel Learner actors (on CUDA with
+        `num_gpus_per_learner`, often no faster for small networks: benchmarks/gpu_learner.py)."""
 
     @setter
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
-                 train_batch_size_per_learner: int = NotProvided,
-                 minibatch_size: int = NotProvided, num_epochs: int = NotProvided,
-                 grad_clip: float | None = NotProvided) -> "AlgorithmConfig":
+                 train_batch_size_per_learner: int = NotProvided, minibatch_size: int = NotProvided,
+                 num_epochs: int = NotProvided, grad_clip: float | None = NotProvided
+                 ) -> "AlgorithmConfig":
         """Settings of the update; algorithm configs add their own (PPO: `lambda_`, ...)."""
 
     @setter
-    def rl_module(self, *, model_config: dict = NotProvided,
-                  rl_module_class: type | None = NotProvided,
+    def rl_module(self, *, model_config: dict = NotProvided, rl_module_class: type | None = NotProvided,
                   rl_module_spec: Any = NotProvided) -> "AlgorithmConfig":
         """The default MLP's `model_config` (fcnet_hiddens, fcnet_activation) or your own class; or
         RLlib's spelling of both: `rl_module_spec=RLModuleSpec(module_class=..., model_config=...)`."""
@@ -178,16 +170,12 @@ class AlgorithmConfig:
 
     @setter
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
-                   evaluation_duration: int = NotProvided,
-                   evaluation_duration_unit: str = NotProvided,
-                   evaluation_config: dict = NotProvided,
-                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_duration: int = NotProvided, evaluation_duration_unit: str = NotProvided,
+                   evaluation_config: dict = NotProvided, evaluation_num_env_runners: int = NotProvided,
                    evaluation_parallel_to_training: bool = NotProvided,
                    in_evaluation: bool = NotProvided) -> "AlgorithmConfig":
-        """Evaluate every `evaluation_interval` iterations (None: when you call evaluate()), with
-        `evaluation_config` overriding settings (greedy actions), here or on runner actors of its
-        own (in parallel to training if asked). `in_evaluation`: RLlib's flag, set by the Algorithm
-        on the evaluation runners' config, whose connectors then keep the training statistics."""
+        """Evaluate every `evaluation_interval` iterations (None: on evaluate()) with
+        `evaluation_config` over the settings (greedy), here or on runners of its own."""
 
     @setter
     def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
@@ -199,8 +187,7 @@ class AlgorithmConfig:
                         env_runner_health_probe_timeout_s: float = NotProvided
                         ) -> "AlgorithmConfig":
         """What a runner actor that dies or hangs (env/env_runner_health.py) and a failing sub-env
-        (env/sub_env_restarts.py) do. `num_consecutive_env_runner_failures_tolerance` is 5 (RLlib's:
-        100), so an env that always hangs ends the run in minutes, not hours."""
+        (env/sub_env_restarts.py) do; 5 consecutive failures end a run (RLlib: 100)."""
 
     @setter
     def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
@@ -218,9 +205,9 @@ class AlgorithmConfig:
     @setter
     def multi_agent(self, *, policies: Any = NotProvided, policy_mapping_fn: Any = NotProvided,
                     policies_to_train: Any = NotProvided) -> "AlgorithmConfig":
-        """Modules (RLlib's policies) for the agents of a MultiAgentEnv: `policies`, ids or {id: None
-        or RLModuleSpec(...)}; `policy_mapping_fn(agent_id, episode, **kwargs)` -> an agent's module
-        id; `policies_to_train`: ids or `fn(module_id, batch) -> bool` (None: all)."""
+        """Modules (RLlib's policies) for a MultiAgentEnv's agents: `policies`, ids or {id: None or
+        RLModuleSpec}; `policy_mapping_fn(agent_id, episode, **kwargs)` -> a module id;
+        `policies_to_train`: ids or `fn(module_id, batch) -> bool` (None: all)."""
 
     @property
     def is_multi_agent(self) -> bool:  # whether multi_agent(policies=...) was set
@@ -244,6 +231,8 @@ class AlgorithmConfig:
                                  f"stack); use config.{RENAMED_SETTERS[name]} instead.")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    # -- derived values, copies and building ---------------------------------------------------
+
     @property
     def total_train_batch_size(self) -> int:
         return self.train_batch_size_per_learner * max(1, self.num_learners)
@@ -257,9 +246,8 @@ class AlgorithmConfig:
 
     def get_num_minibatches_per_epoch(self) -> int:
         """The same for every learner, so that data-parallel learners take the same steps."""
-        if self.minibatch_size is None:
-            return 1
-        return math.ceil(self.train_batch_size_per_learner / self.minibatch_size)
+        return 1 if self.minibatch_size is None else math.ceil(
+            self.train_batch_size_per_learner / self.minibatch_size)
 
     def get_model_config(self) -> dict:
         """`model_config` plus the settings its module reads (RLlib's _model_config_auto_includes)."""
@@ -275,8 +263,6 @@ class AlgorithmConfig:
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting and how to fix it."""
         config_validation.validate_config(self)
-
-    # -- derived values, checks, copies and building ----------------------------------------
 
     def copy(self) -> "AlgorithmConfig":
         return copy.deepcopy(self)

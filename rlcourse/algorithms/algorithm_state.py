@@ -1,13 +1,6 @@
-"""What an Algorithm's checkpoint holds: `Algorithm.get_state` / `set_state` (algorithm.py) call these.
-
-    state.json   config, counters ("algorithm"), learner (all but tensors), each runner's env and
-                 connector state ("env_runners", "evaluation_env_runners"), callbacks
-    learner.pt   the learners' module and optimizer tensors, torch's RNG
-
-A restore checks all of it first (checkpoint_checks.py: check_restorable), so a checkpoint
-that does not fit raises and leaves the algorithm as it was; then it applies every part and sends
-the runners the restored weights. The directory around these files: checkpointable.py.
-"""
+"""What an Algorithm's checkpoint holds (`Algorithm.get_state` / `set_state`): state.json has the
+config, counters, learner, runners' env and connector state and callbacks; learner.pt the tensors.
+A restore checks all of it first (checkpoint_checks.py), so a misfit changes nothing."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +37,7 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
 
 def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any],
                             tensors: dict[str, Any]) -> None:
-    """Check `algorithm_state`'s result against `algo` (algorithm, network and optimizer shapes,
-    files, runners' sub-envs), then apply it."""
+    """Check `algorithm_state`'s result against `algo`, then apply it."""
     evaluation = state.get("evaluation_env_runners")  # None: not evaluated yet when saved
     eval_group = algo.eval_env_runner_group
     if evaluation is not None and eval_group is None and algo.config.evaluation_interval:

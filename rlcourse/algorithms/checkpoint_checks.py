@@ -14,23 +14,21 @@ BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
 
 def check_plain_data(value: Any, where: str) -> None:
     """Refuse random-generator states that name anything but a numpy bit generator."""
-    if isinstance(value, list):
-        for item in value:
-            check_plain_data(item, where)
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
         if "__generator__" in value:
-            name = value["__generator__"].get("bit_generator") if isinstance(
-                value["__generator__"], dict) else None
+            state = value["__generator__"]
+            name = state.get("bit_generator") if isinstance(state, dict) else None
             if name not in BIT_GENERATORS:
                 raise CheckpointError(f"{where}: a random generator state names bit_generator "
                                       f"{name!r}; expected one of {sorted(BIT_GENERATORS)}.")
-        for item in value.values():
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
             check_plain_data(item, where)
 
 
 def env_layers(runner: Any) -> list[int] | None:
-    """How many layers (env and wrappers) each sub-env of an EnvRunner has; None for ASYNC sub-envs
-    (they run in other processes and their episodes restart instead of being restored)."""
+    """Each sub-env's number of layers (env and wrappers); None for ASYNC sub-envs (not restored)."""
     envs = getattr(getattr(runner, "env", None), "envs", None)  # a MultiAgentEnvRunner has no env
     return None if envs is None else [len(wrapper_layers(env)) for env in envs]
 
@@ -42,10 +40,7 @@ def _shapes(tensors: dict[str, Any]) -> dict[str, tuple]:
 def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any,
                      learner_state: dict[str, Any], runner_layers: list[list[int] | None],
                      eval_runner_layers: list[list[int] | None] | None = None) -> None:
-    """Raise CheckpointError unless the checkpoint (`state`, `tensors`) fits the algorithm with this
-    `config`, learner state and `env_layers` of its runners (and of its evaluation runners, when
-    the checkpoint has theirs). Checks everything a restore would fail on halfway (the iteration
-    counters already overwritten), so it can then apply all of it."""
+    """Raise CheckpointError unless the checkpoint fits: everything a restore could fail on halfway."""
     name = str(state.get("config", {}).get("config_class", ""))
     if not names_class(name, type(config)):
         raise CheckpointError(
@@ -63,22 +58,20 @@ def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any
         raise CheckpointError(f"The checkpoint's learner state has {sorted(saved)}, this "
                               f"algorithm's learner has {sorted(learner_state)}.")
     model = "Build the algorithm with the checkpoint's model_config, or use Algorithm.from_checkpoint."
-    multi_agent = "param_groups" not in learner_state["optimizer"]  # an optimizer per module
-    if multi_agent and set(saved["optimizer"]) != set(learner_state["optimizer"]):
+    saved_optimizers, optimizers = saved["optimizer"], learner_state["optimizer"]
+    if "param_groups" in optimizers:  # single-agent: one optimizer, else one per module
+        saved_optimizers, optimizers = {"": saved_optimizers}, {"": optimizers}
+    elif set(saved_optimizers) != set(optimizers):
         raise CheckpointError(
-            f"The checkpoint has modules {sorted(saved['optimizer'])}, this algorithm has modules "
-            f"{sorted(learner_state['optimizer'])}: build it with the checkpoint's "
+            f"The checkpoint has modules {sorted(saved_optimizers)}, this algorithm has modules "
+            f"{sorted(optimizers)}: build it with the checkpoint's "
             "config.multi_agent(policies=...), or use Algorithm.from_checkpoint.")
     if _shapes(saved["module"]) != _shapes(learner_state["module"]):
         raise CheckpointError(
             f"The checkpoint's network differs from this algorithm's: its weights are "
             f"{_shapes(saved['module'])}, here {_shapes(learner_state['module'])}. " + model)
-    optimizers = (saved["optimizer"], learner_state["optimizer"])
-    if "param_groups" in optimizers[1]:
-        _check_optimizer(*optimizers, model)
-    else:
-        for module_id, current in optimizers[1].items():
-            _check_optimizer(optimizers[0][module_id], current, model)
+    for module_id, current in optimizers.items():
+        _check_optimizer(saved_optimizers[module_id], current, model)
     if _shapes(saved)["torch_rng"] != _shapes(learner_state)["torch_rng"]:
         raise CheckpointError("The checkpoint's torch RNG state has another size than this torch's.")
     _check_runners(state["env_runners"], runner_layers, "EnvRunner")
@@ -102,10 +95,8 @@ def _check_runners(runners: list[dict], runner_layers: list[list[int] | None], w
 
 
 def _check_optimizer(saved: dict[str, Any], current: dict[str, Any], fix: str) -> None:
-    """Same parameter groups and parameter counts (what torch checks), and each parameter's saved
-    moments shaped as the moments this optimizer holds (torch does not check that: a mismatch
-    would fail at the next update). A fresh optimizer holds none yet; then the module check above
-    already compared the parameters' shapes."""
+    """Same parameter groups and counts (torch checks those), and saved moments shaped as this
+    optimizer's (torch does not: a mismatch would fail at the next update)."""
     groups = [len(group["params"]) for group in saved["param_groups"]]
     if groups != [len(group["params"]) for group in current["param_groups"]]:
         raise CheckpointError(f"The checkpoint's optimizer has parameter groups of sizes {groups}, "

@@ -1,13 +1,9 @@
 """How AlgorithmConfig's fluent setters take their settings: `@setter` and `NotProvided`.
 
-A setter declares its settings as keyword arguments defaulting to `NotProvided` (None can be a real
-value, e.g. seed=None); `@setter` stores each one the caller gave and returns the config, so that
-calls chain. Its body only checks, or returns values to store instead (normalized).
-
-A keyword the setter does not take raises a ConfigError naming the replacement of RLlib's old names
-(a learner who pastes `.training(sgd_minibatch_size=128)` from an older guide learns the new name,
-as RLlib's `rllib/utils/deprecation.py` says it) or the setter's settings (typos), and a Ray Tune
-search space on a setting that cannot take one is refused (rlcourse/tune/search_space.py).
+A setter's keywords default to `NotProvided` (None can be a real value, e.g. seed=None); `@setter`
+stores each one given and returns the config, so calls chain; the body only checks, or returns
+normalized values to store. An unknown keyword names RLlib's new name for an old one (as RLlib's
+deprecation.py does) or the setter's settings (a typo).
 """
 
 import copy
@@ -75,23 +71,21 @@ def _settings_of(config_class: type, setter: str) -> list[str]:
 
 
 def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
-    """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take
-    (`update_from_dict` takes every setting of the config)."""
-    elsewhere = setter_of(config, setting)
-    if elsewhere and setter != "update_from_dict":
+    """Raise the ConfigError for `setter(setting=value)`, a keyword the setter does not take."""
+    elsewhere = setter_of(config, setting)  # (None from update_from_dict: it takes every setting)
+    if elsewhere:
         fix = f"it is set with config.{elsewhere}({setting}=...), as in RLlib."
     elif setting in RENAMED:
-        fix = (f"that is RLlib's old name (before its new API stack); use "
-               f"config.{RENAMED[setting]} instead.")
-    else:
-        every = setter == "update_from_dict"
-        known = sorted(vars(config)) if every else _settings_of(type(config), setter)
-        close = difflib.get_close_matches(setting, known, n=1)
-        fix = (f"{type(config).__name__} has no setting {setting!r}" if every
-               else f"{setter}() has no setting {setting!r}")
+        fix = f"that is RLlib's old name (before its new API stack); use config.{RENAMED[setting]}."
+    elif setter == "update_from_dict":
+        close = difflib.get_close_matches(setting, sorted(vars(config)), n=1)
+        fix = f"{type(config).__name__} has no setting {setting!r}"
         fix += f"; did you mean {close[0]!r}?" if close else "."
-        if not every:
-            fix += f" Its settings are {known}."
+    else:
+        known = _settings_of(type(config), setter)
+        close = difflib.get_close_matches(setting, known, n=1)
+        fix = f"{setter}() has no setting {setting!r}"
+        fix += (f"; did you mean {close[0]!r}?" if close else ".") + f" Its settings are {known}."
     raise ConfigError(setting, value, fix, setter)
 
 
@@ -121,16 +115,15 @@ def setter(method: Callable) -> Callable:
 # -- the config as a dict (Ray Tune's param_space and trials) -----------------------------------
 
 def config_to_dict(config: "AlgorithmConfig") -> dict:
-    """All settings, plus `config_class` so `config_from_dict` rebuilds the type. Ray Tune calls it
-    for `param_space=config`, so Tune search spaces are checked here first."""
+    """All settings, plus `config_class` so `config_from_dict` rebuilds the type (Ray Tune's
+    `param_space=config` calls it, so its search spaces are checked here)."""
     if contains_search_space(vars(config)):
         check_search_spaces(config)
     return {"config_class": class_path(type(config)), **copy.deepcopy(vars(config))}
 
 
 def update_from_dict(config: "AlgorithmConfig", settings: dict) -> "AlgorithmConfig":
-    """Set each `name: value` through its setter, so a plain dict of settings (a Tune trial's) is
-    checked and normalized as the fluent calls would be."""
+    """Set each `name: value` through its setter, checked and normalized as fluent calls are."""
     for name, value in settings.items():
         method = setter_of(config, name)
         if method is None:

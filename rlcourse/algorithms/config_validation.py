@@ -1,11 +1,10 @@
-"""AlgorithmConfig.validate(): the checks of the settings every algorithm shares, one function per
-setter, so a bad config fails at build time with an error that names the setting and the fix.
-An algorithm's own settings are checked in its config's validate() (e.g. PPOConfig.validate)."""
+"""AlgorithmConfig.validate(): the shared settings' checks, one function per setter, so a bad config
+fails at build time naming the setting and the fix (algorithms check theirs, e.g. PPOConfig.validate)."""
 
 import numbers
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
 from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
@@ -40,18 +39,15 @@ def check_bool(config: "AlgorithmConfig", setting: str, meaning: str) -> None:
 def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = float("inf"),
                  low_open: bool = False, hint: str = "") -> None:
     value = getattr(config, setting)
-    ok = is_number(value) and (value > low if low_open else value >= low) and value <= high
-    if not ok:
+    if not (is_number(value) and (value > low if low_open else value >= low) and value <= high):
         bracket = "(" if low_open else "["
-        fix = f"use a number in {bracket}{low}, {high}]." + (f" {hint}" if hint else "")
-        fail(config, setting, fix)
+        fail(config, setting, f"use a number in {bracket}{low}, {high}]. {hint}".rstrip())
 
 
 # -- the settings every algorithm shares ---------------------------------------------------------
 
 def validate_config(config: "AlgorithmConfig") -> None:
-    """Check the settings every algorithm shares, one group per setter; a new setting's check goes
-    into its setter's group."""
+    """Check the settings every algorithm shares; a new setting's check goes into its setter's."""
     for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
                   _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
                   _check_reporting_and_debugging, _check_callbacks, _check_multi_agent):
@@ -59,7 +55,6 @@ def validate_config(config: "AlgorithmConfig") -> None:
 
 
 def _check_environment(config: "AlgorithmConfig") -> None:
-    """What config.environment() sets: the env and its env_config."""
     if config.env is None:
         fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
     try:
@@ -70,13 +65,11 @@ def _check_environment(config: "AlgorithmConfig") -> None:
         fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
     if config.clip_rewards is not None:  # (None: not configured, nothing to check)
         from rlcourse.connectors.clip_rewards import check_clip_rewards
-        problem = check_clip_rewards(config.clip_rewards)
-        if problem:
+        if problem := check_clip_rewards(config.clip_rewards):
             fail(config, "clip_rewards", problem)
 
 
 def _check_env_runners(config: "AlgorithmConfig") -> None:
-    """What config.env_runners() sets: how many runners, their sub-envs and resources."""
     check_int(config, "num_env_runners", 0)
     check_int(config, "num_envs_per_env_runner", 1)
     if config.rollout_fragment_length != "auto":
@@ -102,7 +95,6 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
 
 
 def _check_resources(config: "AlgorithmConfig") -> None:
-    """What config.resources() sets: how runner actors are placed."""
     check_number(config, "num_cpus_for_main_process", 0)
     if config.placement_strategy not in PLACEMENT_STRATEGIES:
         fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
@@ -113,30 +105,27 @@ def _check_resources(config: "AlgorithmConfig") -> None:
 
 
 def _check_learners(config: "AlgorithmConfig") -> None:
-    """What config.learners() sets."""
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
 
 
 def _check_training(config: "AlgorithmConfig") -> None:
-    """What config.training() sets (algorithms check their own settings in their validate())."""
     check_number(config, "gamma", 0.0, 1.0)
     if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
         check_number(config, "lr", 0.0, low_open=True)
     check_int(config, "train_batch_size_per_learner", 1)
     if config.minibatch_size is not None:  # None: one minibatch, the whole batch
         check_int(config, "minibatch_size", 1)
-    if config.minibatch_size is not None and config.minibatch_size > config.train_batch_size_per_learner:
-        fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
-             f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
+        if config.minibatch_size > config.train_batch_size_per_learner:
+            fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
+                 f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
     check_int(config, "num_epochs", 1)
     if config.grad_clip is not None:
         check_number(config, "grad_clip", 0.0, low_open=True, hint="Or None for no clipping.")
 
 
 def _check_evaluation(config: "AlgorithmConfig") -> None:
-    """What config.evaluation() sets."""
     if config.evaluation_interval is not None:
         check_int(config, "evaluation_interval", 1)
     check_int(config, "evaluation_duration", 1)
@@ -160,7 +149,6 @@ def _check_evaluation(config: "AlgorithmConfig") -> None:
 
 
 def _check_fault_tolerance(config: "AlgorithmConfig") -> None:
-    """What config.fault_tolerance() sets."""
     for setting in ("restart_failed_env_runners", "ignore_env_runner_failures",
                     "restart_failed_sub_environments"):
         check_bool(config, setting, "True or False")
@@ -172,14 +160,12 @@ def _check_fault_tolerance(config: "AlgorithmConfig") -> None:
 
 
 def _check_reporting_and_debugging(config: "AlgorithmConfig") -> None:
-    """What config.reporting() and config.debugging() set."""
     check_int(config, "metrics_num_episodes_for_smoothing", 1)
     if config.seed is not None and not is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")
 
 
 def _check_rl_module(config: "AlgorithmConfig") -> None:
-    """What config.rl_module() sets: the default model's settings, or a module class."""
     if config.rl_module_class is not None:
         from rlcourse.core.rl_module.rl_module import RLModule  # torch: only for a class of one's own
         if not (isinstance(config.rl_module_class, type)
@@ -204,7 +190,6 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
 
 
 def _check_callbacks(config: "AlgorithmConfig") -> None:
-    """What config.callbacks() sets."""
     if config.callbacks_class is None:
         return
     if not (isinstance(config.callbacks_class, type)
@@ -213,7 +198,6 @@ def _check_callbacks(config: "AlgorithmConfig") -> None:
 
 
 def _check_multi_agent(config: "AlgorithmConfig") -> None:
-    """What config.multi_agent() sets (the env's agents are checked once the env is built)."""
     if not config.is_multi_agent:
         if config.policy_mapping_fn is not None or config.policies_to_train is not None:
             fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
@@ -228,7 +212,6 @@ def _check_multi_agent(config: "AlgorithmConfig") -> None:
         if getattr(config, setting) not in (None, False):
             fail(config, setting, "rlcourse's MultiAgentEnvRunner has no connectors, reward "
                  f"clipping or sub-env restarts: leave {setting} unset for a multi-agent config.")
-    from rlcourse.callbacks.callbacks import overrides_episode_hooks
     if config.callbacks_class is not None and overrides_episode_hooks(config.callbacks_class):
         fail(config, "callbacks_class", "rlcourse's MultiAgentEnvRunner calls no episode hooks "
              "(on_episode_start/step/end): for a multi-agent config, use on_sample_end.")

@@ -1,12 +1,6 @@
-"""An Algorithm's evaluation (`config.evaluation(...)`): its EnvRunnerGroup and one round of episodes.
-
-`Algorithm.train()` (algorithm.py) calls `run_evaluation` every `evaluation_interval` iterations, in
-a thread beside `training_step()` with `evaluation_parallel_to_training`; `Algorithm.evaluate()`
-runs it on demand. Evaluation runs on the algorithm's `eval_env_runner_group`, with
-`evaluation_config` over the training config (greedy by default), other seeds, and the training
-runners' connector statistics, frozen. Its results go to result["evaluation"]["env_runners"], with
-the same keys as training's.
-"""
+"""An Algorithm's evaluation (`config.evaluation(...)`): its EnvRunnerGroup and one round of episodes,
+with `evaluation_config` over the training config (greedy by default), other seeds and the training
+runners' connector statistics, frozen. Results: result["evaluation"]["env_runners"]."""
 
 import time
 from typing import TYPE_CHECKING, Any
@@ -37,8 +31,7 @@ def build_eval_env_runner_group(algo: "Algorithm") -> EnvRunnerGroup:
 
 
 def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Evaluate `weights`: `evaluation_duration` episodes (or timesteps); return
-    result["evaluation"]."""
+    """Evaluate `weights` for `evaluation_duration` episodes (or timesteps); return its results."""
     if algo.eval_env_runner_group is None:  # evaluation in this process, built when first used
         algo.eval_env_runner_group = build_eval_env_runner_group(algo)
     if algo.callbacks:

@@ -1,12 +1,6 @@
-"""The trained modules, read and run in this process: `Algorithm.get_module` and `compute_actions`
-(algorithm.py) call these.
-
-`trained_module` gives the Learner's own torch module when the Learner runs in this process, else a
-copy built from the config with the learners' weights (IMPALA always copies: its learner thread
-keeps changing its own). `compute_actions` passes observations through the env-to-module
-connectors with the runners' merged statistics (as the runners see them), then takes the most
-likely action of `forward_inference`'s output (a sample with `explore`), as the env takes it.
-"""
+"""The trained modules, read and run in this process (`Algorithm.get_module`, `compute_actions`): the
+Learner's own module when it runs here, else a copy with the learners' weights (IMPALA's learner
+thread keeps changing its own)."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +15,7 @@ if TYPE_CHECKING:
 
 def module_ids(algo: "Algorithm") -> list[str]:
     """The algorithm's module ids: ["default_policy"] for a single-agent one."""
-    return [DEFAULT_MODULE_ID] if algo.module_spec is None else sorted(algo.module_spec.spaces())
+    return sorted(algo._module_spaces())
 
 
 def trained_module(algo: "Algorithm", module_id: str | None = None, copy: bool = False) -> Any:
@@ -57,10 +51,7 @@ def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool =
         raise ValueError("compute_actions(): name the policy with module_id=... for a multi-agent "
                          f"algorithm (one of {module_ids(algo)}).")
     module = algo.get_module(module_id)
-    if algo.module_spec is None:
-        action_space = algo.action_space
-    else:
-        action_space = algo.module_spec.spaces()[module_id][1]
+    action_space = algo._module_spaces()[module_id or DEFAULT_MODULE_ID][1]
     if algo.env_to_module is not None:  # as the runners see them, with the merged statistics
         algo.env_to_module.set_state(algo.env_runner_group.env_to_module_state)
         observations = algo.env_to_module(observations)

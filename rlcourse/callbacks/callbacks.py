@@ -1,11 +1,9 @@
 """Callbacks: hooks into training that lessons and users override (RLlib calls it RLlibCallback).
 
-Episode and sample hooks run where the episodes run: inside each EnvRunner, a separate Ray actor
-process when `num_env_runners > 0`, so they cannot change the driver's objects. What they log with
-`metrics_logger.log_value(key, value, reduce=..., window=...)` travels with the samples and appears,
-reduced over all runners, in `train()`'s `result["env_runners"][key]`; evaluation runners' go to
-`result["evaluation"]["env_runners"][key]`, reduced over that evaluation alone (all the episodes its
-runners played, even those past `evaluation_duration`). The other hooks run in the driver.
+Episode and sample hooks run inside each EnvRunner (a Ray actor when `num_env_runners > 0`), so
+they cannot change the driver's objects; what they log with `metrics_logger.log_value(...)` appears
+in result["env_runners"] (evaluation's in result["evaluation"]["env_runners"]). The other hooks
+run in the driver.
 """
 
 from typing import Any
@@ -30,9 +28,8 @@ class Callbacks:
 
     def on_episode_end(self, *, episode: Any, env_runner: Any, metrics_logger: Any, env: Any,
                        env_index: int, rl_module: Any, **kwargs: Any) -> None:
-        """When an episode ends (terminated or truncated). `episode` is its last SingleAgentEpisode
-        chunk, from the last sample() only (an episode may span several): what the whole episode
-        did belongs in `episode.custom_data`, collected by on_episode_step."""
+        """When an episode ends. `episode` is its chunk from the last sample() only (an episode may
+        span several): collect what the whole episode did in `episode.custom_data`."""
 
     def on_sample_end(self, *, env_runner: Any, metrics_logger: Any, samples: list,
                       **kwargs: Any) -> None:
@@ -49,23 +46,17 @@ class Callbacks:
 
     def on_env_runners_recreated(self, *, algorithm: Any, env_runner_indices: list[int],
                                  is_evaluation: bool, **kwargs: Any) -> None:
-        """After Ray restarted failed runner actors and they answered their health probe
-        (indices count from 0 within their EnvRunnerGroup)."""
+        """After Ray restarted failed runner actors (indices within their EnvRunnerGroup)."""
 
     def get_state(self) -> dict[str, Any]:
-        """What checkpoints keep of this object, as plain data (JSON): say, a self-play league's
-        bookkeeping. Nothing by default."""
+        """What checkpoints keep of this object, as plain data (say, a self-play league's)."""
         return {}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Take back what `get_state` returned, when a checkpoint is restored (before
-        `on_checkpoint_loaded`)."""
+        """Take back what `get_state` returned, when a checkpoint is restored."""
 
     def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
         """After `restore_from_path` or `Algorithm.from_checkpoint` restored a checkpoint."""
-
-
-EPISODE_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")
 
 
 def overrides(callbacks_class: type, hook: str) -> bool:
@@ -75,4 +66,5 @@ def overrides(callbacks_class: type, hook: str) -> bool:
 
 def overrides_episode_hooks(callbacks_class: type) -> bool:
     """Whether `callbacks_class` has episode hooks of its own, which runners then call."""
-    return any(overrides(callbacks_class, hook) for hook in EPISODE_HOOKS)
+    hooks = ("on_episode_start", "on_episode_step", "on_episode_end")
+    return any(overrides(callbacks_class, hook) for hook in hooks)

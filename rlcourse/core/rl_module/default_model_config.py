@@ -1,29 +1,21 @@
-"""What the default model is built from: its settings and the facts it needs about the spaces.
-
-Torch-free on purpose: the config, validation, the Algorithm and the NumPy runner module all need
-these, and none of them may import torch (runner processes stay light). The torch layers are in
-`rl_module.py`, the NumPy forward pass in `numpy_mlp.py`; both are sized by `space_info`.
-"""
+"""The default model's settings and what it needs to know about the spaces; torch-free, since the
+config, the Algorithm and the runners' NumPy module (numpy_mlp.py) read them too."""
 
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 
-# RLlib 2.60's DefaultModelConfig: two hidden layers of 256, tanh, one encoder shared by the policy
-# and value heads (IMPALA's default; PPOConfig turns the sharing off, as RLlib's does). The course's
-# small envs learn faster in wall time on [64, 64]: the lessons and tuned_examples/ set that.
+# RLlib 2.60's defaults (PPOConfig turns the sharing off, as RLlib's does). The course's small envs
+# learn faster in wall time on [64, 64]: the lessons and tuned_examples/ set that.
 DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
                         "vf_share_layers": True}
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
 
 
 class DefaultModelConfig(dict):
-    """RLlib's spelling of the default model's settings, as keywords:
-    `rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="relu"))` is that
-    dict, checked at build time like any model_config. Settings it leaves out keep the defaults;
-    RLlib's model has settings this one does not (conv_filters, use_lstm, ...), and those are
-    refused."""
+    """RLlib's spelling of a model_config, as keywords: `DefaultModelConfig(fcnet_hiddens=[32])`.
+    RLlib's settings this model lacks (conv_filters, use_lstm, ...) are refused at build time."""
 
     def __init__(self, **settings: object) -> None:
         super().__init__(settings)
@@ -46,10 +38,8 @@ class SpaceInfo:
 
 
 def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
-    """Check that the default MLP supports these spaces and size its layers.
-
-    Modules always act with action indices 0..n-1; for a `Discrete(n, start=k)` action space the
-    EnvRunner (and `Algorithm.compute_actions`) add `k` (numpy_mlp.py's `env_action_offset`)."""
+    """Check that the default MLP supports these spaces and size its layers. Modules act with
+    indices 0..n-1; numpy_mlp.py's `to_env_actions` adds a Discrete action space's `start`."""
     obs_start = 0
     if isinstance(observation_space, gym.spaces.Box):
         obs_dim, one_hot = int(np.prod(observation_space.shape)), False

@@ -1,22 +1,11 @@
-"""The runners' network: one NumPy MLP built from a default module's state dict, the action heads
+"""The runners' network: a NumPy MLP built from a default module's state dict, the action heads
 that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
 
-NumPy keeps torch out of runner processes (lesson 04 and benchmarks/startup_memory.py measure what
-that saves) and costs less per call on small batches. The torch modules compute the same outputs
-and distributions (tests/test_rl_module.py, test_dqn.py, test_sac.py compare them). The default
-modules' runner layers are one chain of linear layers, the activation between them:
-
-    PPO, IMPALA (DefaultActorCriticModule)   encoder.* then pi.*  -> logits, or means and log-stds
-    SAC (DefaultSACModule)                   pi.*                 -> means and log-stds
-    DQN (DefaultDQNModule)                   q.encoder.* then q.advantages (+ q.value) -> Q-values
-
-A dueling Q-network's V(s) + A(s, a) - mean_a' A(s, a') is linear in the last features, so its two
-heads fold into one layer. Other keys (value heads, critics, targets) are ignored. The heads, one
-per config (`AlgorithmConfig.get_action_head`): Categorical, DiagGaussian (PPO, IMPALA),
-EpsilonGreedy (DQN, Ape-X), SquashedGaussian (SAC). A head's settings are its own fields, set when
-it is built (SAC's bounds from the action space, an Ape-X runner's epsilon from its index) or, for
-DQN's scheduled epsilon, sent beside the weights (`EnvRunnerGroup.sync_weights(..., epsilon=...)`):
-weights are only weights. A custom torch module is the network instead (`rl_module.TorchNetwork`).
+NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
+checks it matches the torch modules. The runner layers are one linear chain (CHAIN: PPO and IMPALA's
+encoder then pi, SAC's pi, DQN's q.encoder then q.advantages); a dueling DQN's value head folds into
+its last layer, since V + A - mean(A) is linear in the features. A head's settings are its own
+fields: weights are only weights. A custom torch module is the network instead (TorchNetwork).
 """
 
 from typing import Protocol
@@ -34,15 +23,13 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as sac_rl_module.py clamps them
 
 
 def env_action_offset(action_space: gym.Space) -> int:
-    """What to add to a module's action index to get the env's action: `start` of a Discrete space
-    (gymnasium's Discrete(n, start=k) holds k..k+n-1), else 0."""
+    """What to add to a module's action index for the env's: a Discrete space's `start`, else 0."""
     return int(action_space.start) if isinstance(action_space, gym.spaces.Discrete) else 0
 
 
 def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
-    """The actions an env takes, from a module's: a Box's clipped into its bounds (a Gaussian's
-    samples, and its mean, can lie outside), a Discrete(n, start=k) space's indices 0..n-1 moved to
-    k..k+n-1. Runners, `compute_actions`, loaded modules and served policies all act through it."""
+    """The actions an env takes, from a module's: clipped into a Box's bounds, shifted by a
+    Discrete space's `start`. Runners, compute_actions and served policies all act through it."""
     if isinstance(action_space, gym.spaces.Box):
         return np.clip(actions, action_space.low, action_space.high)
     return actions + env_action_offset(action_space)
@@ -56,8 +43,7 @@ def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
 
 
 def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
-    """The linear layers under `prefix` in `state`: `prefix` itself, or `prefix.i` of an
-    nn.Sequential, in order."""
+    """The linear layers under `prefix`: `prefix` itself, or `prefix.i` of an nn.Sequential."""
     if f"{prefix}.weight" in state:
         return [prefix]
     indices = sorted(int(k[len(prefix) + 1:].split(".")[0]) for k in state
@@ -135,8 +121,7 @@ class DiagGaussian:
 
 
 class EpsilonGreedy:
-    """DQN's exploration over Q-values. `epsilon` is this head's field: DQN's runners take the
-    schedule's current value with each weights sync; an Ape-X runner keeps its own from the start."""
+    """DQN's exploration over Q-values (DQN sends `epsilon` with the weights; Ape-X fixes it)."""
 
     def __init__(self, num_actions: int, epsilon: float = 1.0):
         self.num_actions = num_actions
@@ -180,13 +165,8 @@ def default_action_head(action_space: gym.Space) -> Categorical | DiagGaussian:
 
 def sample_categorical(logits: np.ndarray, rng: np.random.Generator
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """One action per row of `logits`, and its log-probability.
-
-    Inverse-CDF sampling: draw u uniformly below the row's total (unnormalized) probability; the
-    action is how many of the first K-1 cumulative probabilities are <= u. One random number per
-    row and no softmax. Ufunc reductions (`np.maximum.reduce`, ...) are used because on the small
-    batches of a runner they cost half of what the array methods (`.max()`, ...) do.
-    """
+    """One action per row of `logits`, and its log-probability, by inverse-CDF sampling: one
+    random number per row, no softmax. Ufunc reductions cost half of `.max()` on small batches."""
     shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)  # exp cannot overflow
     cdf = np.add.accumulate(np.exp(shifted), axis=1)
     total = cdf[:, -1]
@@ -218,8 +198,7 @@ class Network(Protocol):
 
 
 class InferenceModule:
-    """What an EnvRunner acts with: `network` gives the action distribution's inputs, `head`
-    turns them into actions, with this module's random generator."""
+    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions."""
 
     def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
         self.network = network

@@ -1,17 +1,17 @@
 """Metrics: the MetricsLogger callbacks log custom values with, the episode statistics every result
 reports (smoothed over recent episodes, as RLlib's are), and timers.
 
-A callback on an EnvRunner calls `metrics_logger.log_value(key, value, reduce=..., window=...)`;
-the values travel with the samples and the Algorithm reduces every runner's into
-`result["env_runners"][key]`: a mean, max or min over the last `window` values (window=None: those
-since the last result), or a sum as a running total (clear_on_reduce=True: since the last result).
+A runner's `metrics_logger.log_value(key, value, reduce=..., window=...)` reaches
+`result["env_runners"][key]`, reduced over all runners: a mean, max or min over the last `window`
+values (None: since the last result), or a sum as a running total (or, clear_on_reduce, since then).
 """
 
+import copy
 import math
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from numbers import Real
 
@@ -56,20 +56,17 @@ class MetricsLogger:
             raise ValueError(f"log_value({key!r}, window={window!r}): window must be a positive "
                              "int (how many values to reduce over), or None.")
         if reduce == "sum" and window is not None:
-            raise ValueError(f"log_value({key!r}, reduce='sum', window={window}): a sum is a running "
-                             "total (or, with clear_on_reduce=True, this iteration's); windows "
-                             "belong to mean, max and min.")
+            raise ValueError(f"log_value({key!r}, reduce='sum', window={window}): a sum has no "
+                             "window; windows belong to mean, max and min.")
         if clear_on_reduce and reduce != "sum":
             raise ValueError(f"log_value({key!r}, clear_on_reduce=True): only reduce='sum' keeps a "
-                             "running total to clear; a mean with window=None already uses only "
-                             "the values since the last result.")
-        stat = self._stats.setdefault(key, _Stat(reduce, window, clear_on_reduce))
-        if (stat.reduce, stat.window, stat.clear_on_reduce) != (reduce, window, clear_on_reduce):
-            raise ValueError(
-                f"log_value({key!r}): it was logged with reduce={stat.reduce!r}, "
-                f"window={stat.window}, clear_on_reduce={stat.clear_on_reduce} before and now with "
-                f"reduce={reduce!r}, window={window}, clear_on_reduce={clear_on_reduce}: log one "
-                "key one way everywhere.")
+                             "running total to clear.")
+        how = (reduce, window, clear_on_reduce)
+        stat = self._stats.setdefault(key, _Stat(*how))
+        if (stat.reduce, stat.window, stat.clear_on_reduce) != how:
+            raise ValueError(f"log_value({key!r}): (reduce, window, clear_on_reduce) was "
+                             f"{(stat.reduce, stat.window, stat.clear_on_reduce)} before, now {how}: "
+                             "log one key one way everywhere.")
         return stat
 
     def pop_logged(self) -> dict[str, dict]:
@@ -87,9 +84,8 @@ class MetricsLogger:
         return logged
 
     def merge(self, logged: list[dict[str, dict]]) -> None:
-        """Add what runners logged (their `pop_logged()`). Each key's values are interleaved, one
-        from each runner in turn, so a window that cannot hold them all keeps every runner's latest
-        values, not only the last runner's."""
+        """Add what runners logged (their `pop_logged()`), interleaved one runner at a time, so a
+        window too small for all keeps every runner's latest values."""
         by_key: dict[str, list[list[float]]] = {}
         for runner_logged in logged:
             for key, item in runner_logged.items():
@@ -100,8 +96,7 @@ class MetricsLogger:
                 v for turn in zip_longest(*runs) for v in turn if v is not None)
 
     def reduce(self) -> dict[str, float]:
-        """Each key's value for this iteration's result. A mean, max or min with no value in its
-        window this iteration is left out rather than reported as 0."""
+        """Each key's value for this iteration's result (left out, not 0, if its window is empty)."""
         results = {}
         for key, stat in self._stats.items():
             if stat.reduce == "sum":
@@ -120,16 +115,17 @@ class MetricsLogger:
 
     def get_state(self) -> dict[str, dict]:
         """Plain data for checkpoints: each key's settings, window and running total."""
-        return {key: {"reduce": s.reduce, "window": s.window, "clear_on_reduce": s.clear_on_reduce,
-                      "values": list(s.values), "total": s.total} for key, s in self._stats.items()}
+        return {key: asdict(stat) for key, stat in self._stats.items()}
 
     def set_state(self, state: dict[str, dict]) -> None:
         """Continue from `get_state()`."""
-        self._stats = {key: _Stat(s["reduce"], s["window"], s["clear_on_reduce"],
-                                  list(s["values"]), s["total"]) for key, s in state.items()}
+        self._stats = {key: _Stat(**copy.deepcopy(stat)) for key, stat in state.items()}
+
 
 # What Algorithm.train() adds to the env_runners results, beside what EpisodeStats reports.
 GROUP_RESULTS = {"num_healthy_env_runners", "num_env_runner_restarts", "num_env_runner_failures"}
+COUNTS = ("num_episodes", "num_env_steps_sampled", "num_sub_env_restarts")  # each also *_lifetime
+PER_ID_RETURNS = ("agent_episode_returns", "module_episode_returns")  # multi-agent
 
 
 def episode_metrics(episodes: list) -> dict:
@@ -156,36 +152,32 @@ class EpisodeStats:
     def __init__(self, window: int = 100):
         self.returns: deque[float] = deque(maxlen=window)
         self.lens: deque[int] = deque(maxlen=window)
+        self.lifetime = {f"{name}_lifetime": 0 for name in COUNTS}
         # Multi-agent: each agent's and each module's returns, in windows of their own.
-        self.per_agent: dict[str, deque[float]] = {}
-        self.per_module: dict[str, deque[float]] = {}
-        self.num_episodes_lifetime = 0
-        self.num_env_steps_sampled_lifetime = 0
-        self.num_sub_env_restarts_lifetime = 0
+        self.per_id: dict[str, dict[str, deque[float]]] = {key: {} for key in PER_ID_RETURNS}
         self.custom = MetricsLogger()
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int:
+        return self.lifetime["num_env_steps_sampled_lifetime"]
 
     def add(self, runner_metrics: list[dict]) -> dict:
         """Add what the runners reported this iteration; return the `env_runners/...` results."""
-        new_returns = [r for m in runner_metrics for r in m["episode_returns"]]
-        self.returns.extend(new_returns)
-        self.lens.extend(length for m in runner_metrics for length in m["episode_lens"])
-        steps = sum(m["num_env_steps_sampled"] for m in runner_metrics)
-        restarts = sum(m.get("num_sub_env_restarts", 0) for m in runner_metrics)
-        self.num_episodes_lifetime += len(new_returns)
-        self.num_env_steps_sampled_lifetime += steps
-        self.num_sub_env_restarts_lifetime += restarts
-        self.custom.merge([m.get("custom_metrics", {}) for m in runner_metrics])
-        for key, windows in (("agent_episode_returns", self.per_agent),
-                             ("module_episode_returns", self.per_module)):
-            for m in runner_metrics:
+        counts = dict.fromkeys(COUNTS, 0)
+        for m in runner_metrics:
+            self.returns.extend(m["episode_returns"])
+            self.lens.extend(m["episode_lens"])
+            counts["num_episodes"] += len(m["episode_returns"])
+            counts["num_env_steps_sampled"] += m["num_env_steps_sampled"]
+            counts["num_sub_env_restarts"] += m.get("num_sub_env_restarts", 0)
+            for key, windows in self.per_id.items():
                 for name, returns in m.get(key, {}).items():
                     windows.setdefault(name, deque(maxlen=self.returns.maxlen)).extend(returns)
-        results = {**self.summary(), "num_episodes": len(new_returns),
-                   "num_episodes_lifetime": self.num_episodes_lifetime,
-                   "num_env_steps_sampled": steps,
-                   "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
-                   "num_sub_env_restarts": restarts,
-                   "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime}
+        results = self.summary()
+        for name, count in counts.items():
+            self.lifetime[f"{name}_lifetime"] += count
+            results.update({name: count, f"{name}_lifetime": self.lifetime[f"{name}_lifetime"]})
+        self.custom.merge([m.get("custom_metrics", {}) for m in runner_metrics])
         custom = self.custom.reduce()
         if clash := sorted(custom.keys() & (results.keys() | GROUP_RESULTS)):
             raise ValueError(f"A callback logged the custom metric {clash[0]!r}, which is the name "
@@ -194,46 +186,31 @@ class EpisodeStats:
 
     def get_state(self) -> dict:
         """Plain data for checkpoints: the window's episodes and the lifetime counters."""
+        per_id = {key: {i: list(v) for i, v in windows.items()} for key, windows in self.per_id.items()}
         return {"episode_returns": list(self.returns), "episode_lens": list(self.lens),
-                "num_episodes_lifetime": self.num_episodes_lifetime,
-                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
-                "num_sub_env_restarts_lifetime": self.num_sub_env_restarts_lifetime,
-                "custom_metrics": self.custom.get_state(),
-                "agent_episode_returns": {k: list(v) for k, v in self.per_agent.items()},
-                "module_episode_returns": {k: list(v) for k, v in self.per_module.items()}}
+                **self.lifetime, "custom_metrics": self.custom.get_state(), **per_id}
 
     def set_state(self, state: dict) -> None:
         """Continue from `get_state()`."""
-        self.returns.clear()
-        self.returns.extend(state["episode_returns"])
-        self.lens.clear()
-        self.lens.extend(state["episode_lens"])
-        self.num_episodes_lifetime = state["num_episodes_lifetime"]
-        self.num_env_steps_sampled_lifetime = state["num_env_steps_sampled_lifetime"]
-        self.num_sub_env_restarts_lifetime = state["num_sub_env_restarts_lifetime"]
+        window = self.returns.maxlen
+        self.returns = deque(state["episode_returns"], maxlen=window)
+        self.lens = deque(state["episode_lens"], maxlen=window)
+        self.lifetime = {key: state[key] for key in self.lifetime}
         self.custom.set_state(state.get("custom_metrics", {}))  # none in older checkpoints
-        for key, windows in (("agent_episode_returns", self.per_agent),
-                             ("module_episode_returns", self.per_module)):
-            windows.clear()
-            windows.update({k: deque(v, maxlen=self.returns.maxlen)
-                            for k, v in state.get(key, {}).items()})
+        self.per_id = {key: {i: deque(v, maxlen=window) for i, v in state.get(key, {}).items()}
+                       for key in PER_ID_RETURNS}
 
     def summary(self) -> dict:
-        """Means over the window; multi-agent also per agent and per module (RLlib's
-        `agent_episode_returns_mean` and `module_episode_returns_mean`, dicts by id)."""
+        """Means over the window (NaN before any episode); multi-agent also per agent and module."""
+        returns, lens = self.returns or [math.nan], self.lens or [math.nan]
         per_id = {}
-        if self.per_agent:
-            per_id = {"agent_episode_returns_mean": {k: float(np.mean(v))
-                                                     for k, v in self.per_agent.items()},
-                      "module_episode_returns_mean": {k: float(np.mean(v))
-                                                      for k, v in self.per_module.items()}}
-        if not self.returns:
-            return {"episode_return_mean": float("nan"), "episode_return_min": float("nan"),
-                    "episode_return_max": float("nan"), "episode_len_mean": float("nan"), **per_id}
-        return {"episode_return_mean": float(np.mean(self.returns)),
-                "episode_return_min": float(np.min(self.returns)),
-                "episode_return_max": float(np.max(self.returns)),
-                "episode_len_mean": float(np.mean(self.lens)), **per_id}
+        if self.per_id["agent_episode_returns"]:
+            per_id = {f"{key}_mean": {i: float(np.mean(v)) for i, v in windows.items()}
+                      for key, windows in self.per_id.items()}
+        return {"episode_return_mean": float(np.mean(returns)),
+                "episode_return_min": float(np.min(returns)),
+                "episode_return_max": float(np.max(returns)),
+                "episode_len_mean": float(np.mean(lens)), **per_id}
 
 
 class Timers:

@@ -83,11 +83,17 @@ class EpisodeReplayBuffer:
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99) -> dict[str, np.ndarray]:
         """`num_items` n-step transitions drawn uniformly (with replacement): obs, actions, rewards
         (discounted n-step sums), new_obs, terminateds, n_step, weights (all 1) and indices."""
-        if len(self) == 0:
-            raise ValueError("The replay buffer is empty: add episodes before sampling.")
+        self._check_sample(n_step)
         slots = self.rng.choice(np.flatnonzero(self._slot_t >= 0), size=num_items)
         return {**self._n_step_transitions(slots, n_step, gamma),
                 "weights": np.ones(num_items, dtype=np.float32), "indices": slots}
+
+    def _check_sample(self, n_step: int) -> None:
+        if len(self) == 0:
+            raise ValueError("The replay buffer is empty: add episodes before sampling.")
+        if not isinstance(n_step, int | np.integer) or n_step < 1:
+            raise ValueError(f"sample(n_step={n_step!r}): n_step is how many rewards a row sums; "
+                             "give an int >= 1 (1: one-step TD targets).")
 
     def _n_step_transitions(self, slots: np.ndarray, n_step: int, gamma: float
                             ) -> dict[str, np.ndarray]:

@@ -61,6 +61,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def __init__(self, capacity: int = 50_000, alpha: float = 0.6, beta: float = 0.4,
                  seed: int | None = None):
+        if not (alpha >= 0 and beta >= 0):  # also refuses NaN
+            raise ValueError(f"PrioritizedEpisodeReplayBuffer(alpha={alpha}, beta={beta}): both "
+                             "are exponents >= 0 (alpha 0: uniform replay; beta 0: no importance "
+                             "weights).")
         self.alpha = alpha
         self.beta = beta
         self.tree = SumTree(capacity)
@@ -76,8 +80,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99,
                beta: float | None = None) -> dict[str, np.ndarray]:
         """As `EpisodeReplayBuffer.sample`, drawn by priority, with importance `weights`."""
-        if len(self) == 0:
-            raise ValueError("The replay buffer is empty: add episodes before sampling.")
+        self._check_sample(n_step)
         beta = self.beta if beta is None else beta
         slots = self.tree.sample(num_items, self.rng)
         leaves = self.tree.leaves[:self.capacity]
@@ -89,7 +92,19 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         """Give the sampled steps (`indices` from `sample`) the priority |TD error| + epsilon."""
+        indices = np.asarray(indices)
         priorities = np.abs(np.asarray(td_errors, dtype=np.float64)) + PRIORITY_EPSILON
+        if indices.shape != priorities.shape or indices.ndim != 1:
+            raise ValueError(f"update_priorities: {indices.shape} indices for {priorities.shape} "
+                             "TD errors; give one TD error per sampled index, both 1-D.")
+        if not np.isfinite(priorities).all():
+            raise ValueError("update_priorities: a TD error is NaN or infinite; it would make "
+                             "every later draw pick slot 0. Find where the loss diverges.")
+        stored = (indices >= 0) & (indices < self.capacity)
+        stored[stored] = self._slot_t[indices[stored]] >= 0
+        if not stored.all():
+            raise ValueError(f"update_priorities: index {indices[~stored][0]} is not a stored "
+                             "step; pass the `indices` that sample() returned.")
         # A slot drawn twice in one batch keeps its last TD error, as in RLlib.
         self.tree.set(indices, priorities ** self.alpha)
         self.max_priority = max(self.max_priority, float(priorities.max()))

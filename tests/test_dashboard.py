@@ -102,7 +102,7 @@ def test_static_plot_has_the_same_data():
     return_ax, speed_ax = figure.axes
     assert list(return_ax.lines[0].get_ydata()) == [30.0, 60.0, 90.0]
     assert list(return_ax.lines[1].get_ydata()) == [50.0, 50.0, 50.0]  # evaluation points
-    assert list(speed_ax.lines[0].get_xdata()) == [1, 2, 3]
+    assert list(speed_ax.lines[0].get_xdata()) == [2000, 4000, 6000]  # env steps, as the return
     matplotlib.pyplot.close(figure)
 
 

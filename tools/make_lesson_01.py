@@ -18,7 +18,8 @@ CELLS = [
    `.environment()`, `.env_runners()`, `build_algo()`, `train()`), and watch it learn live;
 5. watch the trained agent play, then save it and load it back.
 
-**Time:** about 60 minutes of study (the exercise included); the cells run in about a minute.
+**Time:** about 60 minutes of study (the exercise included); the cells run in about a minute on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine, such as Binder's).
 Every term and symbol of the course is in the [glossary](../docs/glossary.md).
 """),
     md("""
@@ -197,9 +198,9 @@ minibatches, a value loss that is not clipped (`vf_clip_param`), and two small n
 64 units, one for the policy and one for the value (`vf_share_layers=False`). `PPOConfig()`'s own
 defaults are RLlib's (a learning rate of 5e-5, 4000-step batches, 30 epochs, two networks of
 [256, 256] for the policy and the value), which suit large problems and learn CartPole far more
-slowly. With the course's earlier settings (a learning rate of 1e-3, 2000-step batches, a clipped
-value loss) the same seed did not reach 400 within 120,000 env steps on this course's machine; with
-these, seeds 0 to 4 reached 450 within 61,000 to 66,000.
+slowly. `cartpole_ppo.py` says what each of its settings bought, and
+`benchmarks/solve_cartpole.py` measures, seed by seed, the env steps and seconds they take to reach
+450 on your machine; the dashboard below shows this run's.
 """),
     code("""
 from rlcourse import PPOConfig
@@ -223,8 +224,12 @@ print(algo.env_runner_group.num_remote_env_runners, "EnvRunner actors are ready"
 Each `algo.train()` is one iteration: the runners sample 1000 steps with the current policy, the
 learner runs six epochs of PPO updates on them, and the new weights go back to the runners.
 `result["env_runners"]["episode_return_mean"]` averages the last 100 finished episodes. The
-dashboard draws the return and the env steps per second as they come in; we stop at a mean return
-of 450.
+dashboard draws the return and the env steps per second as they come in, both against env steps
+sampled; we stop at a mean return of 450.
+
+The return curve **lags** the policy. Its 100 episodes reach back over several iterations, so
+most were played by earlier, weaker weights, and every action in them was sampled (exploring).
+The policy as it is now, acting greedily, does better: section 6 measures it.
 """),
     code("""
 from rlcourse.course.dashboard import TrainingDashboard, train
@@ -257,7 +262,8 @@ rlcourse's, which RLlib's new API stack does not have.)
     code("""
 evaluation = algo.evaluate()["env_runners"]
 print(f"greedy return over {evaluation['num_episodes']} episodes: "
-      f"{evaluation['episode_return_mean']:.1f}")
+      f"{evaluation['episode_return_mean']:.1f}; the training curve's last point, the mean of the "
+      f"last 100 sampled episodes: {history[-1]['env_runners']['episode_return_mean']:.1f}")
 import torch
 
 module = algo.get_module()

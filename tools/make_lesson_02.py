@@ -22,7 +22,8 @@ look at what it hands to the next one, and then find the very same pieces inside
    `EnvRunner.sample` → episodes → `LearnerGroup.update` → `Learner.update` → weights →
    `EnvRunnerGroup.sync_weights`.
 
-**Time:** about 60 minutes of study (two exercises); the cells run in about a minute. Terms and
+**Time:** about 60 minutes of study (two exercises); the cells run in about a minute on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine). Terms and
 notation ($s_t, a_t, r_t, \\gamma, \\lambda, V(s_t), A_t, \\pi_\\theta$) are as in lesson 01 and the
 [glossary](../docs/glossary.md)."""),
     md("""## 1. The map
@@ -53,8 +54,10 @@ one `encoder` between a policy head and a value head instead (`vf_share_layers=T
 but the value loss then shapes the policy's features too. Runners get the module's weights as NumPy
 arrays, and only the part they need: `inference_only=True` leaves out the value function (`vf.*`),
 which only the learner uses. The
-`.training(...)` settings are the course's for CartPole; PPOConfig's defaults are RLlib's, which suit
-large problems (`tuned_examples/ppo/cartpole_ppo.py` has settings tuned further)."""),
+`.training(...)` settings are the course's CartPole settings, from
+`tuned_examples/ppo/cartpole_ppo.py` (PPOConfig's defaults are RLlib's, which suit large problems);
+its `model_config` is left at PPOConfig's default, unlike the tuned example's [64, 64], to show
+RLlib's network."""),
     code("""from rlcourse import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.env.registry import probe_spaces
@@ -63,8 +66,9 @@ config = (
     PPOConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
-    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
-              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
+              lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+              use_kl_loss=False, grad_clip=0.5)
     .debugging(seed=0)
 )
 env_creator = config.get_env_creator()
@@ -236,12 +240,13 @@ takes one step per batch. PPO reuses a batch for several epochs, and keeps each 
 watching the **probability ratio** between the policy being trained and the one that acted (whose
 log-probabilities the runners recorded as `action_logp`):
 
-$$\\rho_t(\\theta) = \\frac{\\pi_\\theta(a_t \\mid s_t)}{\\pi_{\\theta_{old}}(a_t \\mid s_t)}, \\qquad
-L^{CLIP}(\\theta) = \\mathbb{E}_t\\left[\\min\\big(\\rho_t A_t,\\ \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon)\\, A_t\\big)\\right]$$
+$$r_t(\\theta) = \\frac{\\pi_\\theta(a_t \\mid s_t)}{\\pi_{\\theta_{old}}(a_t \\mid s_t)}, \\qquad
+L^{CLIP}(\\theta) = \\mathbb{E}_t\\left[\\min\\big(r_t(\\theta) A_t,\\ \\mathrm{clip}(r_t(\\theta), 1-\\epsilon_{\\text{clip}}, 1+\\epsilon_{\\text{clip}})\\, A_t\\big)\\right]$$
 
-with $\\epsilon$ = `config.clip_param` (0.2). The picture shows what the min and the clip do: once
-a good action ($A_t > 0$) has become $1+\\epsilon$ times likelier, or a bad one ($A_t < 0$) $1-\\epsilon$
-times as likely, the objective is flat and gives no more gradient. In the other direction, nothing
+with $\\epsilon_{\\text{clip}}$ = `config.clip_param` (0.2). The ratio is written $r_t(\\theta)$, as in the
+PPO paper; with its $(\\theta)$ it is not the reward $r_t$. The picture shows what the min and the
+clip do: once a good action ($A_t > 0$) has become $1+\\epsilon_{\\text{clip}}$ times likelier, or a
+bad one ($A_t < 0$) $1-\\epsilon_{\\text{clip}}$ times as likely, the objective is flat and gives no more gradient. In the other direction, nothing
 is clipped: an update that made a bad action likelier is always pulled back."""),
     code("""clipped_objective(clip_param=config.clip_param)"""),
     md("""### Exercise: the clipped surrogate loss
@@ -379,7 +384,7 @@ print(inspect.getsource(PPO.training_step))"""),
 - An **advantage** $A_t$ says how much better $a_t$ did than $V(s_t)$ expected; GAE mixes one-step
   errors with $\\gamma\\lambda$, and bootstraps from $V(s_n)$ unless the chunk terminated.
 - The **policy gradient** raises $\\log \\pi_\\theta(a_t \\mid s_t)$ in proportion to $A_t$; PPO's
-  **clipped surrogate** stops rewarding a change once the ratio leaves $[1-\\epsilon, 1+\\epsilon]$ in
+  **clipped surrogate** stops rewarding a change once the ratio leaves $[1-\\epsilon_{\\text{clip}}, 1+\\epsilon_{\\text{clip}}]$ in
   the direction the advantage favours.
 - The **Learner** turns chunks into a batch with GAE advantages and updates the weights, which go
   back to the runners. `Algorithm.train()` is that loop, with the pieces you built by hand.

@@ -21,7 +21,8 @@ process, wrapped as a gymnasium environment. This lesson takes the course's own 
 5. read the error a broken env produces, even when it comes from a Ray actor;
 6. write an env to a spec and have it checked.
 
-**Time:** about 45 minutes of study (the exercise included); the cells run in about a minute.
+**Time:** about 45 minutes of study (the exercise included); the cells run in about a minute on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine).
 Terms and notation: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. The course's environment: GridWorld
 

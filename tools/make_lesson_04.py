@@ -16,8 +16,8 @@ CELLS = [
 4. run data-parallel learners and say what their all-reduce does;
 5. read the GPU settings, and the error you get when you ask for a GPU the machine does not have.
 
-**Time:** about 45 minutes of study (two exercises); the cells run in a minute or two, most of it
-measuring. Terms: see the [glossary](../docs/glossary.md)."""),
+**Time:** about 45 minutes of study (two exercises); the cells run in a minute or two on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine), most of it measuring. Terms: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. Three axes
 
 ```
@@ -240,8 +240,10 @@ print("after the all-reduce:       ", averaged.round(4))"""),
     md("""`Learner.apply_gradients` does exactly this with `torch.distributed.all_reduce` (gloo)
 after each backward pass. Now train PPO with two learner actors (half a core each) and two runners,
 following it on a `TrainingDashboard`, and then ask both learners for their weights. The
-`.training(...)` and `.rl_module(...)` settings are the course's for CartPole; PPOConfig's defaults
-are RLlib's, which suit large problems."""),
+`.training(...)` and `.rl_module(...)` settings are those of `tuned_examples/ppo/cartpole_ppo.py`
+(PPOConfig's defaults are RLlib's, which suit large problems) with one change, `num_epochs=4`
+instead of 6: these four iterations only show that the two learners stay identical, and fewer
+epochs make each iteration quicker."""),
     code("""from rlcourse.course.dashboard import TrainingDashboard, train
 
 config = (
@@ -249,8 +251,9 @@ config = (
     .environment("CartPole-v1")
     .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.25)
     .learners(num_learners=2, num_cpus_per_learner=0.5)
-    .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4,
-              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4,
+              lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+              use_kl_loss=False, grad_clip=0.5)
     .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
     .debugging(seed=0)
 )

@@ -18,8 +18,8 @@ CELLS = [
 The cluster of this lesson is real: two Ray nodes, each started by its own `ray start` command, as on
 two machines. They share this machine, listen on 127.0.0.1 only, and are all stopped at the end.
 
-**Time:** about 45 minutes of study (two exercises); the cells run in about a minute. Terms: see
-the [glossary](../docs/glossary.md).
+**Time:** about 45 minutes of study (two exercises); the cells run in about a minute on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine). Terms: see the [glossary](../docs/glossary.md).
 """),
     md("""
 ## 1. Head and worker nodes
@@ -147,16 +147,17 @@ config = placement_config()
     md("""
 The exercise placed the runners; what PPO learns with is set next. `PPOConfig`'s defaults are RLlib's,
 made for large problems (4,000-step batches, 30 epochs of 128-row minibatches, [256, 256] networks):
-on these 1-CPU nodes an iteration would take many seconds. The course's CartPole settings are
-smaller batches, 6 epochs and two small networks (`tuned_examples/ppo/cartpole_ppo.py` says how
-such settings were found).
+on these 1-CPU nodes an iteration would take many seconds. The course's CartPole settings, those of
+`tuned_examples/ppo/cartpole_ppo.py` (which says how they were found), are 1,000-step batches, 6
+epochs, an unclipped value loss and two small networks.
 
 Then build it and ask every runner where it runs. `EnvRunnerGroup.get_node_names()` (in
 `rlcourse/env/env_runner_group.py`) maps the Ray node id that each runner reports to the node's name.
 """),
     code("""
-config.training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
-                lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+config.training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
+                lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+                use_kl_loss=False, grad_clip=0.5)
 config.rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
 algo = config.build_algo()
 before = algo.env_runner_group.get_node_names()
@@ -215,7 +216,8 @@ The entrypoint is the course's command-line trainer (`rlcourse/course/train_job.
 job's runner (8 CartPoles), and the driver itself reserves none. On a real cluster the
 autoscaler would add a machine, and `cluster.add_worker()` does it here (`tests/test_cluster.py`
 runs this job on a new node); this lesson does not, because a third node's Ray processes (about
-280 MB) next to the job's driver and this notebook would take the lesson past Binder's 2 GiB.
+280 MB on a 2-core Linux machine; section 1 printed this machine's worker-1) next to the job's
+driver and this notebook would take the lesson past Binder's 2 GiB.
 """),
     code("""
 from ray.job_submission import JobSubmissionClient
@@ -225,8 +227,9 @@ entrypoint = ("python -m rlcourse train --algo ppo --env CartPole-v1 --num-env-r
               "--num-envs-per-env-runner 8 --num-cpus-per-env-runner 1 "
               "--stop-return 200 --max-iterations 60 --seed 0 "
               # The same training settings as above (without --set: RLlib's PPO defaults).
-              "--set lr=1e-3 train_batch_size_per_learner=2000 minibatch_size=250 num_epochs=6 "
-              "lambda_=0.95 clip_param=0.2 vf_loss_coeff=0.5 use_kl_loss=false grad_clip=0.5 "
+              "--set lr=3e-3 train_batch_size_per_learner=1000 minibatch_size=250 num_epochs=6 "
+              "lambda_=0.95 clip_param=0.2 vf_clip_param=1000.0 vf_loss_coeff=0.5 use_kl_loss=false "
+              "grad_clip=0.5 "
               "'model_config={fcnet_hiddens: [64, 64], vf_share_layers: false}'")
 job_id = client.submit_job(entrypoint=entrypoint)
 print("submitted", job_id, "| status:", client.get_job_status(job_id))

@@ -19,7 +19,8 @@ CELLS = [
 The lesson teaches Tune, not CartPole: every trial trains PPO for a few seconds (1000 env steps
 per iteration), far from solving the task, which is enough to see what a sweep shows and hides.
 
-**Time:** about 40 minutes of study (one exercise); the cells run in one to two minutes on 2 cores.
+**Time:** about 40 minutes of study (one exercise); the cells run in one to two minutes on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine).
 Terms: see the [glossary](../docs/glossary.md).
 """),
     md("""
@@ -35,13 +36,15 @@ PPOConfig().training(lr=tune.grid_search([1e-4, 1e-3, 1e-2])).debugging(seed=tun
 
 One spelling differs from RLlib: `tune.Tuner(PPO.as_trainable(), ...)` instead of `tune.Tuner(PPO, ...)`,
 because an rlcourse Algorithm is not itself a Tune Trainable (that would make every process that
-imports PPO import Tune: +1.1 s and +133 MB measured; `rlcourse/tune/trainable.py` explains).
+imports PPO import Tune: +1.1 s and +133 MB, measured on a 2-core Linux machine;
+`rlcourse/tune/trainable.py` explains).
 
 Each trial reserves one **placement group** for everything it starts. Here every trial runs its
 runner inside its own process (`num_env_runners=0`), and reserves `num_cpus_for_main_process`
 CPUs, sized so that at most two trials run at once: each trial's process imports torch and Tune
-(about 340 MB each when this lesson was written), and two fit Binder's 2 GiB beside this kernel
-and Ray's own processes (the whole lesson peaked at about 1.5 GiB then; CI measures it on every run). On a 1-CPU machine trials run one
+(about 340 MB each, measured on a 2-core Linux machine), and two fit Binder's 2 GiB beside this
+kernel and Ray's own processes (the whole lesson peaked at about 1.5 GiB there; CI measures it on
+every run). On a 1-CPU machine trials run one
 after another.
 """),
     code("""
@@ -73,16 +76,17 @@ METRIC = "env_runners/episode_return_mean"
 
 
 def small_ppo():
-    \"\"\"PPO on CartPole, small and quick: one iteration = 1000 env steps and 4 epochs. PPOConfig's
-    own defaults are RLlib's, sized for large problems: these are the course's CartPole settings
-    (tuned_examples/ppo/cartpole_ppo.py), the ones a sweep below varies.\"\"\"
+    \"\"\"PPO on CartPole, small and quick: one iteration = 1000 env steps. The settings of
+    tuned_examples/ppo/cartpole_ppo.py (PPOConfig's own defaults are RLlib's, sized for large
+    problems) but for num_epochs=4 instead of 6, which makes the many short trials quicker; each
+    sweep below sets its own lr.\"\"\"
     return (PPOConfig()
             .environment("CartPole-v1")
             .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
             .resources(num_cpus_for_main_process=cpus / concurrent)
-            .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4,
-                      lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False,
-                      grad_clip=0.5)
+            .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4,
+                      lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+                      use_kl_loss=False, grad_clip=0.5)
             .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False}))
 
 

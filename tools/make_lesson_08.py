@@ -18,7 +18,8 @@ CELLS = [
    the policy to one file that runs with torch alone;
 5. **serve** it with Ray Serve over HTTP, act from a client-side env loop, and load-test it.
 
-**Time:** about 45 minutes of study (one exercise); the cells run in about two minutes on 2 cores.
+**Time:** about 45 minutes of study (one exercise); the cells run in about two minutes on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine).
 Terms: see the [glossary](../docs/glossary.md).
 """),
     code("""
@@ -125,9 +126,11 @@ config = (
     PPOConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=1, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
-    # The course's CartPole settings; PPOConfig's own defaults are RLlib's, sized for large problems.
-    .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
-              lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
+    # The course's CartPole settings (tuned_examples/ppo/cartpole_ppo.py); PPOConfig's own defaults
+    # are RLlib's, sized for large problems.
+    .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
+              lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+              use_kl_loss=False, grad_clip=0.5)
     .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
     .evaluation(evaluation_interval=2, evaluation_duration=10, evaluation_num_env_runners=1,
                 evaluation_parallel_to_training=True)

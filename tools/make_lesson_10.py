@@ -19,7 +19,8 @@ CELLS = [
    of frozen snapshots of itself, measuring its win rate against a fixed heuristic opponent;
 5. write the same in RLlib.
 
-**Time:** about 45 minutes of study (one exercise); the cells run in about 90 seconds on 2 cores.
+**Time:** about 45 minutes of study (one exercise); the cells run in about 90 seconds on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine).
 Terms: see the [glossary](../docs/glossary.md).
 """),
     code("""

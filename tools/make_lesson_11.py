@@ -18,7 +18,8 @@ CELLS = [
 4. find any rlcourse file's counterpart in RLlib's source, with its settings and result keys, and
    say what RLlib has that the course leaves out.
 
-**Time:** about 30 minutes of study (one exercise); the cells run in about 90 seconds on 2 cores.
+**Time:** about 30 minutes of study (one exercise); the cells run in about 90 seconds on 2 idle
+cores (measured there; longer on a busy or 1-CPU machine).
 Terms: see the [glossary](../docs/glossary.md).
 """),
     code("""
@@ -70,8 +71,8 @@ def ppo_cartpole(PPOConfig):
             .environment("CartPole-v1")
             .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
             .learners(num_learners=0)
-            .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
-                      gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=10.0,
+            .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
+                      gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0,
                       vf_loss_coeff=0.5, entropy_coeff=0.0, use_kl_loss=False, grad_clip=0.5)
             .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
             .reporting(metrics_num_episodes_for_smoothing=20)
@@ -127,12 +128,11 @@ random numbers from the same seed.
 
 One result key has the same name and the same default window but not the same meaning:
 `episode_return_mean`. rlcourse's is the mean of the last `metrics_num_episodes_for_smoothing`
-episodes (100 by default), however many iterations back they go. RLlib 2.60's followed the episodes
-of the latest iteration: when this lesson was written, RLlib's CartPole curve below was nearly the
-same with windows of 10, 20 and 100 (from 18,000 env steps on, identical). With 100, rlcourse's mean
+episodes (100 by default), however many iterations back they go. RLlib 2.60's follows the episodes
+of the latest iteration, so its curve changes little with the window. With 100, rlcourse's mean
 trails several iterations behind RLlib's, so rlcourse would "reach" a target later with a policy
-no worse. `ppo_cartpole` therefore sets the window to 20 in both, about one iteration of CartPole
-episodes at these returns (with 20, both reached 200 in the same iteration when this was written).
+no worse. `ppo_cartpole` therefore sets the window to 20 in both, a few iterations of CartPole
+episodes at these returns (a 1,000-step iteration holds 5 to 10 episodes of 100 to 200 steps).
 
 Both runs use `num_env_runners=0` (the env runs in this process) and `num_learners=0` (one Learner
 in this process): the size of Binder's one CPU and 2 GiB, for both libraries alike.
@@ -201,8 +201,8 @@ ppo_ratio = compare(ppo_runs, TARGET)
 """),
     md("""
 The lines above are this run's measurement, on this machine; the ratio is what it printed, not
-a promise. Where does the time go? Per iteration both libraries do the same work: sample 2,000 env
-steps, then 6 epochs of 8 minibatches; both report it under the same `timers` keys, printed above
+a promise. Where does the time go? Per iteration both libraries do the same work: sample 1,000 env
+steps, then 6 epochs of 4 minibatches; both report it under the same `timers` keys, printed above
 (RLlib's are smoothed over recent iterations, rlcourse's are the last one). Read which of the two,
 sampling or the learner update, makes the difference in this run. RLlib runs each env step through
 its **connector pipelines** (env-to-module, module-to-env; then learner connectors that build the
@@ -280,11 +280,9 @@ turn in one process, the Binder-sized setting. RLlib's 20 s are two of its 10-se
 so it may not reach the target in its budget even where it learns at the same rate per env step;
 compare the returns at equal env steps in the left plot.
 
-`"vf_share_layers": False` matters here. The first version of this lesson left it out, so RLlib's
-IMPALA shared one encoder between the two heads while rlcourse's (then) did not, and RLlib's
-learned little: a return below 30 after 20 s. With the setting written out, a 40 s run of RLlib's
-(made while revising the lesson, not in it) reached 164 after 50,000 env steps, about where rlcourse passes 150. A default you did not write
-down can change what you compare.
+`"vf_share_layers": False` matters here. Left out, RLlib's IMPALA shares one encoder between the
+two heads (its default model) while `impala_cartpole` asks for two networks, and the two libraries
+no longer train the same network: one 20 s run of RLlib's without it stayed below a return of 30. A default you did not write down can change what you compare.
 Note also a result key with the same name and another meaning: RLlib's IMPALA logs `vf_loss` summed
 over the batch (its mean is `mean_vf_loss`, and the policy loss is `pi_loss`), rlcourse's is the mean.
 

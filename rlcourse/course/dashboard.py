@@ -55,20 +55,21 @@ class HistoryCharts:
         self.figure = figure
         self.return_ax, self.speed_ax = figure.subplots(1, 2)
         figure.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.9, wspace=0.28)
-        (self.returns,) = self.return_ax.plot([], [], marker=".", label="training return (mean)")
+        (self.returns,) = self.return_ax.plot([], [], marker=".",
+                                              label="training return (last 100 episodes)")
         (self.evaluation,) = self.return_ax.plot([], [], "s")
         if target_return is not None:
             self.return_ax.axhline(target_return, color="gray", linestyle="--", label="target")
         self.return_ax.set(xlabel="env steps sampled", ylabel="episode return", title="Return")
         (self.speed,) = self.speed_ax.plot([], [], marker=".", color="tab:green")
-        self.speed_ax.set(xlabel="training iteration", ylabel="env steps / s", title="Throughput")
+        self.speed_ax.set(xlabel="env steps sampled", ylabel="env steps / s", title="Throughput")
 
     def draw(self, history: TrainingHistory) -> None:
         self.returns.set_data(history.env_steps, history.returns)
         if history.evaluation:
             self.evaluation.set_data(*zip(*history.evaluation, strict=True))
             self.evaluation.set_label("evaluation return (greedy)")
-        self.speed.set_data(history.iterations, history.env_steps_per_s)
+        self.speed.set_data(history.env_steps, history.env_steps_per_s)  # one x-axis for both
         self.return_ax.legend(loc="lower right", fontsize="small")
         for ax in (self.return_ax, self.speed_ax):
             ax.relim()

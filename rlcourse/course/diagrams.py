@@ -100,24 +100,25 @@ def episode_chunk(n: int = 4, ending: str = "cut", show: bool = True) -> Figure 
 
 
 def clipped_objective(clip_param: float = 0.2, show: bool = True) -> Figure | None:
-    """PPO's clipped surrogate min(rho A, clip(rho, 1 - eps, 1 + eps) A) against the probability
-    ratio rho = pi_theta / pi_old, for A > 0 and A < 0."""
-    rho = np.linspace(0.0, 2.0, 401)
+    """PPO's clipped surrogate min(r A, clip(r, 1 - eps_clip, 1 + eps_clip) A) against the
+    probability ratio r_t(theta) = pi_theta / pi_old, for A > 0 and A < 0."""
+    ratio = np.linspace(0.0, 2.0, 401)
+    r, eps = "r_t(\\theta)", "\\epsilon_{\\mathrm{clip}}"  # the lessons' and glossary's notation
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), sharey=True)
     for ax, adv in zip(axes, (1.0, -1.0), strict=True):
-        unclipped = rho * adv
-        clipped = np.clip(rho, 1 - clip_param, 1 + clip_param) * adv
-        ax.plot(rho, unclipped, ":", color="gray", label="$\\rho_t A_t$ (unclipped)")
-        ax.plot(rho, np.minimum(unclipped, clipped), lw=2.5, color="C0",
-                label="$\\min(\\rho_t A_t,\\ \\mathrm{clip}(\\rho_t, 1-\\epsilon, 1+\\epsilon) A_t)$")
+        unclipped = ratio * adv
+        clipped = np.clip(ratio, 1 - clip_param, 1 + clip_param) * adv
+        ax.plot(ratio, unclipped, ":", color="gray", label=f"${r} A_t$ (unclipped)")
+        ax.plot(ratio, np.minimum(unclipped, clipped), lw=2.5, color="C0",
+                label=f"$\\min({r} A_t,\\ \\mathrm{{clip}}({r}, 1-{eps}, 1+{eps}) A_t)$")
         ax.axvspan(1 - clip_param, 1 + clip_param, color="C2", alpha=0.12,
-                   label=f"$1 \\pm \\epsilon$, $\\epsilon$ = {clip_param}")
+                   label=f"$1 \\pm {eps}$, ${eps}$ = {clip_param}")
         ax.axvline(1, color="k", lw=0.5)
-        flat = "$\\rho_t > 1+\\epsilon$: flat, no gradient" if adv > 0 else \
-            "$\\rho_t < 1-\\epsilon$: flat, no gradient"
+        flat = f"${r} > 1+{eps}$: flat, no gradient" if adv > 0 else \
+            f"${r} < 1-{eps}$: flat, no gradient"
         ax.set_title(f"A_t {'> 0: a good action' if adv > 0 else '< 0: a bad action'}\n{flat}",
                      fontsize=10)
-        ax.set_xlabel("probability ratio $\\rho_t = \\pi_\\theta(a_t|s_t) / \\pi_{old}(a_t|s_t)$")
+        ax.set_xlabel(f"probability ratio ${r} = \\pi_\\theta(a_t|s_t) / \\pi_{{old}}(a_t|s_t)$")
     axes[0].set_ylabel("objective (PPO maximizes it)")
     axes[1].legend(fontsize=8, loc="lower left")
     return finish(fig, show)

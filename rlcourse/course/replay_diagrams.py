@@ -89,14 +89,15 @@ def sum_tree(tree, u: float | None = None, show: bool = True) -> Figure | None:
                 zorder=0)
     for node in range(1, 2 * size):
         x, y = position(node)
-        ax.text(x, y, f"{values[node]:g}", ha="center", va="center", fontsize=9,
+        ax.text(x, y, f"{values[node]:.4g}", ha="center", va="center", fontsize=9,  # 0.5, not
+                # 0.500001: stored priorities carry a tiny epsilon so that none is 0
                 bbox=dict(boxstyle="round,pad=0.4", fc=RED if node in walk and u is not None
                           else (SAND if node >= size else BLUE), ec=GREY))
     for slot in range(size):
         ax.text(slot, -0.5, f"slot {slot}", ha="center", fontsize=8)
-    title = f"sum-tree: root = total priority {tree.total:g}"
+    title = f"sum-tree: root = total priority {tree.total:.4g}"
     if u is not None:
-        title += f"; u = {u:g} walks down to slot {int(tree.find(np.array([u]))[0])}"
+        title += f"; u = {u:.4g} walks down to slot {int(tree.find(np.array([u]))[0])}"
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.8, size - 0.2)
     ax.set_ylim(-0.8, depth + 0.5)
@@ -189,9 +190,15 @@ def apex(num_runners: int = 2, num_shards: int = 1, show: bool = True) -> Figure
     for shard in shards:
         arrow(ax, shard, learner, "batches", rad=-0.2, offset=(0, 0.45))
         arrow(ax, learner, shard, "priorities", rad=-0.2, offset=(0, -0.45))
+    # The weights go up from the learner, across, and down into the top runner (the others below
+    # it get the same reference): a line that starts and ends on the boxes.
     top = max(column(num_runners)) + 1.0
-    ax.annotate("", xy=(0, top), xytext=(8.6, top),
-                arrowprops=dict(arrowstyle="-|>", color=GREY, lw=1.2))
+    ax.annotate("", xy=(8.6, top), xytext=learner.get_position(),
+                arrowprops=dict(arrowstyle="-", color=GREY, lw=1.2, patchA=learner.get_bbox_patch()))
+    ax.plot([0, 8.6], [top, top], color=GREY, lw=1.2)
+    ax.annotate("", xy=runners[0].get_position(), xytext=(0, top),
+                arrowprops=dict(arrowstyle="-|>", color=GREY, lw=1.2,
+                                patchB=runners[0].get_bbox_patch()))
     ax.text(4.3, top + 0.2, "weights to the runners (one ray.put), every so many updates",
             ha="center", fontsize=9)
     ax.text(4.3, min(column(max(num_runners, num_shards))) - 1.0,

@@ -1,13 +1,14 @@
 """PPO solves CartPole-v1: a smoothed return of 450 (of 500) within 200k env steps.
 
 Two runner actors of 4 sub-envs each sample while the learner trains in this process. These are the
-course's CartPole settings: the lessons set them in their configs. PPOConfig's defaults are RLlib
-2.60's (lr 5e-5, 4,000-step batches, 30 epochs of 128-row minibatches, a KL penalty, lambda 1.0, no
-gradient clipping, separate [256, 256] policy and value networks), which suit large
+course's CartPole settings: the lessons write them out in their configs, and
+tests/test_lesson_settings.py fails when a lesson's differ without saying why. PPOConfig's defaults
+are RLlib 2.60's (lr 5e-5, 4,000-step batches, 30 epochs of 128-row minibatches, a KL penalty,
+lambda 1.0, no gradient clipping, separate [256, 256] policy and value networks), which suit large
 problems and are far slower on CartPole. The settings were found with two sweeps on Ray Tune
 (`rlcourse tune`, one runner of 8 sub-envs per trial, stop at 450 or 120k env steps), starting from
-the course's earlier defaults (lr 1e-3, 2,000-step batches, vf_clip_param 10, separate [64, 64]
-policy and value networks, no KL penalty), which needed 88k to more than 120k env steps:
+lr 1e-3, 2,000-step batches, vf_clip_param 10, separate [64, 64] policy and value networks and no
+KL penalty, which needed 88k to more than 120k env steps:
 1. lr x vf_clip_param x batch (x 2 seeds): clipping the value loss at 10 (RLlib's default too) was
    what held learning back. The squared errors of returns in the hundreds are mostly above 10, and
    a clipped error has no gradient, so the critic learns slowly and the advantages stay noisy.

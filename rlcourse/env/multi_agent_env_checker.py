@@ -1,10 +1,5 @@
-"""check_multi_agent_env: gymnasium's `check_env`, for the dict API of a MultiAgentEnv.
-
-It resets and steps the env with random actions for the agents that must act, and checks what comes
-back: five dicts, per-agent observations inside their agents' spaces, finite numeric rewards, the
-`"__all__"` key, and (through MultiAgentEpisode) that rewards and done flags only go to agents that
-observed and are not done yet. A course env's test calls it; so can a learner for their own env.
-"""
+"""check_multi_agent_env: gymnasium's `check_env` for a MultiAgentEnv's dict API, for the course's
+envs and a learner's own: it steps the env with random actions and checks what comes back."""
 
 import math
 from numbers import Real
@@ -17,7 +12,9 @@ from rlcourse.env.multi_agent_episode import MultiAgentEpisode
 
 
 def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 0) -> None:
-    """Raise a ValueError or TypeError that names the agent and the fix at the first problem."""
+    """Raise a ValueError or TypeError that names the agent and the fix at the first problem: five
+    dicts, observations in their spaces, finite rewards, and (through MultiAgentEpisode) rewards
+    and done flags only for agents that observed and are not done."""
     name = type(env).__name__
     if not isinstance(env, MultiAgentEnv):
         raise TypeError(f"{name} is not a rlcourse.env.multi_agent_env.MultiAgentEnv.")
@@ -26,20 +23,19 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
     spaces = {a: (env.get_observation_space(a), env.get_action_space(a))
               for a in env.possible_agents}
     rng = np.random.default_rng(seed)
-    for space_pair in spaces.values():
-        space_pair[1].seed(int(rng.integers(2**31)))
-    steps, episode = 0, None
-    while steps < num_steps:
+    for _, action_space in spaces.values():
+        action_space.seed(int(rng.integers(2**31)))
+    episode = None
+    for _ in range(num_steps):
         if episode is None or episode.is_done:
             result = env.reset(seed=int(rng.integers(2**31)))
             _check_tuple(name, "reset()", result, 2)
-            observations = result[0]
-            _check_observations(name, "reset()", observations, spaces)
-            episode = MultiAgentEpisode(env_name=name)
-            episode.add_env_reset(observations)
-            if not observations:
+            _check_observations(name, "reset()", result[0], spaces)
+            if not result[0]:
                 raise ValueError(f"{name}.reset() returned no observations: at least one agent "
                                  "must observe (and act) first.")
+            episode = MultiAgentEpisode(env_name=name)
+            episode.add_env_reset(result[0])
         actions = {a: spaces[a][1].sample() for a in episode.get_agents_to_act()}
         result = env.step(actions)
         _check_tuple(name, "step()", result, 5)
@@ -57,7 +53,6 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
             raise ValueError(f"{name}.step() returned no observations, but the episode is not "
                              "over: some agent must observe and act next, or set "
                              "terminateds['__all__'] / truncateds['__all__'].")
-        steps += 1
 
 
 def _check_tuple(name: str, call: str, result: Any, n: int) -> None:

@@ -20,8 +20,7 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
         raise TypeError(f"{name} is not a rlcourse.env.multi_agent_env.MultiAgentEnv.")
     if not env.possible_agents:
         raise ValueError(f"{name}.possible_agents is empty: list every agent id in __init__.")
-    spaces = {a: (env.get_observation_space(a), env.get_action_space(a))
-              for a in env.possible_agents}
+    spaces = {a: (env.get_observation_space(a), env.get_action_space(a)) for a in env.possible_agents}
     rng = np.random.default_rng(seed)
     for _, action_space in spaces.values():
         action_space.seed(int(rng.integers(2**31)))
@@ -29,18 +28,14 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
     for _ in range(num_steps):
         if episode is None or episode.is_done:
             result = env.reset(seed=int(rng.integers(2**31)))
-            _check_tuple(name, "reset()", result, 2)
-            _check_observations(name, "reset()", result[0], spaces)
-            if not result[0]:
-                raise ValueError(f"{name}.reset() returned no observations: at least one agent "
-                                 "must observe (and act) first.")
+            _check_result(name, "reset()", result, 2, spaces)
             episode = MultiAgentEpisode(env_name=name)
             episode.add_env_reset(result[0])
+            _check_someone_acts(name, "reset()", episode)
         actions = {a: spaces[a][1].sample() for a in episode.get_agents_to_act()}
         result = env.step(actions)
-        _check_tuple(name, "step()", result, 5)
+        _check_result(name, "step()", result, 5, spaces)
         observations, rewards, terminateds, truncateds, _ = result
-        _check_observations(name, "step()", observations, spaces)
         for agent_id, reward in rewards.items():
             if not isinstance(reward, Real | np.number) or not math.isfinite(float(reward)):
                 raise ValueError(f"{name}.step() returned reward {reward!r} for agent "
@@ -49,21 +44,16 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
             raise ValueError(f"{name}.step() returned truncateds without the '__all__' key: add "
                              "truncateds['__all__'] (True when a time limit ends the episode).")
         episode.add_env_step(observations, actions, rewards, terminateds, truncateds)
-        if not episode.is_done and not episode.get_agents_to_act():
-            raise ValueError(f"{name}.step() returned no observations, but the episode is not "
-                             "over: some agent must observe and act next, or set "
-                             "terminateds['__all__'] / truncateds['__all__'].")
+        _check_someone_acts(name, "step()", episode)
 
 
-def _check_tuple(name: str, call: str, result: Any, n: int) -> None:
+def _check_result(name: str, call: str, result: Any, n: int, spaces: dict) -> None:
+    """Refuse a `result` that is not a tuple of `n` dicts whose observations (the first) fit."""
     if not (isinstance(result, tuple) and len(result) == n
             and all(isinstance(part, dict) for part in result)):
         raise TypeError(f"{name}.{call} must return a tuple of {n} dicts keyed by agent id, got "
                         f"{type(result).__name__}.")
-
-
-def _check_observations(name: str, call: str, observations: dict, spaces: dict) -> None:
-    for agent_id, obs in observations.items():
+    for agent_id, obs in result[0].items():
         if agent_id not in spaces:
             raise ValueError(f"{name}.{call} returned an observation for agent {agent_id!r}, which "
                              f"is not in possible_agents {list(spaces)}. Add it there.")
@@ -72,3 +62,10 @@ def _check_observations(name: str, call: str, observations: dict, spaces: dict) 
             raise ValueError(f"{name}.{call} returned an observation for agent {agent_id!r} that "
                              f"is not in its observation space {space}: {obs!r}. Make the two "
                              "agree, e.g. np.array(..., dtype=np.float32) for a float32 Box.")
+
+
+def _check_someone_acts(name: str, call: str, episode: MultiAgentEpisode) -> None:
+    if not episode.is_done and not episode.get_agents_to_act():
+        raise ValueError(f"{name}.{call} returned no observations, but the episode is not over: "
+                         "some agent must observe (and act next) until terminateds['__all__'] or "
+                         "truncateds['__all__'] ends it.")

@@ -2,9 +2,7 @@
 
 Each agent lives on its own clock: its transition closes at its next observation, however many env
 steps later (agents may take turns), and the rewards it gets in between add up into it. An agent that
-is done without a last observation keeps its previous one as the last, as RLlib does. The env's
-mistakes (a reward for an agent that never observed, an observed agent given no action, a missing
-`terminateds["__all__"]`) are refused with the agent's name, never dropped.
+is done without a last observation keeps its previous one as the last, as RLlib does.
 """
 
 from collections.abc import Callable
@@ -27,15 +25,14 @@ def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: "MultiAgentEp
 class _AgentRecord:
     """One agent's data in the current chunk, in lists; its open action lives in `pending`."""
 
-    __slots__ = ("id_", "t_started", "obs", "actions", "rewards", "extra", "ready", "pending",
-                 "pending_extra", "pending_reward", "terminated", "truncated")
+    __slots__ = ("id_", "t_started", "obs", "actions", "rewards", "extra", "pending", "pending_extra",
+                 "pending_reward", "terminated", "truncated")
 
     def __init__(self, obs: Any, t_started: int = 0, id_: str | None = None):
         self.id_ = id_ or SingleAgentEpisode.new_id()
         self.t_started = t_started
         self.obs, self.actions, self.rewards = [obs], [], []
         self.extra: dict[str, list] = {}
-        self.ready = True  # has an observation it has not acted on yet
         self.pending: Any = None  # the action taken on the last observation, awaiting the next one
         self.pending_extra, self.pending_reward = {}, 0.0  # its model outputs and rewards so far
         self.terminated = self.truncated = False
@@ -43,6 +40,11 @@ class _AgentRecord:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
+
+    @property
+    def ready(self) -> bool:
+        """Whether it has an observation it has not acted on yet (so it must act next)."""
+        return self.pending is None and not self.done
 
     def close(self, next_obs: Any) -> None:
         """The open action's transition ends at `next_obs`."""
@@ -88,8 +90,6 @@ class MultiAgentEpisode:
 
     def add_env_reset(self, observations: dict[AgentID, Any], infos: dict | None = None) -> None:
         """The observations of `env.reset()`: these agents act first."""
-        if self.env_t != 0 or self._records:
-            raise ValueError(f"Episode {self.id_[:8]}: add_env_reset() on an episode that has data.")
         for agent_id, obs in observations.items():
             self._new_agent(agent_id, obs)
 
@@ -123,7 +123,6 @@ class MultiAgentEpisode:
                 raise ValueError(self._premature(agent_id, "sent an observation to", record))
             else:
                 record.close(obs)
-                record.ready = True
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 
@@ -138,7 +137,7 @@ class MultiAgentEpisode:
                 raise ValueError(f"{self.env_name}: an action for agent {agent_id!r} at env step "
                                  f"{self.env_t}, which has no new observation to act on. Only "
                                  "agents in the last observations dict act.")
-            record.pending, record.ready = action, False
+            record.pending = action
             record.pending_extra = extra_model_outputs.get(agent_id) or {}
         waiting = self.get_agents_to_act()
         if waiting:
@@ -169,7 +168,6 @@ class MultiAgentEpisode:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
-        record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
     def _premature(self, agent_id: AgentID, what: str, record: _AgentRecord | None) -> str:
@@ -179,8 +177,7 @@ class MultiAgentEpisode:
             fix = "leave done agents out of every later dict"
         else:
             why = "which has never observed in this episode"
-            fix = ("give the agent an observation (in reset() or an earlier step) before it gets "
-                   "rewards or done flags, or leave it out of those dicts")
+            fix = "give the agent an observation before it gets rewards or done flags"
         return (f"{self.env_name} {what} agent {agent_id!r} at env step {self.env_t + 1}, {why}. "
                 f"Fix the env: {fix}.")
 
@@ -257,7 +254,7 @@ class MultiAgentEpisode:
                 chunk._done_in_earlier_chunks.add(agent_id)
                 continue
             new = _AgentRecord(r.obs[-1], t_started=r.t_started + len(r.actions), id_=r.id_)
-            new.ready, new.pending = r.ready, r.pending
+            new.pending = r.pending
             new.pending_extra, new.pending_reward = r.pending_extra, r.pending_reward
             chunk._records[agent_id] = new
         return chunk

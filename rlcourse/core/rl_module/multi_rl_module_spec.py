@@ -13,7 +13,9 @@ import gymnasium as gym
 
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
-from rlcourse.env.multi_agent_env import names
+from rlcourse.env import registry
+from rlcourse.env.env_context import EnvContext
+from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
     ModuleID,
     MultiAgentEpisode,
@@ -114,17 +116,15 @@ def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | No
             have = (env.get_observation_space(agent_id), env.get_action_space(agent_id))
             spec = specs[module_id]
             if spec.observation_space is None or spec.action_space is None:
-                specs[module_id] = spec = replace(spec, observation_space=have[0],
-                                                  action_space=have[1])
+                specs[module_id] = spec = replace(spec, observation_space=have[0], action_space=have[1])
                 source[module_id] = f"those of agent {agent_id!r}, the first mapped to it"
             want = (spec.observation_space, spec.action_space)
             if not spaces_match(have, want):
                 raise space_mismatch_error(agent_id, module_id, have, want, source[module_id])
     # A module the probes did not reach (a league snapshot drawn at random) gets the agents' spaces
     # if every agent has the same ones (as in self-play), as RLlib does.
-    agent_spaces = [(env.get_observation_space(a), env.get_action_space(a))
-                    for a in env.possible_agents]
-    shared = agent_spaces and all(spaces_match(s, agent_spaces[0]) for s in agent_spaces)
+    spaces = [(env.get_observation_space(a), env.get_action_space(a)) for a in env.possible_agents]
+    shared = spaces and all(spaces_match(s, spaces[0]) for s in spaces)
     for mid, spec in specs.items():
         if spec.observation_space is None:
             if not shared:
@@ -133,26 +133,21 @@ def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | No
                     f"{list(env.possible_agents)}), so its spaces are unknown. Give it spaces with "
                     "RLModuleSpec(observation_space=..., action_space=...) in "
                     "config.multi_agent(policies=...), or remove it.")
-            specs[mid] = replace(spec, observation_space=agent_spaces[0][0],
-                                 action_space=agent_spaces[0][1])
+            specs[mid] = replace(spec, observation_space=spaces[0][0], action_space=spaces[0][1])
     return MultiRLModuleSpec(specs)
 
 
 def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
     """`config.get_multi_rl_module_spec(env)`: resolve against `env`, or one built from the config."""
-    from rlcourse.env.env_context import EnvContext
-    from rlcourse.env.multi_agent_env import MultiAgentEnv
-    from rlcourse.env.registry import env_name
-
+    name = registry.env_name(config.env)
     own = env is None
     env = config.get_env_creator()(EnvContext(config.env_config)) if own else env
     try:
         if not isinstance(env, MultiAgentEnv):
-            raise TypeError(f"Env {env_name(config.env)!r} is a {type(env).__name__}, not a "
-                            "MultiAgentEnv: config.multi_agent() needs the dict API (wrap a "
-                            "single-agent env with make_multi_agent).")
-        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env,
-                                            env_name(config.env))
+            raise TypeError(f"Env {name!r} is a {type(env).__name__}, not a MultiAgentEnv: "
+                            "config.multi_agent() needs the dict API (wrap a single-agent env "
+                            "with make_multi_agent).")
+        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env, name)
     finally:
         if own:
             env.close()

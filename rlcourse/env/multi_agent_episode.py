@@ -25,14 +25,15 @@ def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: "MultiAgentEp
 class _AgentRecord:
     """One agent's data in the current chunk, in lists; its open action lives in `pending`."""
 
-    __slots__ = ("id_", "t_started", "obs", "actions", "rewards", "extra", "pending", "pending_extra",
-                 "pending_reward", "terminated", "truncated")
+    __slots__ = ("id_", "t_started", "obs", "actions", "rewards", "extra", "ready", "pending",
+                 "pending_extra", "pending_reward", "terminated", "truncated")
 
     def __init__(self, obs: Any, t_started: int = 0, id_: str | None = None):
         self.id_ = id_ or SingleAgentEpisode.new_id()
         self.t_started = t_started
         self.obs, self.actions, self.rewards = [obs], [], []
         self.extra: dict[str, list] = {}
+        self.ready = True  # has an observation it has not acted on yet (so it must act next)
         self.pending: Any = None  # the action taken on the last observation, awaiting the next one
         self.pending_extra, self.pending_reward = {}, 0.0  # its model outputs and rewards so far
         self.terminated = self.truncated = False
@@ -40,11 +41,6 @@ class _AgentRecord:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
-
-    @property
-    def ready(self) -> bool:
-        """Whether it has an observation it has not acted on yet (so it must act next)."""
-        return self.pending is None and not self.done
 
     def close(self, next_obs: Any) -> None:
         """The open action's transition ends at `next_obs`."""
@@ -123,6 +119,7 @@ class MultiAgentEpisode:
                 raise ValueError(self._premature(agent_id, "sent an observation to", record))
             else:
                 record.close(obs)
+                record.ready = True
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 
@@ -137,7 +134,7 @@ class MultiAgentEpisode:
                 raise ValueError(f"{self.env_name}: an action for agent {agent_id!r} at env step "
                                  f"{self.env_t}, which has no new observation to act on. Only "
                                  "agents in the last observations dict act.")
-            record.pending = action
+            record.pending, record.ready = action, False
             record.pending_extra = extra_model_outputs.get(agent_id) or {}
         waiting = self.get_agents_to_act()
         if waiting:
@@ -168,6 +165,7 @@ class MultiAgentEpisode:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
+        record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
     def _premature(self, agent_id: AgentID, what: str, record: _AgentRecord | None) -> str:
@@ -254,7 +252,7 @@ class MultiAgentEpisode:
                 chunk._done_in_earlier_chunks.add(agent_id)
                 continue
             new = _AgentRecord(r.obs[-1], t_started=r.t_started + len(r.actions), id_=r.id_)
-            new.pending = r.pending
+            new.ready, new.pending = r.ready, r.pending
             new.pending_extra, new.pending_reward = r.pending_extra, r.pending_reward
             chunk._records[agent_id] = new
         return chunk

@@ -16,11 +16,7 @@ from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env import registry
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
-from rlcourse.env.multi_agent_episode import (
-    ModuleID,
-    MultiAgentEpisode,
-    default_agent_to_module_mapping_fn,
-)
+from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 
 NUM_PROBE_EPISODES = 8  # a mapping may depend on the episode (self-play): ask it for several
 
@@ -103,14 +99,13 @@ def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | No
                                  env_name: str = "the env") -> MultiRLModuleSpec:
     """The specs of `policies` with every module's spaces filled in from `env`'s agents, after
     checking (before any runner starts) that each agent maps to a known module with its spaces."""
-    mapping_fn = policy_mapping_fn or default_agent_to_module_mapping_fn
     specs = specs_from_policies(policies)
     source = {mid: "set in config.multi_agent(policies=...)" for mid, s in specs.items()
               if s.observation_space is not None}
     for _ in range(NUM_PROBE_EPISODES):
-        probe = MultiAgentEpisode(agent_to_module_mapping_fn=mapping_fn, env_name=env_name)
+        probe = MultiAgentEpisode(agent_to_module_mapping_fn=policy_mapping_fn, env_name=env_name)
         for agent_id in env.possible_agents:
-            module_id = mapping_fn(agent_id, probe)
+            module_id = probe.agent_to_module_mapping_fn(agent_id, probe)  # None: the default
             if module_id not in specs:
                 raise unknown_module_error(agent_id, module_id, specs)
             have = (env.get_observation_space(agent_id), env.get_action_space(agent_id))

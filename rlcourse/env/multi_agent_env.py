@@ -4,9 +4,6 @@
 terminateds, truncateds, infos)`, all dicts keyed by agent id. Only the agents in the observations
 dict act next, so agents may take turns; `terminateds["__all__"]` / `truncateds["__all__"]` end the
 episode for everyone, and an agent's own flag ends it for that agent alone (it finished early).
-
-`make_multi_agent("CartPole-v1")` turns a single-agent env into N independent copies in one
-MultiAgentEnv ("multi-agent CartPole"), the course's scaling check for multi-agent sampling.
 """
 
 from typing import Any
@@ -30,11 +27,6 @@ class MultiAgentEnv(gym.Env):
     observation_spaces: dict[AgentID, gym.Space] | None = None
     action_spaces: dict[AgentID, gym.Space] | None = None
 
-    def __init__(self) -> None:
-        super().__init__()
-        if not self.possible_agents:
-            self.possible_agents = list(self.agents)
-
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """The observation space of `agent_id` (override this instead of the dicts if you like)."""
         return _lookup(self, "observation_spaces", agent_id)
@@ -43,24 +35,12 @@ class MultiAgentEnv(gym.Env):
         """The action space of `agent_id`."""
         return _lookup(self, "action_spaces", agent_id)
 
-    @property
-    def num_agents(self) -> int:
-        return len(self.agents)
-
-    @property
-    def max_num_agents(self) -> int:
-        return len(self.possible_agents)
-
-    def step(self, action_dict: dict[AgentID, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        raise NotImplementedError
-
 
 def _lookup(env: MultiAgentEnv, attr: str, agent_id: AgentID) -> gym.Space:
     spaces = getattr(env, attr)
     if spaces is None:
         raise ValueError(f"{type(env).__name__} has no {attr} dict: set self.{attr} = "
-                         "{agent_id: space, ...} in its __init__ (or override get_"
-                         f"{attr[:-1]}).")
+                         f"{{agent_id: space, ...}} in its __init__ (or override get_{attr[:-1]}).")
     if agent_id not in spaces:
         raise KeyError(f"{type(env).__name__}.{attr} has no entry for agent {agent_id!r}; it has "
                        f"{names(spaces)}. Every agent in possible_agents needs one.")
@@ -87,13 +67,9 @@ def check_action_dict(env_name: str, action_dict: dict, acting: list[AgentID] | 
 
 
 def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[MultiAgentEnv]:
-    """A MultiAgentEnv class whose agents 0..N-1 each step their own copy of a single-agent env.
-
-    Build it with `{"num_agents": N, **env_config}`; the rest of the config goes to every copy.
-    An agent whose copy ends its episode is done (it finished early); the episode ends for all
-    (`"__all__"`) when every copy has ended. With a seed, copy i is reset with `seed * N + i`, so no
-    two copies (nor two envs with different seeds) play the same episode.
-    """
+    """A MultiAgentEnv class, built with `{"num_agents": N, **env_config}`, whose agents 0..N-1 each
+    step their own copy of a single-agent env; an agent is done when its copy's episode ends, and
+    the episode ends for all (`"__all__"`) when every copy has ended."""
     creator = get_env_creator(env_name_or_creator)
     name = env_name_or_creator if isinstance(env_name_or_creator, str) else getattr(
         env_name_or_creator, "__name__", "env")
@@ -115,7 +91,6 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
             self.observation_spaces = {i: env.observation_space for i, env in enumerate(self.envs)}
             self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
             self._acting, self._any_truncated = set(self.agents), False
-            super().__init__()
 
         def reset(self, *, seed: int | None = None, options: dict | None = None
                   ) -> tuple[dict, dict]:
@@ -124,7 +99,8 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
             self._acting, self._any_truncated = set(self.agents), False
             obs, infos = {}, {}
             for i, env in enumerate(self.envs):
-                copy_seed = None if seed is None else seed * len(self.envs) + i  # distinct seeds
+                # Copy i gets seed * N + i: no two copies (nor two seeded envs) play the same episode.
+                copy_seed = None if seed is None else seed * len(self.envs) + i
                 obs[i], infos[i] = env.reset(seed=copy_seed, options=options)
             return obs, infos
 
@@ -132,9 +108,9 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
             if action_dict.keys() != self._acting:
                 check_action_dict(f"make_multi_agent({name!r})", action_dict, self.agents)
             obs, rewards, terminateds, truncateds, infos = {}, {}, {}, {}, {}
-            envs, still = self.envs, []
+            still = []
             for i, action in action_dict.items():
-                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = envs[i].step(action)
+                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(action)
                 if not (terminateds[i] or truncateds[i]):
                     still.append(i)
                 elif truncateds[i] and not terminateds[i]:

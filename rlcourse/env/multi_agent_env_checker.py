@@ -1,10 +1,5 @@
-"""check_multi_agent_env: gymnasium's `check_env`, for the dict API of a MultiAgentEnv.
-
-It resets and steps the env with random actions for the agents that must act, and checks what comes
-back: five dicts, per-agent observations inside their agents' spaces, finite numeric rewards, the
-`"__all__"` key, and (through MultiAgentEpisode) that rewards and done flags only go to agents that
-observed and are not done yet. A course env's test calls it; so can a learner for their own env.
-"""
+"""check_multi_agent_env: gymnasium's `check_env` for a MultiAgentEnv's dict API, for the course's
+envs and a learner's own: it steps the env with random actions and checks what comes back."""
 
 import math
 from numbers import Real
@@ -17,34 +12,30 @@ from rlcourse.env.multi_agent_episode import MultiAgentEpisode
 
 
 def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 0) -> None:
-    """Raise a ValueError or TypeError that names the agent and the fix at the first problem."""
+    """Raise a ValueError or TypeError that names the agent and the fix at the first problem: five
+    dicts, observations in their spaces, finite rewards, and (through MultiAgentEpisode) rewards
+    and done flags only for agents that observed and are not done."""
     name = type(env).__name__
     if not isinstance(env, MultiAgentEnv):
         raise TypeError(f"{name} is not a rlcourse.env.multi_agent_env.MultiAgentEnv.")
     if not env.possible_agents:
         raise ValueError(f"{name}.possible_agents is empty: list every agent id in __init__.")
-    spaces = {a: (env.get_observation_space(a), env.get_action_space(a))
-              for a in env.possible_agents}
+    spaces = {a: (env.get_observation_space(a), env.get_action_space(a)) for a in env.possible_agents}
     rng = np.random.default_rng(seed)
-    for space_pair in spaces.values():
-        space_pair[1].seed(int(rng.integers(2**31)))
-    steps, episode = 0, None
-    while steps < num_steps:
+    for _, action_space in spaces.values():
+        action_space.seed(int(rng.integers(2**31)))
+    episode = None
+    for _ in range(num_steps):
         if episode is None or episode.is_done:
             result = env.reset(seed=int(rng.integers(2**31)))
-            _check_tuple(name, "reset()", result, 2)
-            observations = result[0]
-            _check_observations(name, "reset()", observations, spaces)
+            _check_result(name, "reset()", result, 2, spaces)
             episode = MultiAgentEpisode(env_name=name)
-            episode.add_env_reset(observations)
-            if not observations:
-                raise ValueError(f"{name}.reset() returned no observations: at least one agent "
-                                 "must observe (and act) first.")
+            episode.add_env_reset(result[0])
+            _check_someone_acts(name, "reset()", episode)
         actions = {a: spaces[a][1].sample() for a in episode.get_agents_to_act()}
         result = env.step(actions)
-        _check_tuple(name, "step()", result, 5)
+        _check_result(name, "step()", result, 5, spaces)
         observations, rewards, terminateds, truncateds, _ = result
-        _check_observations(name, "step()", observations, spaces)
         for agent_id, reward in rewards.items():
             if not isinstance(reward, Real | np.number) or not math.isfinite(float(reward)):
                 raise ValueError(f"{name}.step() returned reward {reward!r} for agent "
@@ -53,22 +44,16 @@ def check_multi_agent_env(env: MultiAgentEnv, num_steps: int = 200, seed: int = 
             raise ValueError(f"{name}.step() returned truncateds without the '__all__' key: add "
                              "truncateds['__all__'] (True when a time limit ends the episode).")
         episode.add_env_step(observations, actions, rewards, terminateds, truncateds)
-        if not episode.is_done and not episode.get_agents_to_act():
-            raise ValueError(f"{name}.step() returned no observations, but the episode is not "
-                             "over: some agent must observe and act next, or set "
-                             "terminateds['__all__'] / truncateds['__all__'].")
-        steps += 1
+        _check_someone_acts(name, "step()", episode)
 
 
-def _check_tuple(name: str, call: str, result: Any, n: int) -> None:
+def _check_result(name: str, call: str, result: Any, n: int, spaces: dict) -> None:
+    """Refuse a `result` that is not a tuple of `n` dicts whose observations (the first) fit."""
     if not (isinstance(result, tuple) and len(result) == n
             and all(isinstance(part, dict) for part in result)):
         raise TypeError(f"{name}.{call} must return a tuple of {n} dicts keyed by agent id, got "
                         f"{type(result).__name__}.")
-
-
-def _check_observations(name: str, call: str, observations: dict, spaces: dict) -> None:
-    for agent_id, obs in observations.items():
+    for agent_id, obs in result[0].items():
         if agent_id not in spaces:
             raise ValueError(f"{name}.{call} returned an observation for agent {agent_id!r}, which "
                              f"is not in possible_agents {list(spaces)}. Add it there.")
@@ -77,3 +62,10 @@ def _check_observations(name: str, call: str, observations: dict, spaces: dict) 
             raise ValueError(f"{name}.{call} returned an observation for agent {agent_id!r} that "
                              f"is not in its observation space {space}: {obs!r}. Make the two "
                              "agree, e.g. np.array(..., dtype=np.float32) for a float32 Box.")
+
+
+def _check_someone_acts(name: str, call: str, episode: MultiAgentEpisode) -> None:
+    if not episode.is_done and not episode.get_agents_to_act():
+        raise ValueError(f"{name}.{call} returned no observations, but the episode is not over: "
+                         "some agent must observe (and act next) until terminateds['__all__'] or "
+                         "truncateds['__all__'] ends it.")

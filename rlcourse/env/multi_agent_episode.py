@@ -1,17 +1,8 @@
 """MultiAgentEpisode: one multi-agent episode (or a chunk of it), as one SingleAgentEpisode per agent.
 
-Each agent lives on its own clock: a transition (obs, action, reward, next obs) of agent `a` starts
-when `a` observes and acts, and closes at `a`'s next observation, however many env steps later
-(agents may take turns); rewards `a` gets in between add up into it. An agent that is done (its own
-terminated/truncated flag, or `"__all__"`) without a last observation keeps its previous one as the
-last (as RLlib does); the learner does not bootstrap from a terminated agent.
-
-While the runner steps it, the episode grows in Python lists; `agent_episodes` turns them into
-NumPy SingleAgentEpisodes. `cut()` starts the next chunk where this one stops: an agent that acted
-but has not observed again yet carries that open action (and its rewards so far) into the next chunk.
-The env's mistakes are refused with the agent's name, never dropped: a reward or done flag for an
-agent that has not observed yet, an observation for an agent already done, an agent that observed
-but got no action, a missing `terminateds["__all__"]`.
+Each agent lives on its own clock: its transition closes at its next observation, however many env
+steps later (agents may take turns), and the rewards it gets in between add up into it. An agent that
+is done without a last observation keeps its previous one as the last, as RLlib does.
 """
 
 from collections.abc import Callable
@@ -42,7 +33,7 @@ class _AgentRecord:
         self.t_started = t_started
         self.obs, self.actions, self.rewards = [obs], [], []
         self.extra: dict[str, list] = {}
-        self.ready = True  # has an observation it has not acted on yet
+        self.ready = True  # has an observation it has not acted on yet (so it must act next)
         self.pending: Any = None  # the action taken on the last observation, awaiting the next one
         self.pending_extra, self.pending_reward = {}, 0.0  # its model outputs and rewards so far
         self.terminated = self.truncated = False
@@ -56,27 +47,21 @@ class _AgentRecord:
         self.obs.append(next_obs)
         self.actions.append(self.pending)
         self.rewards.append(self.pending_reward)
-        extra = self.extra
         for key, value in self.pending_extra.items():
-            values = extra.get(key)
-            if values is None:
-                extra[key] = [value]
-            else:
-                values.append(value)
+            self.extra.setdefault(key, []).append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
 
     def to_numpy(self) -> None:
         """Turn the lists into arrays: the record is read-only from here on."""
         self.obs = np.asarray(self.obs)
-        self.actions = np.asarray(self.actions) if self.actions else np.zeros(0, dtype=np.int64)
+        self.actions = np.asarray(self.actions) if len(self.actions) else np.zeros(0, dtype=np.int64)
         self.rewards = np.asarray(self.rewards, dtype=np.float32)
         self.extra = {k: np.asarray(v) for k, v in self.extra.items()}
 
     def to_episode(self) -> SingleAgentEpisode:
         """The agent's SingleAgentEpisode (which makes its lists arrays)."""
-        n = len(self.actions)
-        return SingleAgentEpisode(self.obs, self.actions if n else np.zeros(0, dtype=np.int64),
-                                  self.rewards, self.extra if n else {}, self.terminated,
+        actions = self.actions if len(self.actions) else np.zeros(0, dtype=np.int64)
+        return SingleAgentEpisode(self.obs, actions, self.rewards, self.extra, self.terminated,
                                   self.truncated, id_=self.id_, t_started=self.t_started)
 
 
@@ -93,19 +78,14 @@ class MultiAgentEpisode:
         self.env_t_started = self.env_t = env_t_started
         self.env_name = env_name
         self.is_terminated = self.is_truncated = False
-        self.custom_data: dict = {}
         self._records: dict[AgentID, _AgentRecord] = {}
-        self._num_ready = 0  # agents with an observation to act on (checked against the actions)
         self._done_in_earlier_chunks: set[AgentID] = set()
-        self._agent_episodes: dict[AgentID, SingleAgentEpisode] | None = None
         self._is_numpy = False
 
     # -- recording --------------------------------------------------------------------------
 
     def add_env_reset(self, observations: dict[AgentID, Any], infos: dict | None = None) -> None:
         """The observations of `env.reset()`: these agents act first."""
-        if self.env_t != 0 or self._records:
-            raise ValueError(f"Episode {self.id_[:8]}: add_env_reset() on an episode that has data.")
         for agent_id, obs in observations.items():
             self._new_agent(agent_id, obs)
 
@@ -125,56 +105,45 @@ class MultiAgentEpisode:
             raise ValueError(f"{self.env_name}.step() returned terminateds without the '__all__' "
                              f"key (it has {names(terminateds)}). Add "
                              "terminateds['__all__'] (True when the episode is over for everyone).")
-        self._agent_episodes = None
-        records = self._records
         self._take_actions(actions, extra_model_outputs or {})
         for agent_id, reward in rewards.items():
-            record = records.get(agent_id)
+            record = self._records.get(agent_id)
             if record is None or record.done:
                 raise ValueError(self._premature(agent_id, "rewarded", record))
             record.pending_reward += float(reward)
         for agent_id, obs in observations.items():
-            record = records.get(agent_id)
-            if record is None:
-                if agent_id in self._done_in_earlier_chunks:
-                    raise ValueError(self._premature(agent_id, "sent an observation to", None))
+            record = self._records.get(agent_id)
+            if record is None and agent_id not in self._done_in_earlier_chunks:
                 self._new_agent(agent_id, obs)
-            elif record.done:
+            elif record is None or record.done:
                 raise ValueError(self._premature(agent_id, "sent an observation to", record))
             else:
                 record.close(obs)
                 record.ready = True
-                self._num_ready += 1
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 
     def _new_agent(self, agent_id: AgentID, obs: Any) -> None:
-        if agent_id not in self.agent_to_module_mapping:
-            self.agent_to_module_mapping[agent_id] = self.agent_to_module_mapping_fn(agent_id, self)
+        self.agent_to_module_mapping[agent_id] = self.agent_to_module_mapping_fn(agent_id, self)
         self._records[agent_id] = _AgentRecord(obs)
-        self._num_ready += 1
 
     def _take_actions(self, actions: dict, extra_model_outputs: dict) -> None:
-        records = self._records
         for agent_id, action in actions.items():
-            record = records.get(agent_id)
+            record = self._records.get(agent_id)
             if record is None or not record.ready:
                 raise ValueError(f"{self.env_name}: an action for agent {agent_id!r} at env step "
                                  f"{self.env_t}, which has no new observation to act on. Only "
                                  "agents in the last observations dict act.")
             record.pending, record.ready = action, False
             record.pending_extra = extra_model_outputs.get(agent_id) or {}
-        self._num_ready -= len(actions)
-        if self._num_ready:
-            agent_id = next(a for a, r in records.items() if r.ready)
-            raise ValueError(f"{self.env_name}: agent {agent_id!r} observed at env step "
+        waiting = self.get_agents_to_act()
+        if waiting:
+            raise ValueError(f"{self.env_name}: agent {waiting[0]!r} observed at env step "
                              f"{self.env_t} but got no action. Every agent in the last "
                              "observations dict that is not done must act in the next step.")
 
     def _apply_done_flags(self, terminateds: dict, truncateds: dict) -> None:
         for flags, is_term in ((terminateds, True), (truncateds, False)):
-            if not any(flags.values()):
-                continue
             for agent_id, flag in flags.items():
                 if agent_id == ALL or not flag:
                     continue
@@ -196,7 +165,6 @@ class MultiAgentEpisode:
         """End an agent's episode; an open action ends at its last observation (none came)."""
         if record.pending is not None:
             record.close(record.obs[-1])
-        self._num_ready -= record.ready
         record.ready = False
         record.terminated, record.truncated = terminated, not terminated
 
@@ -207,8 +175,7 @@ class MultiAgentEpisode:
             fix = "leave done agents out of every later dict"
         else:
             why = "which has never observed in this episode"
-            fix = ("give the agent an observation (in reset() or an earlier step) before it gets "
-                   "rewards or done flags, or leave it out of those dicts")
+            fix = "give the agent an observation before it gets rewards or done flags"
         return (f"{self.env_name} {what} agent {agent_id!r} at env step {self.env_t + 1}, {why}. "
                 f"Fix the env: {fix}.")
 
@@ -222,16 +189,14 @@ class MultiAgentEpisode:
 
     def __getstate__(self) -> dict:
         # The mapping fn (the runner's bound method) stays behind; the mapping it made travels.
-        return {**self.__dict__, "agent_to_module_mapping_fn": None, "_agent_episodes": None}
+        return {**self.__dict__, "agent_to_module_mapping_fn": None}
 
     # -- reading ----------------------------------------------------------------------------
 
     @property
     def agent_episodes(self) -> dict[AgentID, SingleAgentEpisode]:
         """One SingleAgentEpisode (NumPy) per agent seen in this chunk, done agents included."""
-        if self._agent_episodes is None:
-            self._agent_episodes = {a: r.to_episode() for a, r in self._records.items()}
-        return self._agent_episodes
+        return {a: r.to_episode() for a, r in self._records.items()}
 
     @property
     def agent_ids(self) -> set[AgentID]:
@@ -262,8 +227,8 @@ class MultiAgentEpisode:
         return sum(len(r.actions) for r in self._records.values())
 
     def get_return(self, include_hanging_rewards: bool = False) -> float:
-        """Sum of all agents' rewards in this chunk; with `include_hanging_rewards`, also those of
-        actions whose next observation has not come yet."""
+        """Sum of all agents' rewards in this chunk, with `include_hanging_rewards` also the
+        rewards of open actions (whose next observation has not come yet)."""
         total = sum(sum(r.rewards) for r in self._records.values())
         if include_hanging_rewards:
             total += sum(r.pending_reward for r in self._records.values())
@@ -275,13 +240,12 @@ class MultiAgentEpisode:
 
     def cut(self) -> "MultiAgentEpisode":
         """The next chunk of this (not done) episode: live agents start at their last observation,
-        and an agent's open action, with its rewards so far, moves into the new chunk."""
+        and an open action (not observed again yet) moves along with its rewards so far."""
         if self.is_done:
             raise ValueError(f"Episode {self.id_} is done; start a new episode instead of cut().")
         chunk = MultiAgentEpisode(self.id_, agent_to_module_mapping_fn=self.agent_to_module_mapping_fn,
                                   env_t_started=self.env_t, env_name=self.env_name)
         chunk.agent_to_module_mapping = dict(self.agent_to_module_mapping)
-        chunk.custom_data = self.custom_data
         chunk._done_in_earlier_chunks = set(self._done_in_earlier_chunks)
         for agent_id, r in self._records.items():
             if r.done:
@@ -289,7 +253,6 @@ class MultiAgentEpisode:
                 continue
             new = _AgentRecord(r.obs[-1], t_started=r.t_started + len(r.actions), id_=r.id_)
             new.ready, new.pending = r.ready, r.pending
-            chunk._num_ready += r.ready
             new.pending_extra, new.pending_reward = r.pending_extra, r.pending_reward
             chunk._records[agent_id] = new
         return chunk

@@ -1,9 +1,7 @@
 """SingleAgentEpisode: one episode, or one chunk of it, as NumPy arrays.
 
-A chunk of n steps holds n+1 observations: `observations[t]` is what the agent saw before
-`actions[t]`, and `observations[n]` is where the chunk stops. If the episode is not over, the next
-chunk (made by `cut()`) starts at that same observation and keeps the episode's `id_`, so a learner
-can bootstrap from it and metrics can add the chunks' returns up.
+n steps hold n+1 observations: the last is where the chunk stops and where the next chunk (made by
+`cut()`, with the same `id_`) starts, so a learner can bootstrap from it.
 """
 
 import os

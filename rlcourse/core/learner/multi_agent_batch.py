@@ -1,9 +1,6 @@
 """From MultiAgentEpisodes to what each module learns from: {module_id: [SingleAgentEpisode]}.
 
-Every agent's steps go to the module that acted for it in that episode (`episode.module_for`), so a
-shared policy learns from all its agents and a separate one from its own. Modules not in
-`policies_to_train` get nothing (RLlib's `Learner.should_module_be_updated`). Torch-free: the
-LearnerGroup splits in the driver, then sends each learner its share.
+Torch-free: the LearnerGroup splits the episodes in the driver, then sends each learner its share.
 """
 
 import math
@@ -26,7 +23,8 @@ def should_module_be_updated(config: Any, module_id: ModuleID,
 
 def episodes_by_module(config: Any, episodes: list[MultiAgentEpisode]
                        ) -> dict[ModuleID, list[SingleAgentEpisode]]:
-    """Each trainable module's agent episodes (chunks with at least one step), in a fixed order."""
+    """Each trainable module's agent episodes (chunks with at least one step), in a fixed order;
+    an agent's steps go to the module that acted for it in that episode."""
     by_module: dict[ModuleID, list[SingleAgentEpisode]] = {}
     for episode in episodes:
         for agent_id, agent_episode in episode.agent_episodes.items():

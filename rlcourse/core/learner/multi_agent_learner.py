@@ -1,11 +1,7 @@
 """MultiAgentLearner: updates several modules, each with its own optimizer, from their agents' steps.
 
-RLlib's Learner holds a MultiRLModule and one optimizer per module. Here that is spelled as one
-single-agent Learner per module (a PPOLearner for PPO), so each module's loss and update are exactly
-the code of the single-agent lessons. `update` gets {module_id: episodes} from the LearnerGroup,
-which passes only the modules in `policies_to_train`: the others (frozen opponents in self-play) are
-never touched. Data-parallel copies share one torch.distributed group; every copy updates the same
-modules in the same order, so their all-reduces pair up.
+RLlib's Learner holds a MultiRLModule and an optimizer per module; here it is one single-agent
+Learner per module, so each module's loss and update are the code of the single-agent lessons.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -36,8 +32,6 @@ class MultiAgentLearner:
         # The same module objects, in one container: state_dict() names weights "<module_id>.<name>".
         self.module = MultiRLModule({mid: learner.module for mid, learner in self.learners.items()})
 
-    # -- joining other learners -------------------------------------------------------------
-
     def open_store_socket(self) -> tuple[str, int]:
         return next(iter(self.learners.values())).open_store_socket()
 
@@ -49,15 +43,12 @@ class MultiAgentLearner:
         for learner in others:
             learner.join_group(rank, world_size)
 
-    # -- the update -------------------------------------------------------------------------
-
     def update(self, episodes: dict[ModuleID, list[SingleAgentEpisode]],
                num_minibatches: dict[ModuleID, int]) -> dict[ModuleID, dict[str, float]]:
-        """Update each module in `episodes` on its own agents' steps; returns results per module."""
+        """Update each module in `episodes` (those in `policies_to_train`) on its own agents' steps,
+        in the same order on every data-parallel copy, so their all-reduces pair up."""
         return {mid: self.learners[mid].update(module_episodes, num_minibatches[mid])
                 for mid, module_episodes in episodes.items()}
-
-    # -- weights and checkpoints ------------------------------------------------------------
 
     def get_weights(self, inference_only: bool = False) -> dict[ModuleID, dict[str, np.ndarray]]:
         return self.module.get_state(inference_only=inference_only)

@@ -1,11 +1,4 @@
-"""MultiRLModule: one RLModule per module id, in torch (RLlib's container for multi-agent policies).
-
-    module = multi_rl_module["main"]            # an RLModule, as in single-agent code
-    weights = multi_rl_module.get_state()       # {module_id: {name: array}}
-
-It is a `torch.nn.ModuleDict`, so `state_dict()` names every weight "<module_id>.<name>" and a
-checkpoint holds all modules in one file. Learners build it from a MultiRLModuleSpec.
-"""
+"""MultiRLModule: one RLModule per module id, in torch (RLlib's container for multi-agent policies)."""
 
 from typing import TYPE_CHECKING
 
@@ -13,7 +6,7 @@ import numpy as np
 import torch
 
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
-from rlcourse.core.rl_module.rl_module import RLModule, build_module
+from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.multi_agent_episode import ModuleID
 
 if TYPE_CHECKING:
@@ -21,14 +14,11 @@ if TYPE_CHECKING:
 
 
 class MultiRLModule(torch.nn.ModuleDict):
-    """{module_id: RLModule}; weights in and out as {module_id: weights}."""
-
-    def __init__(self, modules: dict[ModuleID, RLModule]):
-        super().__init__(modules)
+    """{module_id: RLModule}; weights in and out as {module_id: weights}. A `torch.nn.ModuleDict`, so
+    `state_dict()` names every weight "<module_id>.<name>" and one checkpoint file holds all modules."""
 
     def get_state(self, inference_only: bool = False) -> dict[ModuleID, dict[str, np.ndarray]]:
-        return {mid: module.get_state(inference_only=inference_only)
-                for mid, module in self.items()}
+        return {mid: module.get_state(inference_only=inference_only) for mid, module in self.items()}
 
     def set_state(self, state: dict[ModuleID, dict[str, np.ndarray]]) -> None:
         """Load the modules named in `state`; the others keep their weights."""

@@ -1,11 +1,7 @@
 """MultiRLModuleSpec: one RLModuleSpec per module id (RLlib's shape), and its spaces from the env.
 
-    spec = MultiRLModuleSpec(rl_module_specs={"learner": RLModuleSpec(), "random": RLModuleSpec()})
-
-A module's spaces come from the agents mapped to it (`policy_mapping_fn(agent_id, episode)`), unless
-its spec names them; every agent mapped to a module must have that module's spaces. Both are checked
-here, before any runner starts, with errors that name the agent, the module and the fix.
-Torch-free: configs and runners import it (the torch MultiRLModule is built from it on learners).
+A module's spaces come from the agents mapped to it, unless its spec names them. Torch-free: configs
+and runners import it (the torch MultiRLModule is built from it on learners).
 """
 
 import inspect
@@ -17,7 +13,9 @@ import gymnasium as gym
 
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
-from rlcourse.env.multi_agent_env import names
+from rlcourse.env import registry
+from rlcourse.env.env_context import EnvContext
+from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 
 NUM_PROBE_EPISODES = 8  # a mapping may depend on the episode (self-play): ask it for several
@@ -44,16 +42,16 @@ def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSp
     (a spec may set the module's spaces, class or model_config). None: RLlib's "default_policy"."""
     if policies is None:
         return {DEFAULT_MODULE_ID: RLModuleSpec()}
-    if isinstance(policies, dict):
-        specs = {}
-        for module_id, spec in policies.items():
-            if spec is not None and not isinstance(spec, RLModuleSpec):
-                raise ValueError(f"policies[{module_id!r}] is a {type(spec).__name__}: give None "
-                                 "(spaces from the env) or an RLModuleSpec(observation_space=..., "
-                                 "action_space=...) in config.multi_agent(policies=...).")
-            specs[module_id] = spec or RLModuleSpec()
-        return specs
-    return {module_id: RLModuleSpec() for module_id in sorted(policies, key=str)}  # set: fix an order
+    if not isinstance(policies, dict):
+        policies = dict.fromkeys(sorted(policies, key=str))  # a set: fix an order
+    for module_id, spec in policies.items():
+        if not isinstance(module_id, str):
+            raise ValueError(f"module ids are strings (RLlib's ModuleID); got {module_id!r}.")
+        if spec is not None and not isinstance(spec, RLModuleSpec):
+            raise ValueError(f"policies[{module_id!r}] is a {type(spec).__name__}: give None "
+                             "(spaces from the env) or an RLModuleSpec(observation_space=..., "
+                             "action_space=...) in config.multi_agent(policies=...).")
+    return {module_id: spec or RLModuleSpec() for module_id, spec in policies.items()}
 
 
 def module_config(config: Any, module_id: ModuleID, spec: MultiRLModuleSpec, index: int) -> Any:
@@ -100,62 +98,51 @@ def space_mismatch_error(agent_id: Any, module_id: ModuleID, have: tuple, want: 
 def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | None, env: Any,
                                  env_name: str = "the env") -> MultiRLModuleSpec:
     """The specs of `policies` with every module's spaces filled in from `env`'s agents, after
-    checking that each agent maps to a known module whose spaces are the agent's."""
-    from rlcourse.env.multi_agent_episode import default_agent_to_module_mapping_fn
-
-    mapping_fn = policy_mapping_fn or default_agent_to_module_mapping_fn
+    checking (before any runner starts) that each agent maps to a known module with its spaces."""
     specs = specs_from_policies(policies)
     source = {mid: "set in config.multi_agent(policies=...)" for mid, s in specs.items()
               if s.observation_space is not None}
     for _ in range(NUM_PROBE_EPISODES):
-        probe = MultiAgentEpisode(agent_to_module_mapping_fn=mapping_fn, env_name=env_name)
+        probe = MultiAgentEpisode(agent_to_module_mapping_fn=policy_mapping_fn, env_name=env_name)
         for agent_id in env.possible_agents:
-            module_id = mapping_fn(agent_id, probe)
+            module_id = probe.agent_to_module_mapping_fn(agent_id, probe)  # None: the default
             if module_id not in specs:
                 raise unknown_module_error(agent_id, module_id, specs)
             have = (env.get_observation_space(agent_id), env.get_action_space(agent_id))
             spec = specs[module_id]
             if spec.observation_space is None or spec.action_space is None:
-                specs[module_id] = spec = replace(spec, observation_space=have[0],
-                                                  action_space=have[1])
+                specs[module_id] = spec = replace(spec, observation_space=have[0], action_space=have[1])
                 source[module_id] = f"those of agent {agent_id!r}, the first mapped to it"
             want = (spec.observation_space, spec.action_space)
             if not spaces_match(have, want):
                 raise space_mismatch_error(agent_id, module_id, have, want, source[module_id])
-    missing = [mid for mid, s in specs.items() if s.observation_space is None]
-    agent_spaces = [(env.get_observation_space(a), env.get_action_space(a))
-                    for a in env.possible_agents]
-    if missing and agent_spaces and all(spaces_match(s, agent_spaces[0]) for s in agent_spaces):
-        # Every agent has the same spaces (as in self-play), so a module the probes did not reach
-        # (a league snapshot drawn at random) gets them, as RLlib does.
-        for mid in missing:
-            specs[mid] = replace(specs[mid], observation_space=agent_spaces[0][0],
-                                 action_space=agent_spaces[0][1])
-        missing = []
-    if missing:
-        raise ValueError(
-            f"No agent of {env_name} was mapped to policy {missing[0]!r} (possible_agents: "
-            f"{list(env.possible_agents)}), so its spaces are unknown. Give it spaces with "
-            "RLModuleSpec(observation_space=..., action_space=...) in "
-            "config.multi_agent(policies=...), or remove it.")
+    # A module the probes did not reach (a league snapshot drawn at random) gets the agents' spaces
+    # if every agent has the same ones (as in self-play), as RLlib does.
+    spaces = [(env.get_observation_space(a), env.get_action_space(a)) for a in env.possible_agents]
+    shared = spaces and all(spaces_match(s, spaces[0]) for s in spaces)
+    for mid, spec in specs.items():
+        if spec.observation_space is None:
+            if not shared:
+                raise ValueError(
+                    f"No agent of {env_name} was mapped to policy {mid!r} (possible_agents: "
+                    f"{list(env.possible_agents)}), so its spaces are unknown. Give it spaces with "
+                    "RLModuleSpec(observation_space=..., action_space=...) in "
+                    "config.multi_agent(policies=...), or remove it.")
+            specs[mid] = replace(spec, observation_space=spaces[0][0], action_space=spaces[0][1])
     return MultiRLModuleSpec(specs)
 
 
 def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
     """`config.get_multi_rl_module_spec(env)`: resolve against `env`, or one built from the config."""
-    from rlcourse.env.env_context import EnvContext
-    from rlcourse.env.multi_agent_env import MultiAgentEnv
-    from rlcourse.env.registry import env_name
-
+    name = registry.env_name(config.env)
     own = env is None
     env = config.get_env_creator()(EnvContext(config.env_config)) if own else env
     try:
         if not isinstance(env, MultiAgentEnv):
-            raise TypeError(f"Env {env_name(config.env)!r} is a {type(env).__name__}, not a "
-                            "MultiAgentEnv: config.multi_agent() needs the dict API (wrap a "
-                            "single-agent env with make_multi_agent).")
-        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env,
-                                            env_name(config.env))
+            raise TypeError(f"Env {name!r} is a {type(env).__name__}, not a MultiAgentEnv: "
+                            "config.multi_agent() needs the dict API (wrap a single-agent env "
+                            "with make_multi_agent).")
+        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env, name)
     finally:
         if own:
             env.close()
@@ -163,8 +150,7 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
 
 def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
     """`validate()`'s checks of config.multi_agent(): `fail(config, setting, fix)` raises."""
-    policies, mapping_fn = config.policies, config.policy_mapping_fn
-    to_train = config.policies_to_train
+    policies, mapping_fn, to_train = config.policies, config.policy_mapping_fn, config.policies_to_train
     if policies is None:
         if mapping_fn is not None or to_train is not None:
             fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
@@ -173,9 +159,6 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
     if not isinstance(policies, dict | set | frozenset | list | tuple) or not policies:
         fail(config, "policies", "give a non-empty set of module ids, e.g. {'main', 'opponent'}, "
              "or {module_id: None or RLModuleSpec(observation_space=..., action_space=...)}.")
-    bad = [m for m in policies if not isinstance(m, str)]
-    if bad:
-        fail(config, "policies", f"module ids are strings (RLlib's ModuleID); got {bad[0]!r}.")
     try:
         specs_from_policies(policies)
     except ValueError as e:
@@ -184,10 +167,10 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
         if list(policies) != [DEFAULT_MODULE_ID]:
             fail(config, "policy_mapping_fn", f"with policies {names(policies)}, say which agent "
                  "acts with which: policy_mapping_fn=lambda agent_id, episode, **kwargs: ...")
-    elif not callable(mapping_fn) or not _accepts(mapping_fn, 2):
+    elif not _accepts(mapping_fn, 2):
         fail(config, "policy_mapping_fn", "give a function (agent_id, episode, **kwargs) that "
              "returns a module id.")
-    if to_train is None or callable(to_train) and _accepts(to_train, 2):
+    if to_train is None or _accepts(to_train, 2):
         return
     if not isinstance(to_train, set | frozenset | list | tuple):
         fail(config, "policies_to_train", "give module ids (a set), a function (module_id, "
@@ -199,7 +182,7 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
 
 
 def _accepts(fn: Callable, n: int) -> bool:
-    """Whether `fn` can be called with `n` positional arguments (True if Python cannot tell)."""
+    """Whether `fn` is a function of `n` positional arguments (True if Python cannot tell)."""
     try:
         inspect.signature(fn).bind(*range(n))
     except TypeError:

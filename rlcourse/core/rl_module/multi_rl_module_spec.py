@@ -149,13 +149,9 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
 
 
 def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
-    """`validate()`'s checks of config.multi_agent(): `fail(config, setting, fix)` raises."""
+    """`validate()`'s checks of a multi-agent config (policies set): `fail(config, setting, fix)`
+    raises."""
     policies, mapping_fn, to_train = config.policies, config.policy_mapping_fn, config.policies_to_train
-    if policies is None:
-        if mapping_fn is not None or to_train is not None:
-            fail(config, "policies", "set policies too, e.g. policies={'main', 'opponent'}: "
-                 "policy_mapping_fn and policies_to_train name its module ids.")
-        return
     if not isinstance(policies, dict | set | frozenset | list | tuple) or not policies:
         fail(config, "policies", "give a non-empty set of module ids, e.g. {'main', 'opponent'}, "
              "or {module_id: None or RLModuleSpec(observation_space=..., action_space=...)}.")

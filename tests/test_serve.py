@@ -4,12 +4,15 @@ checkpoint that fails at deploy time, PolicyClient and the production loop (a cl
 over HTTP), a small load test, the proxy bound to 127.0.0.1 only, and deploy/serve_config.yaml
 checked with Serve's own schema."""
 
+import contextlib
+import http.client
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -104,6 +107,9 @@ BAD = {
     "empty batch": ({"obs": []}, 400, "empty batch"),
     "too many rows": ({"obs": [[0.0] * 4] * (MAX_ROWS + 1)}, 413, f"at most {MAX_ROWS}"),
     "too many bytes": (b" " * (MAX_BYTES + 1), 413, "bytes"),
+    "nested 100,000 deep": (b'{"obs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400,
+                            "nested too deeply"),
+    "a 5,000-digit number": (b'{"obs": [' + b"1" * 5000 + b', 0, 0, 0]}', 400, "too long"),
 }
 
 
@@ -115,6 +121,59 @@ def test_bad_input_gets_a_4xx_answer_and_the_server_stays_up(server, module, cas
     assert code == status and message in answer["error"], answer
     assert post(url, {"obs": OBS[:2].tolist()}) == (200, {"actions": greedy_env_actions(
         module, OBS[:2]).tolist()})
+
+
+def serve_memory(processes: list[psutil.Process]) -> int:
+    """Resident bytes of Serve's proxy and replicas."""
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += process.memory_info().rss
+    return total
+
+
+def test_a_chunked_flood_is_refused_without_being_held(server, module):
+    """200 MB sent with Transfer-Encoding: chunked (no Content-Length to refuse it by): a 413 after
+    the first MB, and the connection closed. Read whole first, the body raised the proxy's and
+    replicas' memory by about 550 MB; Serve's proxy still queues what arrives before the replica
+    answers (tens of MB on loopback), hence the 150 MB bound."""
+    _, port = server
+    processes = [p for p in psutil.Process().children(recursive=True)
+                 if any(name in " ".join(p.cmdline()) for name in ("ProxyActor", "ServeReplica"))]
+    assert len(processes) >= 3, processes  # the proxy and two replicas
+    for _ in range(20):  # warm: each replica has answered (its first answers allocate)
+        assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[:2].tolist()})[0] == 200
+    idle = serve_memory(processes)
+    peak = [idle]
+    sending = threading.Event()
+    sending.set()
+
+    def watch() -> None:
+        while sending.is_set():
+            peak[0] = max(peak[0], serve_memory(processes))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", "/")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders()
+        chunk = b" " * (1 << 20)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for _ in range(200):
+                connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        assert response.status == 413 and "bytes" in json.loads(response.read())["error"]
+    finally:
+        connection.close()
+        sending.clear()
+        watcher.join()
+    assert peak[0] - idle < 150 * 2**20, f"Serve's memory rose by {(peak[0] - idle) / 2**20:.0f} MB"
+    assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[:2].tolist()})[0] == 200
 
 
 def test_health_check(server):

@@ -12,7 +12,7 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from rlcourse.serve.observations import BadRequest, check_size, parse_body
+from rlcourse.serve.observations import BadRequest, parse_body, read_body
 
 DEFAULT_MAX_BATCH_SIZE = 32  # requests per module call
 DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002  # how long the first request of a batch waits for others
@@ -62,8 +62,7 @@ class PolicyDeployment:
             return _error(405, f"{request.method} {request.url.path}: POST observations as JSON "
                                "to /, or GET /healthz.")
         try:
-            check_size(int(request.headers.get("content-length") or 0))  # before reading the body
-            obs = parse_body(await request.body(), self.space)
+            obs = parse_body(await read_body(request), self.space)
         except BadRequest as e:
             return _error(e.status, e.message)
         actions = await self.act_batched(obs) if self.batching else self.act(obs)
@@ -75,4 +74,6 @@ class PolicyDeployment:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    # 413: close the connection rather than read the rest of a body it will not take.
+    headers = {"Connection": "close"} if status == 413 else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)

@@ -3,6 +3,7 @@ dtype, NaN, values outside the space, an empty or huge batch) gets a 4xx naming 
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -20,6 +21,20 @@ class BadRequest(Exception):
     message: str
 
 
+async def read_body(request: Any) -> bytes:
+    """A Starlette request's body, read chunk by chunk and refused once it passes MAX_BYTES: a
+    chunked upload declares no size, and must not be held whole before it is refused."""
+    try:
+        check_size(int(request.headers.get("content-length") or 0))
+    except ValueError:
+        raise BadRequest(400, "the Content-Length header is not a number.") from None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        check_size(len(body))
+    return bytes(body)
+
+
 def check_size(num_bytes: int) -> None:
     if num_bytes > MAX_BYTES:
         raise BadRequest(413, f"the body is {num_bytes} bytes, at most {MAX_BYTES} are accepted: "
@@ -33,6 +48,10 @@ def parse_body(body: bytes, space: gym.Space) -> np.ndarray:
         document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BadRequest(400, f"the body is not valid JSON ({e}): {EXAMPLE}.") from None
+    except RecursionError:
+        raise BadRequest(400, f"the JSON is nested too deeply: {EXAMPLE}.") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise BadRequest(400, f"the JSON holds a number too long to read ({e}): {EXAMPLE}.") from None
     if not isinstance(document, dict) or "obs" not in document:
         raise BadRequest(400, f"the JSON has no field 'obs': {EXAMPLE}.")
     return observations(document["obs"], space)

@@ -11,8 +11,7 @@ from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.validation import fail
 
-REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
-                  "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}
+REPLAY_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
 REPLAY_BUFFER_KEYS = {"type", "capacity", "alpha", "beta"}
 
 

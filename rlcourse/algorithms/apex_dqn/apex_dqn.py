@@ -2,6 +2,7 @@
 other. PPO learns only from its current policy's samples, so its runners and learner take turns;
 replay lets them run side by side (benchmarks/apex_throughput.py measures it, on few cores too)."""
 
+from collections import Counter
 from typing import Any
 
 import gymnasium as gym
@@ -44,16 +45,13 @@ class ApexDQNConfig(DQNConfig):
     def __init__(self) -> None:
         super().__init__()
         self.num_env_runners = 2
-        # RLlib's APEX default: on CartPole it samples ~1.6x the env steps/s of "auto" (16 steps).
-        self.rollout_fragment_length = 50
+        self.rollout_fragment_length = 50  # RLlib's; on CartPole ~1.6x the env steps/s of "auto"
         self.max_requests_in_flight_per_env_runner = 2
         self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
         self.max_requests_in_flight_per_replay_worker = 2
         self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
-        # RLlib's APEX runs 25,000 env steps per iteration; short iterations suit a notebook's plots.
-        self.min_sample_timesteps_per_iteration = 1000
-        # Shards hold data and answer small requests: no CPU, so that N runners fit on N cores.
-        self.num_cpus_per_replay_shard = 0.0
+        self.min_sample_timesteps_per_iteration = 1000  # RLlib: 25,000; short suits plots
+        self.num_cpus_per_replay_shard = 0.0  # shards only hold data: N runners fit on N cores
         # The replay ratio is a ceiling for the learner, not a brake on the runners (None: as fast
         # as it can), unless throttle_sampling_to_training_intensity (not in RLlib) makes runners
         # pause while the learner is a round of replay batches behind (for fewer cores than actors).
@@ -188,7 +186,16 @@ class ApexDQN(Algorithm):
                            + list(self._replay_requests))
                 if pending:
                     ray.wait(pending, num_returns=1, timeout=1.0, fetch_local=False)
-        return self._results(runner_metrics, learner_results, peak)
+        self._sampled_lifetime = 0  # now counted by episode_stats
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        env_runner_results.update(epsilons=list(self.epsilons),
+                                  num_sample_requests_in_flight_max=peak["sample"])
+        learner = off_policy.mean_learner_results(learner_results)
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
+                "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
+                                  "num_replay_requests_in_flight_max": peak["replay"],
+                                  "num_priority_updates_in_flight": len(self._priority_updates)}}
 
     def _collect(self, requests: dict[ray.ObjectRef, Any], limit: int | None = None
                  ) -> list[tuple[Any, Any]]:
@@ -230,9 +237,7 @@ class ApexDQN(Algorithm):
         cfg = self.config
         if not self._learning_started():
             return
-        counts = [0] * len(self.replay_shards)
-        for s in self._replay_requests.values():
-            counts[s] += 1
+        counts = Counter(self._replay_requests.values())
         for s, shard in enumerate(self.replay_shards):
             if self._shard_sizes[s] < cfg.total_train_batch_size:
                 continue
@@ -252,19 +257,6 @@ class ApexDQN(Algorithm):
             batch["indices"], batch["generations"], results.pop("td_error"))
         self._priority_updates[request] = shard
         return results
-
-    def _results(self, runner_metrics: list[dict], learner_results: list[dict],
-                 peak: dict[str, int]) -> dict[str, Any]:
-        self._sampled_lifetime = 0  # now counted by episode_stats
-        env_runner_results = self.episode_stats.add(runner_metrics)
-        env_runner_results.update(epsilons=list(self.epsilons),
-                                  num_sample_requests_in_flight_max=peak["sample"])
-        learner = off_policy.mean_learner_results(learner_results)
-        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
-                "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
-                                  "num_replay_requests_in_flight_max": peak["replay"],
-                                  "num_priority_updates_in_flight": len(self._priority_updates)}}
 
     # -- checkpoints: the shards are saved only with store_buffer_in_checkpoints --------------
 

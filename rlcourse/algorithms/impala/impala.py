@@ -80,8 +80,7 @@ class IMPALA(Algorithm):
         self.learner_thread = LearnerThread(self.learner_group, config.learner_queue_size,
                                             config.broadcast_interval)
         self.learner_thread.start()
-        self._batch: list = []
-        self._batch_steps = 0
+        self._batch: list = []  # episodes for the next train batch, and their oldest weights
         self._batch_version = np.inf
 
     def _sync_newest_weights(self) -> None:
@@ -92,12 +91,11 @@ class IMPALA(Algorithm):
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
-        target = cfg.total_train_batch_size
         runner_metrics: list[dict] = []
         learner_results: list[dict] = []
         sampled = 0
         with self.timers.time("sample_and_learn"):
-            while sampled < target or not learner_results:
+            while sampled < cfg.total_train_batch_size or not learner_results:
                 self._sync_newest_weights()
                 if self.env_runner_group.local_env_runner is not None:
                     # Sampling here shares Python's lock with the learner thread: keep one batch ahead.
@@ -121,11 +119,10 @@ class IMPALA(Algorithm):
     def _add_to_batch(self, episodes: list, weights_version: int) -> None:
         """Collect episodes until a train batch is full, then queue it for the learner thread."""
         self._batch.extend(episodes)
-        self._batch_steps += sum(len(e) for e in episodes)
         self._batch_version = min(self._batch_version, weights_version)
-        if self._batch_steps >= self.config.total_train_batch_size:
+        if sum(len(e) for e in self._batch) >= self.config.total_train_batch_size:
             self.learner_thread.add(self._batch, int(self._batch_version))
-            self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
+            self._batch, self._batch_version = [], np.inf
 
     # The learner thread holds its lock during each update: whatever reads or replaces the learner's
     # module and optimizer takes the lock too, so it sees them between two updates, never inside one.
@@ -149,7 +146,7 @@ class IMPALA(Algorithm):
         with self.learner_thread.lock:
             super().set_state(state, tensors)
             self.learner_thread.restart_from_version(self.env_runner_group.weights_seq_no)
-        self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
+        self._batch, self._batch_version = [], np.inf
 
     def stop(self) -> None:
         if getattr(self, "learner_thread", None) is not None:

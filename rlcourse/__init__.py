@@ -17,7 +17,7 @@ _EXPORTS = {
     "IMPALA": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "DQN": "rlcourse.algorithms.dqn.dqn",
-    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn_config",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "SAC": "rlcourse.algorithms.sac.sac",

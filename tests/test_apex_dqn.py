@@ -20,7 +20,7 @@ from ray.exceptions import RayActorError
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.apex_dqn import ApexDQNConfig
-from rlcourse.algorithms.apex_dqn.apex_dqn_config import per_worker_epsilons
+from rlcourse.algorithms.apex_dqn.apex_dqn import per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
 from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.env.sample_result import SampleResult

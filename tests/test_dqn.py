@@ -18,10 +18,10 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
 from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
+from rlcourse.algorithms.off_policy import scheduled_value
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.core.rl_module.rl_module import TorchNetwork
 from rlcourse.env.env_runner import build_inference_module
-from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)

@@ -216,15 +216,6 @@ def test_no_room_imports_a_room_above_it():
         problems)
 
 
-# The one cycle left, to break when the off-policy rewrite of Ape-X lands: ApexDQNConfig names
-# ApexDQN (a lazy import) and apex_dqn.py imports its config. RLlib keeps a config in its
-# algorithm's file (ppo.py here); ApexDQNConfig joins ApexDQN there once the two fit 300 lines.
-PENDING = {frozenset({"rlcourse.algorithms.apex_dqn.apex_dqn",
-                      "rlcourse.algorithms.apex_dqn.apex_dqn_config"})}
-
-
 def test_no_import_cycles():
     found = cycles(GRAPH)
-    new = [cycle for group, cycle in found.items() if group not in PENDING]
-    assert not new, "Import cycles (function-level imports count):\n" + "\n".join(new)
-    assert set(found) >= PENDING, "A pending cycle is gone: delete it from PENDING."
+    assert not found, "Import cycles (function-level imports count):\n" + "\n".join(found.values())

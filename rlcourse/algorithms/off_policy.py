@@ -1,7 +1,5 @@
-"""What the replay-based algorithms (DQN, SAC, Ape-X DQN) share, as plain functions: their settings'
-checks, the replay buffer, when learning starts, how many updates are due, the averaged learner
-results and the buffer in checkpoints. Each algorithm's `training_step` states its own loop and
-calls these (RLlib's dqn.py holds the same pieces)."""
+"""The pieces the replay-based algorithms (DQN, SAC, Ape-X DQN) share, as plain functions; each
+algorithm's `training_step` states its own loop and calls these (RLlib's dqn.py holds the same)."""
 
 from typing import Any
 
@@ -13,16 +11,17 @@ from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.validation import fail
 
-REPLAY_BUFFERS = {"EpisodeReplayBuffer": EpisodeReplayBuffer,
-                  "PrioritizedEpisodeReplayBuffer": PrioritizedEpisodeReplayBuffer}
+REPLAY_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
 REPLAY_BUFFER_KEYS = {"type", "capacity", "alpha", "beta"}
 
 
 # -- settings -----------------------------------------------------------------------------------
 
-def check_replay_settings(config: AlgorithmConfig, tau_hint: str) -> None:
-    """The settings every replay-based algorithm shares (DQN, SAC): n-step returns, target updates,
-    when learning starts, the replay ratio, and whether checkpoints hold the buffer."""
+def check_replay_settings(config: AlgorithmConfig, tau_hint: str, extra_buffer_keys: tuple = ()
+                          ) -> None:
+    """The settings of every replay-based algorithm: n-step returns, target updates, when learning
+    starts, the replay ratio, whether checkpoints hold the buffer, and the buffer's type, capacity
+    (at least a train batch) and priorities."""
     check_bool(config, "store_buffer_in_checkpoints", "True or False")
     check_int(config, "n_step", 1)
     check_number(config, "tau", 0.0, 1.0, low_open=True, hint=tau_hint)
@@ -31,13 +30,10 @@ def check_replay_settings(config: AlgorithmConfig, tau_hint: str) -> None:
     if config.training_intensity is not None:
         check_number(config, "training_intensity", 0.0, low_open=True,
                      hint="Or None for one update per training_step.")
-
-
-def check_replay_buffer_config(config: AlgorithmConfig) -> None:
-    """The replay buffer's type, capacity (at least a train batch) and priority settings (DQN, SAC)."""
     rb = config.replay_buffer_config
-    if not isinstance(rb, dict) or set(rb) - REPLAY_BUFFER_KEYS:
-        fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(REPLAY_BUFFER_KEYS)}.")
+    keys = REPLAY_BUFFER_KEYS | set(extra_buffer_keys)
+    if not isinstance(rb, dict) or set(rb) - keys:
+        fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(keys)}.")
     if rb.get("type") not in REPLAY_BUFFERS:
         fail(config, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
     capacity = rb.get("capacity")
@@ -65,17 +61,16 @@ def build_replay_buffer(config: AlgorithmConfig) -> EpisodeReplayBuffer:
 
 def learning_started(config: AlgorithmConfig, num_env_steps_sampled_lifetime: int,
                      num_env_steps_stored: int) -> bool:
-    """Whether enough env steps were sampled (`num_steps_sampled_before_learning_starts`) and a
-    train batch's worth is stored."""
+    """Whether `num_steps_sampled_before_learning_starts` env steps were sampled and a train batch
+    is stored."""
     return (num_env_steps_sampled_lifetime >= config.num_steps_sampled_before_learning_starts
             and num_env_steps_stored >= config.total_train_batch_size)
 
 
 def num_updates_due(config: AlgorithmConfig, update_credit: float, num_env_steps_sampled: int
                     ) -> tuple[int, float]:
-    """(updates owed for `num_env_steps_sampled` new env steps, the credit left over), so that env
-    steps trained / env steps sampled = `training_intensity` on average: a fraction of an update
-    is carried over in the credit. None: one update per training_step."""
+    """(updates owed for `num_env_steps_sampled` new env steps, the credit left over): env steps
+    trained / sampled = `training_intensity` on average (None: one update per training_step)."""
     if config.training_intensity is None:
         return 1, update_credit
     update_credit += (config.training_intensity * num_env_steps_sampled
@@ -87,8 +82,8 @@ def num_updates_due(config: AlgorithmConfig, update_credit: float, num_env_steps
 def update_from_replay(config: AlgorithmConfig, buffer: EpisodeReplayBuffer, learner_group: Any,
                        num_updates: int, num_env_steps_sampled_lifetime: int
                        ) -> list[dict[str, Any]]:
-    """`num_updates` times: replay a train batch (n-step rows), update the learners on it, and
-    give its rows their new TD errors as priorities. Returns each update's results."""
+    """`num_updates` times: replay a train batch of n-step rows, update the learners on it and give
+    its rows their new TD errors as priorities. Returns each update's results."""
     results = []
     for _ in range(num_updates):
         batch = buffer.sample(config.total_train_batch_size, n_step=config.n_step,
@@ -108,6 +103,22 @@ def mean_learner_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     return mean
 
 
+def scheduled_value(schedule: list, timestep: int) -> float:
+    """A piecewise-linear schedule in RLlib's form, [[timestep, value], ...], at `timestep` (the
+    first value before it starts, the last after): DQN's epsilon."""
+    steps, values = zip(*schedule, strict=True)
+    return float(np.interp(timestep, steps, values))
+
+
+def epsilon_greedy(greedy_actions: np.ndarray, epsilon: float, action_space: Any,
+                   rng: np.random.Generator) -> np.ndarray:
+    """`greedy_actions` of a Discrete space, each replaced with probability `epsilon` by a random
+    one: DQN's and Ape-X's `compute_actions(explore=True)`."""
+    explore_rows = rng.random(len(greedy_actions)) < epsilon
+    random_actions = action_space.start + rng.integers(action_space.n, size=len(greedy_actions))
+    return np.where(explore_rows, random_actions, greedy_actions)
+
+
 # -- checkpoints: the buffer is saved only with store_buffer_in_checkpoints ----------------------
 
 def replay_state(config: AlgorithmConfig, buffer: EpisodeReplayBuffer, update_credit: float
@@ -117,15 +128,6 @@ def replay_state(config: AlgorithmConfig, buffer: EpisodeReplayBuffer, update_cr
             "replay_buffer": buffer.get_state() if config.store_buffer_in_checkpoints else None}
 
 
-def check_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> None:
-    """Refuse, before anything is restored, a saved buffer of another capacity."""
-    saved = state["replay_buffer"]
-    if saved is not None and saved["capacity"] != buffer.capacity:
-        raise CheckpointError(f"The checkpoint's replay buffer holds {saved['capacity']} env "
-                              f"steps, this algorithm's {buffer.capacity}: use the checkpoint's "
-                              "replay_buffer_config, or Algorithm.from_checkpoint(path).")
-
-
 def set_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> float:
     """Fill `buffer` from `replay_state()`'s output (if it was saved); return the update credit."""
     if state["replay_buffer"] is not None:
@@ -133,10 +135,10 @@ def set_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> floa
     return state["update_credit"]
 
 
-def epsilon_greedy(greedy_actions: np.ndarray, epsilon: float, action_space: Any,
-                   rng: np.random.Generator) -> np.ndarray:
-    """`greedy_actions` (env actions of a Discrete space), each replaced with probability `epsilon`
-    by a uniformly random one: DQN's and Ape-X's `compute_actions(explore=True)`."""
-    explore_rows = rng.random(len(greedy_actions)) < epsilon
-    random_actions = action_space.start + rng.integers(action_space.n, size=len(greedy_actions))
-    return np.where(explore_rows, random_actions, greedy_actions)
+def check_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> None:
+    """Refuse, before anything is restored, a saved buffer of another capacity."""
+    saved = state["replay_buffer"]
+    if saved is not None and saved["capacity"] != buffer.capacity:
+        raise CheckpointError(f"The checkpoint's replay buffer holds {saved['capacity']} env "
+                              f"steps, this algorithm's {buffer.capacity}: use the checkpoint's "
+                              "replay_buffer_config, or Algorithm.from_checkpoint(path).")

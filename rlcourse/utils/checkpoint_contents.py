@@ -20,7 +20,7 @@ PACKAGE_CLASSES: dict[str, str] = {
     "PPOConfig": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
-    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn_config",
+    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",

@@ -1,52 +1,118 @@
-"""Ape-X DQN (Horgan et al. 2018): DQN whose runners, replay shards and learner never wait on each other.
+"""Ape-X DQN (Horgan et al. 2018): DQN whose runners, replay shards and learner never wait on each
+other. PPO learns only from its current policy's samples, so its runners and learner take turns;
+replay lets them run side by side (benchmarks/apex_throughput.py measures it, on few cores too)."""
 
-Each runner samples all the time with an epsilon of its own, eps_i = 0.4 ** (1 + 7 i / (N - 1)):
-runner 1 explores a lot, runner N acts almost greedily. Their samples go into replay shards (Ray
-actors, replay_actor.py) as ObjectRefs, straight from runner to shard. The learner, in this process,
-updates on whichever replay batch is ready and sends the TD errors back as priorities without
-waiting. Every kind of request stays in flight, and one `ray.wait` says when anything is done.
-The loss is DQN's (dqn_learner.py), unchanged.
-
-Why off-policy learning scales differently from PPO: PPO learns only from samples of its current
-policy, so its runners wait for the learner and the learner for them. DQN learns from replay, so
-sampling and learning run side by side, and more runners fill the replay memory faster while the
-learner keeps its own pace: given its own core, the runners never hold it up. (On a machine with
-fewer cores than processes they compete for CPU: benchmarks/apex_throughput.py measures both.)
-"""
-
+from collections import Counter
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import ray
 from ray.exceptions import GetTimeoutError, RayError
 
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.apex_dqn.apex_dqn_config import ApexDQNConfig, per_worker_epsilons
 from rlcourse.algorithms.apex_dqn.replay_actor import ReplayActor
+from rlcourse.algorithms.config_setters import NotProvided, setter
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number, is_int
+from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.core import DEFAULT_MODULE_ID
+from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import fail
 
 SHARD_STARTUP_TIMEOUT_S = 60
 
 
+def per_worker_epsilons(num_env_runners: int, epsilon: float = 0.4, alpha: float = 7.0
+                        ) -> list[float]:
+    """Runner i's (0-based) fixed epsilon, epsilon ** (1 + alpha * i / (N - 1)) (Ape-X, p. 6; RLlib's
+    PerWorkerEpsilonGreedy): the first runner explores a lot, the last acts almost greedily."""
+    n = num_env_runners
+    return [epsilon ** (1 + alpha * i / (n - 1)) if n > 1 else epsilon for i in range(n)]
+
+
+class ApexDQNConfig(DQNConfig):
+    """DQN's settings plus Ape-X's, with RLlib's names. `replay_buffer_config` takes
+    `num_replay_buffer_shards` (replay actors), and its `capacity` is per shard."""
+
+    extra_replay_buffer_keys = ("num_replay_buffer_shards",)
+
+    @property
+    def algo_class(self) -> type["ApexDQN"]:
+        return ApexDQN
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.num_env_runners = 2
+        self.rollout_fragment_length = 50  # RLlib's; on CartPole ~1.6x the env steps/s of "auto"
+        self.max_requests_in_flight_per_env_runner = 2
+        self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
+        self.max_requests_in_flight_per_replay_worker = 2
+        self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
+        self.min_sample_timesteps_per_iteration = 1000  # RLlib: 25,000; short suits plots
+        self.num_cpus_per_replay_shard = 0.0  # shards only hold data: N runners fit on N cores
+        # The replay ratio is a ceiling for the learner, not a brake on the runners (None: as fast
+        # as it can), unless throttle_sampling_to_training_intensity (not in RLlib) makes runners
+        # pause while the learner is a round of replay batches behind (for fewer cores than actors).
+        self.training_intensity = 8.0
+        self.throttle_sampling_to_training_intensity = False
+
+    @setter
+    def training(self, *, max_requests_in_flight_per_replay_worker: int = NotProvided,
+                 max_weight_sync_delay: int = NotProvided,
+                 min_sample_timesteps_per_iteration: int = NotProvided,
+                 num_cpus_per_replay_shard: float = NotProvided,
+                 throttle_sampling_to_training_intensity: bool = NotProvided,
+                 **kwargs: Any) -> "ApexDQNConfig":
+        """Ape-X's own settings plus DQN's."""
+        super().training(**kwargs)
+
+    def get_action_head(self, action_space: gym.spaces.Discrete, worker_index: int = 0
+                        ) -> EpsilonGreedy:
+        """Epsilon-greedy with runner `worker_index`'s fixed epsilon (a runner in the driver, index
+        0, takes runner 1's)."""
+        epsilons = per_worker_epsilons(self.num_env_runners)
+        return EpsilonGreedy(int(action_space.n), epsilons[max(worker_index - 1, 0) % len(epsilons)])
+
+    def validate(self) -> None:
+        if not (isinstance(self.num_env_runners, int) and self.num_env_runners >= 1):
+            fail(self, "num_env_runners", "Ape-X samples on runner actors while this process "
+                 "learns: use .env_runners(num_env_runners=2) (at least 1), or DQNConfig for "
+                 "sampling and learning in one process.")
+        super().validate()
+        shards = self.replay_buffer_config.get("num_replay_buffer_shards")
+        if not is_int(shards) or shards < 1:
+            fail(self, "replay_buffer_config", f"'num_replay_buffer_shards' is {shards!r}: use a "
+                 "whole number >= 1 (the replay memory is split over that many actors).")
+        check_int(self, "max_requests_in_flight_per_env_runner", 1)
+        check_int(self, "max_requests_in_flight_per_replay_worker", 1)
+        check_int(self, "max_weight_sync_delay", 1)
+        check_int(self, "min_sample_timesteps_per_iteration", 1)
+        check_number(self, "num_cpus_per_replay_shard", 0.0, hint="e.g. 0.1, or 0 (the default).")
+        check_bool(self, "throttle_sampling_to_training_intensity", "True or False")
+        if self.throttle_sampling_to_training_intensity and self.training_intensity is None:
+            fail(self, "throttle_sampling_to_training_intensity", "it needs a replay ratio to keep: "
+                 "set training_intensity (e.g. 8.0), or leave this False.")
+
+
 class ApexDQN(Algorithm):
-    """Sample, store, replay and learn, all at once; one `train()` lasts at least
-    `min_sample_timesteps_per_iteration` env steps and, once learning started, one update."""
+    """Each runner samples all the time with its own epsilon; samples go straight from runner to a
+    replay shard (replay_actor.py) as ObjectRefs; the learner, in this process, updates on whichever
+    replay batch is ready and sends TD errors back as priorities without waiting. One `ray.wait`
+    says when any request in flight is done. A `train()` samples at least
+    `min_sample_timesteps_per_iteration` env steps and, once learning started, makes an update."""
 
     @classmethod
     def get_default_config(cls) -> ApexDQNConfig:
         return ApexDQNConfig()
 
     def setup(self, config: ApexDQNConfig) -> None:
-        super().setup(config)  # each runner was built with its own epsilon (ApexDQNConfig)
+        super().setup(config)  # each runner was built with its own epsilon (get_action_head)
         self.epsilons = per_worker_epsilons(config.num_env_runners)
-        rb = {k: v for k, v in config.replay_buffer_config.items()
-              if k != "num_replay_buffer_shards"}
         self.replay_shards = [
             ray.remote(ReplayActor).options(num_cpus=config.num_cpus_per_replay_shard)
-            .remote(rb, None if config.seed is None else config.seed + 100 * s)
+            .remote(config.replay_buffer_config, None if config.seed is None else config.seed + 100 * s)
             for s in range(config.replay_buffer_config["num_replay_buffer_shards"])]
         try:
             ray.get([shard.ping.remote() for shard in self.replay_shards],
@@ -65,16 +131,12 @@ class ApexDQN(Algorithm):
         self._sampled_lifetime = 0
         self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
 
-    def current_epsilon(self) -> float:
-        """Runner 1's epsilon, the largest (used by compute_actions(explore=True))."""
-        return self.epsilons[0]
-
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
                         module_id: str | None = None) -> np.ndarray:
         """Greedy actions; with `explore`, epsilon-greedy ones with runner 1's epsilon."""
         actions = super().compute_actions(observations, explore=False, module_id=module_id)
         if explore:
-            actions = off_policy.epsilon_greedy(actions, self.current_epsilon(), self.action_space,
+            actions = off_policy.epsilon_greedy(actions, self.epsilons[0], self.action_space,
                                                 self._rng)
         return actions
 
@@ -97,13 +159,11 @@ class ApexDQN(Algorithm):
                 for (i, s), answer in self._collect(self._adds):
                     if isinstance(answer, Exception):
                         group.settle_async_sample(i, answer)
-                    else:
-                        group.settle_async_sample(i, answer["pid"],
-                                                  answer["env_to_module_buffers"])
-                    if not isinstance(answer, Exception):
-                        runner_metrics.append(answer["metrics"])
-                        self._shard_sizes[s] = answer["num_env_steps_stored"]
-                        sampled += self._stored(answer["metrics"]["num_env_steps_sampled"])
+                        continue
+                    group.settle_async_sample(i, answer["pid"], answer["env_to_module_buffers"])
+                    runner_metrics.append(answer["metrics"])
+                    self._shard_sizes[s] = answer["num_env_steps_stored"]
+                    sampled += self._stored(answer["metrics"]["num_env_steps_sampled"])
                 # 3. Replay batches stay requested on every shard that holds enough steps.
                 self._request_replay_batches()
                 peak["sample"] = max(peak["sample"], len(group.in_flight_sample_requests))
@@ -126,12 +186,21 @@ class ApexDQN(Algorithm):
                            + list(self._replay_requests))
                 if pending:
                     ray.wait(pending, num_returns=1, timeout=1.0, fetch_local=False)
-        return self._results(runner_metrics, learner_results, peak)
+        self._sampled_lifetime = 0  # now counted by episode_stats
+        env_runner_results = self.episode_stats.add(runner_metrics)
+        env_runner_results.update(epsilons=list(self.epsilons),
+                                  num_sample_requests_in_flight_max=peak["sample"])
+        learner = off_policy.mean_learner_results(learner_results)
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
+        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
+                "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
+                                  "num_replay_requests_in_flight_max": peak["replay"],
+                                  "num_priority_updates_in_flight": len(self._priority_updates)}}
 
     def _collect(self, requests: dict[ray.ObjectRef, Any], limit: int | None = None
                  ) -> list[tuple[Any, Any]]:
-        """(key, answer) of finished `requests` (taken out of it); a failed request's answer is its
-        error. Only finished requests are fetched, in one ray.get: this never waits."""
+        """(key, answer) of finished `requests`, taken out of it; a failed request's answer is its
+        error. Only finished requests are fetched: this never waits."""
         if not requests:
             return []
         ready, _ = ray.wait(list(requests), num_returns=len(requests), timeout=0)
@@ -151,8 +220,7 @@ class ApexDQN(Algorithm):
             cfg.max_requests_in_flight_per_env_runner)
 
     def _stored(self, steps: int) -> int:
-        """Count a stored sample's env steps; once learning started, they earn replay batches as
-        training_intensity says."""
+        """Count a stored sample's env steps; once learning started, they earn replay batches."""
         self._sampled_lifetime += steps
         self._steps_since_sync += steps
         if self.config.training_intensity is not None and self._learning_started():
@@ -169,9 +237,7 @@ class ApexDQN(Algorithm):
         cfg = self.config
         if not self._learning_started():
             return
-        counts = [0] * len(self.replay_shards)
-        for s in self._replay_requests.values():
-            counts[s] += 1
+        counts = Counter(self._replay_requests.values())
         for s, shard in enumerate(self.replay_shards):
             if self._shard_sizes[s] < cfg.total_train_batch_size:
                 continue
@@ -191,19 +257,6 @@ class ApexDQN(Algorithm):
             batch["indices"], batch["generations"], results.pop("td_error"))
         self._priority_updates[request] = shard
         return results
-
-    def _results(self, runner_metrics: list[dict], learner_results: list[dict],
-                 peak: dict[str, int]) -> dict[str, Any]:
-        self._sampled_lifetime = 0  # now counted by episode_stats
-        env_runner_results = self.episode_stats.add(runner_metrics)
-        env_runner_results.update(epsilons=list(self.epsilons),
-                                  num_sample_requests_in_flight_max=peak["sample"])
-        learner = off_policy.mean_learner_results(learner_results)
-        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
-        return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
-                "replay_shards": {"num_env_steps_stored": list(self._shard_sizes),
-                                  "num_replay_requests_in_flight_max": peak["replay"],
-                                  "num_priority_updates_in_flight": len(self._priority_updates)}}
 
     # -- checkpoints: the shards are saved only with store_buffer_in_checkpoints --------------
 

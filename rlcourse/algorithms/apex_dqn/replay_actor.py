@@ -1,14 +1,9 @@
 """ReplayActor: one shard of Ape-X's replay memory, a replay buffer inside a Ray actor (NumPy only).
 
-Runners' samples reach a shard as ObjectRefs that Ray resolves here, so episodes travel from the
-runner's process to the shard's through the object store and never through the driver; the driver
-gets back only each sample's metrics. The learner's replay batches come from here, and its new
-priorities come back here.
-
-A priority update arrives some time after its batch was drawn: meanwhile the shard may have evicted
-a row's episode and put another step into the same slot. So each slot counts how often it was
-filled (its generation), batches carry the generations they were drawn at, and an update changes
-only the rows whose slot still holds the step that was drawn.
+Runners' samples reach a shard as ObjectRefs that Ray resolves here, so episodes never pass through
+the driver. A priority update arrives after its batch was drawn, when a slot may hold another step:
+each slot counts how often it was filled (its generation), and an update changes only the rows whose
+slot still holds the generation drawn.
 """
 
 import os
@@ -47,7 +42,7 @@ class PrioritizedShardBuffer(_Generations, PrioritizedEpisodeReplayBuffer):
 
 
 class ReplayActor:
-    """One replay shard. Created by ApexDQN as a Ray actor with a small CPU request."""
+    """One replay shard, created by ApexDQN as a Ray actor."""
 
     def __init__(self, replay_buffer_config: dict, seed: int | None = None):
         rb = replay_buffer_config
@@ -63,8 +58,8 @@ class ReplayActor:
         return os.getpid()
 
     def add_sample(self, sample: SampleResult) -> dict[str, Any]:
-        """Store a runner's sample (Ray resolved its ObjectRef here); return what the driver needs:
-        the runner's metrics, process id and new connector statistics, and this shard's size."""
+        """Store a runner's sample; return the runner's metrics, process id and connector
+        statistics, and this shard's size: what the driver needs."""
         self.buffer.add(sample.episodes)
         return {"metrics": sample.metrics, "pid": sample.pid,
                 "env_to_module_buffers": sample.env_to_module_buffers,

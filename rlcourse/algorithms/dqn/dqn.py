@@ -1,9 +1,5 @@
-"""DQN (Mnih et al. 2015) with double Q, dueling heads, n-step returns and prioritized replay.
-
-Off-policy: runners act epsilon-greedily and every step they take goes into a replay buffer; the
-learner trains on batches drawn from the buffer, old and new steps alike, so each step is learned
-from many times. The loss lives in `dqn_learner.py`; this file has the settings and the loop.
-"""
+"""DQN (Mnih et al. 2015) with double Q, dueling heads, n-step returns and prioritized replay: the
+settings and the loop (the loss: `dqn_learner.py`)."""
 
 from typing import Any
 
@@ -12,19 +8,23 @@ import numpy as np
 
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.config_validation import check_bool
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
-from rlcourse.utils.schedules import scheduled_value
 from rlcourse.utils.validation import fail
 
 
 class DQNConfig(AlgorithmConfig):
-    """DQN's settings, with RLlib's names and, where not said otherwise, RLlib's defaults. These
-    solve CartPole-v1 (a return of 450) in 72-94k env steps, seeds 0-4 (benchmarks/dqn_cartpole.py)."""
+    """DQN's settings, with RLlib's names and, where not said otherwise, RLlib's defaults
+    (benchmarks/dqn_cartpole.py measures how soon they solve CartPole-v1)."""
+
+    # Not RLlib's [256, 256]: [64, 64] updates several times faster on two cores.
+    default_model_config = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
+    extra_replay_buffer_keys: tuple = ()  # Ape-X's config adds its shard count
 
     @property
     def algo_class(self) -> type["DQN"]:
@@ -37,9 +37,6 @@ class DQNConfig(AlgorithmConfig):
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule  # torch
         return RLModuleSpec(module_class=DefaultDQNModule)
-    # Not RLlib's [256, 256]: the CartPole figures above were measured with [64, 64], which updates
-    # several times faster on two cores. (vf_share_layers is PPO's and IMPALA's: DQN has no vf.)
-    default_model_config = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,10 +48,8 @@ class DQNConfig(AlgorithmConfig):
         self.double_q = True
         self.dueling = True
         # Not RLlib's defaults (n_step 1, epsilon down to 0.05, one update per sample round):
-        # 3-step returns and the final epsilon of RLlib's tuned CartPole example, and a replay
-        # ratio of 8 (a batch of 32 per 4 env steps sampled). On CartPole, seeds 0-2, a ratio of
-        # 16 needed about as many env steps (67-76k against 72-88k) for twice the updates;
-        # n_step 1 and a final epsilon of 0.05 needed 155k (seed 0).
+        # the 3-step returns and final epsilon of RLlib's tuned CartPole example, and a replay
+        # ratio of 8 (a batch of 32 per 4 env steps sampled; twice that did not learn faster).
         self.n_step = 3
         self.epsilon: list = [[0, 1.0], [10_000, 0.02]]
         self.target_network_update_freq = 500
@@ -65,6 +60,7 @@ class DQNConfig(AlgorithmConfig):
                                            "capacity": 50_000, "alpha": 0.6, "beta": 0.4}
         self.store_buffer_in_checkpoints = False
 
+    @setter
     def training(self, *, double_q: bool = NotProvided, dueling: bool = NotProvided,
                  n_step: int = NotProvided, epsilon: list = NotProvided,
                  target_network_update_freq: int = NotProvided, tau: float = NotProvided,
@@ -72,31 +68,21 @@ class DQNConfig(AlgorithmConfig):
                  training_intensity: float | None = NotProvided,
                  replay_buffer_config: dict = NotProvided,
                  store_buffer_in_checkpoints: bool = NotProvided, **kwargs: Any) -> "DQNConfig":
-        """DQN's own settings plus the shared ones (gamma, lr, train_batch_size_per_learner, ...).
-
-        `epsilon`: [[timestep, value], ...], linear in between, by env steps sampled.
-        `target_network_update_freq`: env steps sampled between target updates (by `tau`).
-        `training_intensity`: env steps trained per env step sampled (the replay ratio); None: one
-        update per training_step. `replay_buffer_config` is merged into the current one.
+        """DQN's own settings plus the shared ones. `epsilon`: [[timestep, value], ...] by env
+        steps sampled, linear in between; `target_network_update_freq`: env steps sampled between
+        target updates (by `tau`); `training_intensity`: env steps trained per env step sampled
+        (None: one update per training_step); `replay_buffer_config` is merged into the current one.
         """
         super().training(**kwargs)
-        if replay_buffer_config is not NotProvided and isinstance(replay_buffer_config, dict):
-            replay_buffer_config = {**self.replay_buffer_config, **replay_buffer_config}
-        return self._set(double_q=double_q, dueling=dueling, n_step=n_step, epsilon=epsilon,
-                         target_network_update_freq=target_network_update_freq, tau=tau,
-                         num_steps_sampled_before_learning_starts=(
-                             num_steps_sampled_before_learning_starts),
-                         training_intensity=training_intensity,
-                         replay_buffer_config=replay_buffer_config,
-                         store_buffer_in_checkpoints=store_buffer_in_checkpoints)
+        if isinstance(replay_buffer_config, dict):
+            return {"replay_buffer_config": {**self.replay_buffer_config, **replay_buffer_config}}
 
     def get_model_config(self) -> dict:
         return {**self.model_config, "dueling": self.dueling}
 
     def get_action_head(self, action_space: gym.spaces.Discrete, worker_index: int = 0
                         ) -> EpsilonGreedy:
-        """Epsilon-greedy over the Q-values; the algorithm sends the schedule's epsilon with each
-        weights sync (`DQN.runner_epsilon`)."""
+        """Epsilon-greedy; each weights sync brings the schedule's epsilon (`DQN.runner_epsilon`)."""
         return EpsilonGreedy(int(action_space.n))
 
     def validate(self) -> None:
@@ -104,14 +90,14 @@ class DQNConfig(AlgorithmConfig):
         check_bool(self, "double_q", "True (the online net picks the next action) or False")
         check_bool(self, "dueling", "True (value + advantage heads) or False")
         off_policy.check_replay_settings(self, tau_hint="1.0 copies the online network into the "
-                                         "target; 0.005 moves it slowly.")
+                                         "target; 0.005 moves it slowly.",
+                                         extra_buffer_keys=self.extra_replay_buffer_keys)
         if self.rl_module_class is not None:
             from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
             if not issubclass(self.rl_module_class, DefaultDQNModule):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
         self._check_epsilon()
-        self._check_replay_buffer_config()
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not isinstance(action_space, gym.spaces.Discrete):
             fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
@@ -119,27 +105,21 @@ class DQNConfig(AlgorithmConfig):
                  "PPO for continuous (Box) actions.")
 
     def _check_epsilon(self) -> None:
-        schedule = self.epsilon
         fix = ("use [[timestep, value], ...] with timesteps that increase and values in [0, 1], "
                "e.g. [[0, 1.0], [10000, 0.05]].")
-        if not (isinstance(schedule, list | tuple) and schedule and all(
-                isinstance(p, list | tuple) and len(p) == 2 for p in schedule)):
+        pairs = self.epsilon
+        if not (isinstance(pairs, list | tuple) and pairs and all(
+                isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[1], int | float)
+                and 0 <= p[1] <= 1 for p in pairs)):
             fail(self, "epsilon", fix)
-        steps = [p[0] for p in schedule]
-        if not all(isinstance(v, int | float) and 0 <= v <= 1 for _, v in schedule):
-            fail(self, "epsilon", fix)
-        if not all(isinstance(t, int) and t >= 0 for t in steps) or any(
-                b <= a for a, b in zip(steps, steps[1:], strict=False)):
+        steps = [t for t, _ in pairs]
+        if not all(isinstance(t, int) and t >= 0 for t in steps) or steps != sorted(set(steps)):
             fail(self, "epsilon", f"its timesteps {steps} do not increase: " + fix)
-
-    def _check_replay_buffer_config(self) -> None:
-        """A hook: ApexDQNConfig overrides it to accept its shard count."""
-        off_policy.check_replay_buffer_config(self)
 
 
 class DQN(Algorithm):
-    """Sample, store, replay: each training_step samples `rollout_fragment_length` steps per sub-env,
-    adds them to the buffer, then trains on replayed batches as `training_intensity` says."""
+    """Off-policy: each training_step samples epsilon-greedily, stores every step in a replay buffer
+    and trains on replayed batches, old and new steps alike, as `training_intensity` says."""
 
     @classmethod
     def get_default_config(cls) -> DQNConfig:
@@ -153,12 +133,10 @@ class DQN(Algorithm):
 
     def current_epsilon(self) -> float:
         """What the epsilon schedule gives for the env steps sampled so far."""
-        return scheduled_value(self.config.epsilon,
-                               self.episode_stats.num_env_steps_sampled_lifetime)
+        return off_policy.scheduled_value(self.config.epsilon,
+                                          self.episode_stats.num_env_steps_sampled_lifetime)
 
-    def runner_epsilon(self) -> float:
-        """The runners explore with the schedule's current epsilon (sent with each weights sync)."""
-        return self.current_epsilon()
+    runner_epsilon = current_epsilon  # the runners explore with it (sent with each weights sync)
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -189,15 +167,12 @@ class DQN(Algorithm):
 
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
                         module_id: str | None = None) -> np.ndarray:
-        """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon, as the
-        runners act (not samples from a softmax of the Q-values)."""
+        """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon."""
         actions = super().compute_actions(observations, explore=False, module_id=module_id)
         if explore:
             actions = off_policy.epsilon_greedy(actions, self.current_epsilon(), self.action_space,
                                                 self._rng)
         return actions
-
-    # -- checkpoints: the replay buffer is saved only with store_buffer_in_checkpoints ------------
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         state, tensors = super().get_state()

@@ -7,9 +7,8 @@ The loss, for a batch of n-step transitions (s, a, R, s', done, n) with importan
     td     = Q_online(s, a) - y
     loss   = mean(w * huber(td))
 
-`td` goes back to the replay buffer as the transitions' new priorities. The target network moves
-towards the online one by `tau` once `target_network_update_freq` env steps were sampled since its
-last update (RLlib counts sampled env steps, not updates).
+`td` goes back to the replay buffer as the rows' new priorities. The target network moves towards
+the online one by `tau` every `target_network_update_freq` env steps sampled (as RLlib counts).
 """
 
 import contextlib
@@ -26,9 +25,8 @@ BATCH_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step", "
 
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Run torch on one thread, then give the process its thread count back. Replay batches are
-    small: a second thread only adds synchronization (8x slower updates measured on a busy 2-core
-    machine), but a PPO run later in the same kernel keeps its threads. Costs ~10 us per update."""
+    """Run torch on one thread inside the block: on small replay batches more threads only add
+    synchronization (8x slower on a busy 2-core machine); a later PPO run keeps its threads."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -3,11 +3,8 @@
     Q(s, .) = head(encoder(s))                          plain
     Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')         dueling (Wang et al. 2016)
 
-The target network `target_q` is a copy of `q` that follows it slowly (`update_target`); it is part
-of the module's state (checkpoints keep it), but runners get only `q` (`get_state(inference_only)`)
-and run it in NumPy (core/rl_module/numpy_mlp.py), picking epsilon-greedy actions
-(`EpsilonGreedy`, core/rl_module/numpy_mlp.py). A custom subclass runs on runners in torch, with
-the same head over its `action_dist_inputs` (the Q-values).
+Checkpoints keep the target network `target_q`; runners get only `q` and run it in NumPy with an
+`EpsilonGreedy` head (core/rl_module/numpy_mlp.py).
 """
 
 import copy
@@ -17,7 +14,7 @@ import torch
 from torch import nn
 
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.rl_module import _TORCH_ACTIVATIONS, RLModule
+from rlcourse.core.rl_module.rl_module import _TORCH_ACTIVATIONS, RLModule, mlp
 
 
 class QNetwork(nn.Module):
@@ -26,10 +23,7 @@ class QNetwork(nn.Module):
     def __init__(self, obs_dim: int, num_actions: int, hiddens: list[int], activation: str,
                  dueling: bool):
         super().__init__()
-        layers: list[nn.Module] = []
-        for n_in, n_out in zip([obs_dim, *hiddens[:-1]], hiddens, strict=True):
-            layers += [nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[activation]()]
-        self.encoder = nn.Sequential(*layers)
+        self.encoder = mlp([obs_dim, *hiddens], activation).append(_TORCH_ACTIVATIONS[activation]())
         self.advantages = nn.Linear(hiddens[-1], num_actions)
         self.value = nn.Linear(hiddens[-1], 1) if dueling else None
 
@@ -78,7 +72,7 @@ class DefaultDQNModule(RLModule):
             target.lerp_(online, tau)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """All weights, or only the online network's `q.*` (what runners get)."""
+        """All weights, or only the online network's (what runners get)."""
         if all(k.startswith("q.") for k in state):
             self.q.load_state_dict({k[2:]: torch.tensor(v) for k, v in state.items()})
         else:

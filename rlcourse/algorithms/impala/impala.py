@@ -1,17 +1,13 @@
-"""IMPALA (Espeholt et al. 2018): runners act and the learner learns at the same time.
-
-PPO alternates: sample, then learn, while the other side waits. IMPALA keeps sample requests in
-flight on every runner, collects whichever are done, and hands train batches to a learner thread
-through a bounded queue. Runners therefore act with slightly old weights (the *policy lag*), and
-V-trace (`vtrace.py`) corrects the learner's targets for it.
-"""
+"""IMPALA (Espeholt et al. 2018): runners act and the learner learns at the same time, where PPO
+takes turns. Runners act with slightly old weights (the *policy lag*); V-trace corrects for it."""
 
 from typing import Any
 
 import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
 from rlcourse.algorithms.trained_module import trained_module
@@ -20,8 +16,8 @@ from rlcourse.utils.validation import fail
 
 
 class IMPALAConfig(AlgorithmConfig):
-    """IMPALA's settings, with RLlib 2.60's names and defaults. CartPole learns in seconds with
-    the settings of tuned_examples/impala/cartpole_impala.py, which the lessons set."""
+    """IMPALA's settings, with RLlib 2.60's names and defaults (the lessons set those of RLlib's
+    tuned_examples/impala/cartpole_impala.py)."""
 
     @property
     def algo_class(self) -> type["IMPALA"]:
@@ -30,7 +26,6 @@ class IMPALAConfig(AlgorithmConfig):
     def get_default_learner_class(self) -> type:
         from rlcourse.algorithms.impala.impala_learner import IMPALALearner  # torch
         return IMPALALearner
-
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,6 +44,7 @@ class IMPALAConfig(AlgorithmConfig):
         self.broadcast_interval = 1
         self.learner_queue_size = 3
 
+    @setter
     def training(self, *, vtrace: bool = NotProvided, vtrace_clip_rho_threshold: float = NotProvided,
                  vtrace_clip_pg_rho_threshold: float = NotProvided,
                  vf_loss_coeff: float = NotProvided, entropy_coeff: float = NotProvided,
@@ -56,10 +52,6 @@ class IMPALAConfig(AlgorithmConfig):
                  **kwargs: Any) -> "IMPALAConfig":
         """IMPALA's own settings plus the shared ones (gamma, lr, grad_clip, ...)."""
         super().training(**kwargs)
-        return self._set(vtrace=vtrace, vtrace_clip_rho_threshold=vtrace_clip_rho_threshold,
-                         vtrace_clip_pg_rho_threshold=vtrace_clip_pg_rho_threshold,
-                         vf_loss_coeff=vf_loss_coeff, entropy_coeff=entropy_coeff,
-                         broadcast_interval=broadcast_interval, learner_queue_size=learner_queue_size)
 
     def validate(self) -> None:
         super().validate()
@@ -76,8 +68,8 @@ class IMPALAConfig(AlgorithmConfig):
 
 
 class IMPALA(Algorithm):
-    """Asynchronous sampling + a learner thread; one `train()` samples at least one train batch
-    and waits for at least one update."""
+    """Keeps sample requests in flight on every runner and hands train batches to a learner thread
+    through a bounded queue; one `train()` samples at least a train batch and waits for an update."""
 
     @classmethod
     def get_default_config(cls) -> IMPALAConfig:
@@ -88,24 +80,22 @@ class IMPALA(Algorithm):
         self.learner_thread = LearnerThread(self.learner_group, config.learner_queue_size,
                                             config.broadcast_interval)
         self.learner_thread.start()
-        self._batch: list = []
-        self._batch_steps = 0
+        self._batch: list = []  # episodes for the next train batch, and their oldest weights
         self._batch_version = np.inf
 
     def _sync_newest_weights(self) -> None:
-        """Hand the learner thread's latest weights to the runner group (one ray.put a version)."""
+        """Hand the learner thread's latest weights to the runners (one ray.put a version)."""
         published = self.learner_thread.weights
         if published is not None and published[1] > self.env_runner_group.weights_seq_no:
             self.sync_env_runner_weights(weights=published[0], weights_seq_no=published[1])
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
-        target = cfg.total_train_batch_size
         runner_metrics: list[dict] = []
         learner_results: list[dict] = []
         sampled = 0
         with self.timers.time("sample_and_learn"):
-            while sampled < target or not learner_results:
+            while sampled < cfg.total_train_batch_size or not learner_results:
                 self._sync_newest_weights()
                 if self.env_runner_group.local_env_runner is not None:
                     # Sampling here shares Python's lock with the learner thread: keep one batch ahead.
@@ -129,11 +119,10 @@ class IMPALA(Algorithm):
     def _add_to_batch(self, episodes: list, weights_version: int) -> None:
         """Collect episodes until a train batch is full, then queue it for the learner thread."""
         self._batch.extend(episodes)
-        self._batch_steps += sum(len(e) for e in episodes)
         self._batch_version = min(self._batch_version, weights_version)
-        if self._batch_steps >= self.config.total_train_batch_size:
+        if sum(len(e) for e in self._batch) >= self.config.total_train_batch_size:
             self.learner_thread.add(self._batch, int(self._batch_version))
-            self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
+            self._batch, self._batch_version = [], np.inf
 
     # The learner thread holds its lock during each update: whatever reads or replaces the learner's
     # module and optimizer takes the lock too, so it sees them between two updates, never inside one.
@@ -153,12 +142,11 @@ class IMPALA(Algorithm):
             return super().get_state()
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Restore, then number the learner's next updates after the restored weights' version and
-        forget batches and weights from before the restore."""
+        """Restore; the learner's next updates count on from the restored weights' version."""
         with self.learner_thread.lock:
             super().set_state(state, tensors)
             self.learner_thread.restart_from_version(self.env_runner_group.weights_seq_no)
-        self._batch, self._batch_steps, self._batch_version = [], 0, np.inf
+        self._batch, self._batch_version = [], np.inf
 
     def stop(self) -> None:
         if getattr(self, "learner_thread", None) is not None:

@@ -1,13 +1,7 @@
-"""LearnerThread: learning in the background while the driver keeps collecting samples (IMPALA).
+"""LearnerThread: IMPALA's learning in the background while the driver collects samples. It shares
+the GIL with the driver's loop, which gets turns while torch's kernels release it."""
 
-The driver puts train batches into a bounded queue; this thread takes them out and calls
-`LearnerGroup.update` (on the local Learner, or on remote Learner actors). The runners sample in
-processes of their own; in the driver, this thread shares the GIL with the main loop that collects
-their results, and torch releases the GIL inside its numeric kernels, so that loop gets turns.
-When learning falls behind, the queue is full and the oldest batch is dropped: it was sampled by
-the stalest policy.
-"""
-
+import contextlib
 import queue
 import threading
 import time
@@ -19,7 +13,8 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
 class LearnerThread(threading.Thread):
-    """Updates from queued batches; publishes new weights every `broadcast_interval` updates."""
+    """Takes train batches from a bounded queue (when full, the oldest, sampled by the stalest
+    policy, is dropped) and publishes new weights every `broadcast_interval` updates."""
 
     def __init__(self, learner_group, queue_size: int, broadcast_interval: int):
         super().__init__(daemon=True, name="rlcourse-learner")
@@ -27,8 +22,7 @@ class LearnerThread(threading.Thread):
         self.broadcast_interval = broadcast_interval
         self.inqueue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.outqueue: queue.Queue = queue.Queue()
-        # Held during an update, so weights are never read mid-step; reentrant, so a reader that
-        # holds it (a restore) may call others that take it too.
+        # Held during an update, so weights are never read mid-step; reentrant for a restore.
         self.lock = threading.RLock()
         self.num_updates = 0
         self.num_queue_drops = 0
@@ -43,16 +37,13 @@ class LearnerThread(threading.Thread):
                 self.inqueue.put_nowait((episodes, weights_version))
                 return
             except queue.Full:
-                try:
+                with contextlib.suppress(queue.Empty):
                     self.inqueue.get_nowait()
                     self.num_queue_drops += 1
-                except queue.Empty:
-                    pass
 
     def wait_until_taken(self, timeout_s: float) -> None:
-        """Wait (at most `timeout_s`) until the learner has taken every queued batch. A runner that
-        samples in this process shares Python's lock with this thread: sampling more than one batch
-        ahead only produces batches that are dropped, and slows the learner down."""
+        """Wait (at most `timeout_s`) until the learner has taken every queued batch: a runner in
+        this process that samples further ahead only makes batches to drop, and slows the learner."""
         deadline = time.monotonic() + timeout_s
         while not self.inqueue.empty() and self.is_alive() and time.monotonic() < deadline:
             time.sleep(0.002)  # sleeping releases the lock to the learner thread
@@ -82,8 +73,8 @@ class LearnerThread(threading.Thread):
         self.outqueue.put(results)
 
     def restart_from_version(self, version: int) -> None:
-        """After a restore (call with the lock held): count updates on from the restored weights'
-        `version`, and drop queued batches and published weights from before it."""
+        """After a restore (with the lock held): count updates on from `version`, and drop queued
+        batches and published weights from before it."""
         self.num_updates = version
         self.weights = None
         while not self.inqueue.empty():
@@ -93,12 +84,7 @@ class LearnerThread(threading.Thread):
         """Results of the updates finished since the last call; re-raises a learner error."""
         if self.error is not None:
             raise RuntimeError("The learner thread failed; see the error above.") from self.error
-        results = []
-        while True:
-            try:
-                results.append(self.outqueue.get_nowait())
-            except queue.Empty:
-                return results
+        return [self.outqueue.get_nowait() for _ in range(self.outqueue.qsize())]  # one reader
 
     def stop(self) -> None:
         self._stopped.set()

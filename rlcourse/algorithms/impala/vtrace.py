@@ -1,14 +1,12 @@
-"""V-trace (Espeholt et al. 2018, IMPALA): off-policy value targets with truncated importance weights.
-
-Runners act with the weights they last received (the behaviour policy mu); the learner has moved on
-(the target policy pi). V-trace corrects for that lag with clipped ratios rho_t = pi/mu:
+"""V-trace (Espeholt et al. 2018, IMPALA): value targets for data of the runners' older policy mu,
+from the learner's policy pi, with clipped importance ratios pi/mu:
 
     delta_t = rho_t * (r_t + gamma * V(x_{t+1}) - V(x_t))           rho_t = min(rho_bar, pi/mu)
     v_t     = V(x_t) + delta_t + gamma * c_t * (v_{t+1} - V(x_{t+1}))    c_t = min(c_bar, pi/mu)
 
-computed backwards within each chunk. At a chunk's end, v_{t+1} is the bootstrap value V(x_{t+1})
-(the last observation of a truncated or ongoing chunk); after a termination there is no future, so
-the discount is masked to 0. The policy gradient uses rho^pg_t * (r_t + gamma * v_{t+1} - V(x_t)).
+computed backwards within each chunk; at a chunk's end v_{t+1} = V(x_{t+1}) (the bootstrap), and
+after a termination the discount is 0. The policy gradient uses rho^pg_t * (r_t + gamma * v_{t+1} -
+V(x_t)).
 """
 
 import numpy as np
@@ -19,11 +17,8 @@ def vtrace(behaviour_logp: np.ndarray, target_logp: np.ndarray, rewards: np.ndar
            chunk_ends: np.ndarray, gamma: float, clip_rho_threshold: float = 1.0,
            clip_pg_rho_threshold: float = 1.0, clip_c_threshold: float = 1.0
            ) -> tuple[np.ndarray, np.ndarray]:
-    """V-trace targets `vs` and policy-gradient advantages for concatenated episode chunks.
-
-    All arrays are flat over steps; `next_values[t]` is V(x_{t+1}) (the bootstrap at a chunk's end),
-    `chunk_ends[t]` marks a chunk's last step and `terminateds[t]` a step that ended its episode.
-    """
+    """V-trace targets `vs` and policy-gradient advantages for concatenated chunks, flat over steps:
+    `next_values[t]` is V(x_{t+1}) and `chunk_ends[t]` marks a chunk's last step."""
     ratios = np.exp(target_logp - behaviour_logp)
     rhos = np.minimum(clip_rho_threshold, ratios)
     cs = np.minimum(clip_c_threshold, ratios)

@@ -1,21 +1,19 @@
-"""PPO (Schulman et al. 2017): sample with the current policy, then several epochs of clipped updates.
-
-The loss lives in `ppo_learner.py`; this file has the settings and the training step.
-"""
+"""PPO (Schulman et al. 2017): sample with the current policy, then several epochs of clipped updates
+(the loss: `ppo_learner.py`)."""
 
 from typing import Any
 
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.config_validation import check_bool, check_number
 from rlcourse.core import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 
 
 class PPOConfig(AlgorithmConfig):
-    """PPO's settings, with RLlib 2.60's defaults, so that an RLlib example behaves the same here.
-    They suit large problems; CartPole learns in seconds with the settings of
-    tuned_examples/ppo/cartpole_ppo.py, which the lessons set in their configs."""
+    """PPO's settings, with RLlib 2.60's defaults, so that an RLlib example behaves the same here
+    (they suit large problems: the lessons set those of tuned_examples/ppo/cartpole_ppo.py)."""
 
     @property
     def algo_class(self) -> type["PPO"]:
@@ -45,6 +43,7 @@ class PPOConfig(AlgorithmConfig):
         self.kl_coeff = 0.2
         self.kl_target = 0.01
 
+    @setter
     def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
                  vf_clip_param: float = NotProvided, vf_loss_coeff: float = NotProvided,
                  entropy_coeff: float = NotProvided, use_kl_loss: bool = NotProvided,
@@ -52,9 +51,6 @@ class PPOConfig(AlgorithmConfig):
                  **kwargs: Any) -> "PPOConfig":
         """PPO's own settings plus the shared ones (gamma, lr, minibatch_size, ...)."""
         super().training(**kwargs)
-        return self._set(lambda_=lambda_, clip_param=clip_param, vf_clip_param=vf_clip_param,
-                         vf_loss_coeff=vf_loss_coeff, entropy_coeff=entropy_coeff,
-                         use_kl_loss=use_kl_loss, kl_coeff=kl_coeff, kl_target=kl_target)
 
     def validate(self) -> None:
         super().validate()
@@ -69,9 +65,8 @@ class PPOConfig(AlgorithmConfig):
 
 
 class PPO(Algorithm):
-    """Synchronous PPO: every iteration samples a fresh on-policy batch, learns from it, and sends
-    the new weights to the runners before they sample again. Multi-agent as it is: the runners
-    return MultiAgentEpisodes, and the LearnerGroup updates each trainable module on its agents'."""
+    """Synchronous PPO: sample an on-policy batch, learn from it, send the new weights. Multi-agent
+    as it is: the LearnerGroup updates each trainable module on its agents' episodes."""
 
     supports_multi_agent = True
 

@@ -61,10 +61,11 @@ class PPOLearner(Learner):
         total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
         # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator); RLlib
         # reports it as 0 and leaves curr_kl_coeff out when the KL loss is off.
-        mean_kl = ((ratio - 1) - log_ratio).mean() if cfg.use_kl_loss else torch.zeros(())
-        kl_results = {"curr_kl_coeff": self.curr_kl_coeff} if cfg.use_kl_loss else {}
+        mean_kl, kl_results = torch.zeros(()), {}
         if cfg.use_kl_loss:
+            mean_kl = ((ratio - 1) - log_ratio).mean()
             total = total + self.curr_kl_coeff * mean_kl
+            kl_results = {"curr_kl_coeff": self.curr_kl_coeff}
         return total, {"total_loss": total.detach(), "policy_loss": policy_loss.detach(),
                        "vf_loss": vf_loss.detach(),
                        "vf_loss_unclipped": vf_loss_unclipped.mean().detach(),

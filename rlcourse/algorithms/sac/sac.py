@@ -1,15 +1,7 @@
-"""SAC (Haarnoja et al. 2018): soft actor-critic for continuous (Box) actions.
-
-Off-policy like DQN, with DQN's loop (RLlib's SAC subclasses DQN; here each states its loop, and the
-shared pieces are functions in algorithms/off_policy.py): sample, store every step in a replay
-buffer, replay batches as `training_intensity` says, feed TD errors back as priorities, sync the
-runners. What differs is the policy and the loss: runners sample from a squashed Gaussian
-(`SquashedGaussian`, core/rl_module/numpy_mlp.py), and the learner trains twin critics, the
-policy and the temperature alpha (`sac_learner.py`) in place of DQN's Q-network.
-"""
+"""SAC (Haarnoja et al. 2018), soft actor-critic for continuous (Box) actions: DQN's loop, with a
+squashed-Gaussian policy on the runners and twin critics, policy and temperature in the learner."""
 
 import math
-import numbers
 from typing import Any
 
 import gymnasium as gym
@@ -17,27 +9,23 @@ import numpy as np
 
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
-from rlcourse.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from rlcourse.algorithms.config_validation import check_bool, check_number
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_setters import NotProvided, setter
+from rlcourse.algorithms.config_validation import check_bool, check_number, is_number
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import fail
 
-# Env steps a training_step samples with rollout_fragment_length="auto" (RLlib's SAC samples at
-# least min_sample_timesteps_per_iteration=100 per iteration).
-STEPS_PER_TRAINING_STEP = 100
+STEPS_PER_TRAINING_STEP = 100  # with rollout_fragment_length="auto", as RLlib's SAC samples
 
 
 class SACConfig(AlgorithmConfig):
-    """SAC's settings, with RLlib's names and, where not said otherwise, RLlib's defaults. These
-    reach RLlib's pass mark on Pendulum-v1 (a return of -250, smoothed over 5 episodes, within
-    20,000 env steps) at 3,600-4,000 env steps, seeds 0-4 (benchmarks/sac_pendulum.py: 51-163 s
-    each on a busy 2-core machine)."""
+    """SAC's settings, with RLlib's names and, where not said otherwise, RLlib's defaults; they pass
+    RLlib's Pendulum-v1 mark (a return of -250 within 20,000 env steps, benchmarks/sac_pendulum.py)."""
 
-    # RLlib's network is [256, 256] relu; [128, 128] updates ~5x faster on a busy 2-core machine
-    # (5 against 31 ms per update of 256 rows) and still passes Pendulum's mark (see above).
+    # Not RLlib's [256, 256]: [128, 128] updates ~5x faster on a busy 2-core machine.
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
 
     @property
@@ -54,7 +42,7 @@ class SACConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lr = None  # SAC has a learning rate per loss (RLlib refuses `lr` too)
+        self.lr = None  # SAC has a learning rate per loss
         self.train_batch_size_per_learner = 256
         self.minibatch_size = None  # one gradient step per replay batch
         self.num_epochs = 1
@@ -62,12 +50,10 @@ class SACConfig(AlgorithmConfig):
         self.tau = 0.005
         self.initial_alpha = 1.0
         self.target_entropy: float | str = "auto"
-        self.target_network_update_freq = 0  # env steps between target updates: 0, every update
+        self.target_network_update_freq = 0  # target updates after every update
         self.store_buffer_in_checkpoints = False
         # RLlib's tuned Pendulum example, not its defaults (actor_lr 3e-5, critic_lr and alpha_lr
-        # 3e-4, n_step 1, uniform-ish priorities alpha 0.6 / beta 0.4, a 1e6-step buffer, learning
-        # from 1,500 steps on): its learning rates, 3-step returns (it draws n from 2..5),
-        # priorities alpha 1.0 / beta 0.0 and a 100k buffer.
+        # 3e-4, n_step 1, priorities alpha 0.6 / beta 0.4, a 1e6-step buffer, learning from 1,500).
         self.actor_lr = 2e-4
         self.critic_lr = 8e-4
         self.alpha_lr = 9e-4
@@ -75,16 +61,11 @@ class SACConfig(AlgorithmConfig):
         self.num_steps_sampled_before_learning_starts = 256
         self.replay_buffer_config: dict = {"type": "PrioritizedEpisodeReplayBuffer",
                                            "capacity": 100_000, "alpha": 1.0, "beta": 0.0}
-        # RLlib samples n_step env steps per training_step and makes one update of 256 rows: a
-        # replay ratio of 256 (each env step is trained on 256 times, in expectation). Here the
-        # ratio is explicit, and a training_step samples 100 env steps (RLlib's
-        # min_sample_timesteps_per_iteration), so a train() call is not one env step.
-        self.training_intensity: float | None = 256.0
+        self.training_intensity: float | None = 256.0  # RLlib's: each env step trained on 256x
         self.rollout_fragment_length = "auto"  # 100 env steps per training_step, over all sub-envs
-        # Pendulum's episodes are 200 steps: the default window of 100 episodes would span the
-        # whole 20k-step budget. RLlib's tuned Pendulum example smooths over 5 episodes.
-        self.metrics_num_episodes_for_smoothing = 5
+        self.metrics_num_episodes_for_smoothing = 5  # as RLlib's Pendulum example (200-step episodes)
 
+    @setter
     def training(self, *, twin_q: bool = NotProvided, tau: float = NotProvided,
                  initial_alpha: float = NotProvided, target_entropy: float | str = NotProvided,
                  n_step: int = NotProvided, actor_lr: float = NotProvided,
@@ -94,28 +75,12 @@ class SACConfig(AlgorithmConfig):
                  training_intensity: float | None = NotProvided,
                  replay_buffer_config: dict = NotProvided,
                  store_buffer_in_checkpoints: bool = NotProvided, **kwargs: Any) -> "SACConfig":
-        """SAC's own settings plus the shared ones (gamma, train_batch_size_per_learner, ...).
-
-        `actor_lr`, `critic_lr`, `alpha_lr`: the policy's, the critics' and the temperature's
-        learning rates (`lr` must stay None). `initial_alpha`: the entropy weight to start from;
-        `target_entropy`: the entropy alpha steers the policy to ("auto": -dim(A)).
-        `tau`: how far the target critics move towards the critics per target update, done once
-        `target_network_update_freq` env steps were sampled since the last (0: every update).
-        `training_intensity`: env steps trained per env step sampled (the replay ratio); None: one
-        update per training_step. `replay_buffer_config` is merged into the current one.
-        """
+        """SAC's own settings plus the shared ones; the replay settings are DQN's. `actor_lr`,
+        `critic_lr`, `alpha_lr`: the policy's, the critics' and the temperature's learning rates
+        (`lr` stays None); `target_entropy`: the entropy alpha steers the policy to ("auto": -dim(A))."""
         super().training(**kwargs)
-        if replay_buffer_config is not NotProvided and isinstance(replay_buffer_config, dict):
-            replay_buffer_config = {**self.replay_buffer_config, **replay_buffer_config}
-        return self._set(twin_q=twin_q, tau=tau, initial_alpha=initial_alpha,
-                         target_entropy=target_entropy, n_step=n_step, actor_lr=actor_lr,
-                         critic_lr=critic_lr, alpha_lr=alpha_lr,
-                         target_network_update_freq=target_network_update_freq,
-                         num_steps_sampled_before_learning_starts=(
-                             num_steps_sampled_before_learning_starts),
-                         training_intensity=training_intensity,
-                         replay_buffer_config=replay_buffer_config,
-                         store_buffer_in_checkpoints=store_buffer_in_checkpoints)
+        if isinstance(replay_buffer_config, dict):
+            return {"replay_buffer_config": {**self.replay_buffer_config, **replay_buffer_config}}
 
     def get_rollout_fragment_length(self) -> int:
         """Steps per sub-env per `sample()`; "auto" splits 100 env steps over all sub-envs."""
@@ -129,7 +94,6 @@ class SACConfig(AlgorithmConfig):
 
     def get_action_head(self, action_space: gym.spaces.Box, worker_index: int = 0
                         ) -> SquashedGaussian:
-        """The squashed Gaussian, into the action space's bounds."""
         return SquashedGaussian(action_space)
 
     def validate(self) -> None:
@@ -141,8 +105,7 @@ class SACConfig(AlgorithmConfig):
             check_number(self, setting, 0.0, low_open=True, hint="e.g. 3e-4.")
         check_number(self, "initial_alpha", 0.0, low_open=True,
                      hint="alpha is the entropy's weight; 1.0 starts with much exploration.")
-        if self.target_entropy != "auto" and (isinstance(self.target_entropy, bool)
-                                              or not isinstance(self.target_entropy, numbers.Real)):
+        if self.target_entropy != "auto" and not is_number(self.target_entropy):
             fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a number, e.g. -1.0.")
         check_bool(self, "twin_q", "True (two critics, the smaller target) or False")
         off_policy.check_replay_settings(self, tau_hint="0.005 moves the target critics slowly; "
@@ -153,7 +116,6 @@ class SACConfig(AlgorithmConfig):
                 fail(self, "rl_module_class", "SAC's learner and runners need a squashed-Gaussian "
                      "policy and critics: subclass "
                      "rlcourse.algorithms.sac.sac_rl_module.DefaultSACModule.")
-        off_policy.check_replay_buffer_config(self)
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
                 and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
@@ -163,8 +125,8 @@ class SACConfig(AlgorithmConfig):
 
 
 class SAC(Algorithm):
-    """DQN's loop (sample, store, replay with `training_intensity`, priorities, sync), with SAC's
-    learner and a squashed-Gaussian policy on the runners."""
+    """DQN's loop (sample, store, replay as `training_intensity` says, priorities, sync), with SAC's
+    learner (`sac_learner.py`) and a squashed-Gaussian policy on the runners."""
 
     @classmethod
     def get_default_config(cls) -> SACConfig:
@@ -199,7 +161,6 @@ class SAC(Algorithm):
         self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
         if "alpha_value" not in learner:  # before learning: the temperature it will start from
             from rlcourse.algorithms.sac.sac_learner import resolve_target_entropy  # torch
-
             log_alpha = float(self.learner_group.get_weights()["log_alpha"])
             learner.update(alpha_value=math.exp(log_alpha), log_alpha_value=log_alpha,
                            target_entropy=resolve_target_entropy(cfg.target_entropy,
@@ -208,10 +169,9 @@ class SAC(Algorithm):
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
 
-    # -- checkpoints: as DQN's (under the key "dqn", as checkpoints of SAC(DQN) were written) -----
-
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         state, tensors = super().get_state()
+        # Under "dqn", as DQN's (checkpoints of SAC(DQN) were written so).
         state["dqn"] = off_policy.replay_state(self.config, self.replay_buffer, self._update_credit)
         return state, tensors
 

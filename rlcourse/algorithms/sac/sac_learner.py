@@ -9,14 +9,10 @@ Spinning Up's SAC:
     policy_loss  = mean(alpha * log pi(a~|s) - min_j Q_j(s, a~))               (the policy)
     alpha_loss   = -mean(log_alpha * (log pi(a~|s) + target_entropy))           (the temperature)
 
-d alpha_loss / d log_alpha = entropy - target_entropy (the entropy estimated as -log pi): a step
-shrinks alpha while the policy is more random than the target, and grows it when it is less.
-The three losses train disjoint weights (the critics are frozen inside the policy loss; alpha and
-the log-probs are detached where another loss uses them), so one backward pass of their sum gives
-each weight its own loss's gradient. One Adam steps them, with a parameter group (and learning
-rate) per loss: the same as three Adams, as Adam's update is per weight, and every Learner's
-checkpoint format is kept.
-TD errors (Q1 - y) go back to a prioritized buffer as priorities (update_from_batch is DQN's).
+A step on alpha_loss shrinks alpha while the policy's entropy (-log pi) is above the target and
+grows it below. The losses train disjoint weights, so one backward pass of their sum and one Adam
+with a parameter group (and learning rate) per loss act as three. TD errors (Q1 - y) become the
+rows' priorities, as in DQN (update_from_batch is DQN's).
 """
 
 import contextlib
@@ -30,7 +26,7 @@ from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
 
 @contextlib.contextmanager
 def frozen(networks: list[nn.Module]) -> Iterator[None]:
-    """No gradients into `networks` inside the block (the policy loss must not move the critics)."""
+    """No gradients into `networks` inside the block (the policy loss must not train the critics)."""
     for net in networks:
         net.requires_grad_(False)
     try:

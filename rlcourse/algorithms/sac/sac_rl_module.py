@@ -7,11 +7,9 @@ The log-probability is that of the squashed action a (Spinning Up's and RLlib's 
 
     log pi(a|s) = sum_i [ log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2) ]
 
-written with 2 * (log 2 - u - softplus(-2u)) for log(1 - tanh(u)^2), which stays finite for large
-|u|. The temperature `log_alpha` is a weight of this module (RLlib keeps it in the Learner), so
-checkpoints, the data-parallel learners' broadcast and gradient all-reduce carry it like any weight.
-The env's bounds are buffers, saved with the module. Runners get the policy's weights only: their
-`SquashedGaussian` head (core/rl_module/numpy_mlp.py) takes the bounds from the action space.
+with log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), finite for large |u|. The temperature
+`log_alpha` is a weight of this module (RLlib keeps it in the Learner), so checkpoints and
+data-parallel learners carry it like any weight. Runners get only the policy (`pi.*`).
 """
 
 import copy
@@ -60,8 +58,6 @@ class DefaultSACModule(RLModule):
         self.register_buffer("action_low", torch.as_tensor(space.low, dtype=torch.float32))
         self.register_buffer("action_high", torch.as_tensor(space.high, dtype=torch.float32))
 
-    # -- the policy -------------------------------------------------------------------------
-
     def _obs(self, obs: torch.Tensor) -> torch.Tensor:
         if self.info.obs_one_hot:
             return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
@@ -102,11 +98,13 @@ class DefaultSACModule(RLModule):
             normal, [torch.distributions.TanhTransform(cache_size=1), rescale],
             validate_args=False)
 
-    # -- the critics ------------------------------------------------------------------------
-
     @property
     def critics(self) -> list[nn.Module]:
         return [self.qf] if self.qf_twin is None else [self.qf, self.qf_twin]
+
+    @property
+    def target_critics(self) -> list[nn.Module]:
+        return [self.target_qf] if self.qf_twin is None else [self.target_qf, self.target_qf_twin]
 
     def compute_q_values(self, obs: torch.Tensor, squashed_actions: torch.Tensor
                          ) -> list[torch.Tensor]:
@@ -119,21 +117,14 @@ class DefaultSACModule(RLModule):
                                 ) -> torch.Tensor:
         """min(Q1_target, Q2_target)(s, a), shape [B]: the twin trick against overestimation."""
         x = torch.cat([self._obs(obs), squashed_actions], dim=-1)
-        targets = [self.target_qf] if self.target_qf_twin is None else [self.target_qf,
-                                                                         self.target_qf_twin]
-        return torch.stack([q(x).squeeze(-1) for q in targets]).min(dim=0).values
+        return torch.stack([q(x).squeeze(-1) for q in self.target_critics]).min(dim=0).values
 
     @torch.no_grad()
     def update_target(self, tau: float) -> None:
         """target <- tau * online + (1 - tau) * target, for each critic."""
-        pairs = [(self.target_qf, self.qf)]
-        if self.qf_twin is not None:
-            pairs.append((self.target_qf_twin, self.qf_twin))
-        for target_net, online_net in pairs:
+        for target_net, online_net in zip(self.target_critics, self.critics, strict=True):
             for target, online in zip(target_net.parameters(), online_net.parameters(), strict=True):
                 target.lerp_(online, tau)
-
-    # -- weights ----------------------------------------------------------------------------
 
     def parameter_groups(self) -> dict[str, list[nn.Parameter]]:
         """The weights each loss trains: the policy's, the critics', the temperature."""

@@ -1,5 +1,8 @@
 """Data-parallel learners: real torch.distributed all-reduce between Ray actors."""
 
+import stat
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers import assert_learners_updated_together, small_ppo
@@ -69,5 +72,10 @@ def test_all_learners_hold_identical_weights_after_updates(ray_session):
             runner.set_weights(group.get_weights(inference_only=True))
             episodes = runner.sample(num_timesteps=800)
         assert_learners_updated_together(group, before)
+        # On one machine they met in a file only this user can open (torch's TCP store has no
+        # authentication), removed with the group.
+        store_dir = Path(group._store_dir)
+        assert stat.S_IMODE(store_dir.stat().st_mode) == 0o700 and (store_dir / "store").exists()
     finally:
         group.stop()
+    assert not store_dir.exists()

@@ -54,16 +54,23 @@ class Learner:
         return host, self._store_socket.getsockname()[1]
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
-                          num_threads: int = 1) -> None:
-        """Join the process group (NCCL between whole GPUs, else gloo), taking rank 0's weights."""
+                          num_threads: int = 1, store_path: str | None = None) -> None:
+        """Join the process group (NCCL between whole GPUs, else gloo), taking rank 0's weights.
+        `store_path`: learners on one machine meet in a file only this user can open, not in
+        torch's TCP store, which any local user could read and write."""
         torch.set_num_threads(num_threads)
         if host.startswith("127."):
             # gloo and NCCL otherwise use the interface of the machine's hostname, maybe not loopback.
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
             os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-        # The store takes over rank 0's listening socket (and closes it when it ends).
-        listen_fd = self._store_socket.detach() if rank == 0 else None
-        store = dist.TCPStore(host, port, world_size, is_master=rank == 0, master_listen_fd=listen_fd)
+        if store_path is not None:
+            store = dist.FileStore(store_path, world_size)
+            if rank == 0:
+                self._store_socket.close()
+        else:  # the store takes over rank 0's listening socket (and closes it when it ends)
+            listen_fd = self._store_socket.detach() if rank == 0 else None
+            store = dist.TCPStore(host, port, world_size, is_master=rank == 0,
+                                  master_listen_fd=listen_fd)
         backend = get_distributed_backend(self.device.type, self.config.num_gpus_per_learner)
         if backend == "nccl":
             torch.cuda.set_device(self.device)

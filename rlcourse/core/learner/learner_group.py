@@ -2,6 +2,9 @@
 the batch and all-reducing gradients (`Learner.apply_gradients`). Multi-agent: each learner is a
 MultiAgentLearner. No torch here: the Learner class the config names imports it."""
 
+import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING
 
 import gymnasium as gym
@@ -63,6 +66,7 @@ class LearnerGroup:
             args = (config, observation_space, action_space)
         self.local_learner = None
         self.remote_learners = []
+        self._store_dir: str | None = None
         if config.num_learners == 0:
             self.local_learner = learner_cls(*args)
             return
@@ -71,7 +75,14 @@ class LearnerGroup:
         host, port = ray.get(self.remote_learners[0].open_store_socket.remote(),
                              timeout=STARTUP_TIMEOUT_S)
         threads = max(1, int(config.num_cpus_per_learner))
-        ray.get([learner.setup_distributed.remote(rank, config.num_learners, host, port, threads)
+        # All on this machine (a local Ray): the rendezvous is a file in a directory only this
+        # user can open (mkdtemp's mode 0700); across a cluster's nodes, rank 0's TCP store.
+        store_path = None
+        if host.startswith("127."):
+            self._store_dir = tempfile.mkdtemp(prefix="rlcourse-learners-")
+            store_path = os.path.join(self._store_dir, "store")
+        ray.get([learner.setup_distributed.remote(rank, config.num_learners, host, port, threads,
+                                                  store_path)
                  for rank, learner in enumerate(self.remote_learners)], timeout=STARTUP_TIMEOUT_S)
 
     @property
@@ -194,3 +205,5 @@ class LearnerGroup:
         for learner in self.remote_learners if kill_actors else []:
             ray.kill(learner)
         self.remote_learners = []
+        if self._store_dir is not None:
+            shutil.rmtree(self._store_dir, ignore_errors=True)

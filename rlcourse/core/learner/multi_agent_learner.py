@@ -36,10 +36,10 @@ class MultiAgentLearner:
         return next(iter(self.learners.values())).open_store_socket()
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
-                          num_threads: int = 1) -> None:
+                          num_threads: int = 1, store_path: str | None = None) -> None:
         """The first module's Learner joins the process group; the others join it as members."""
         first, *others = self.learners.values()
-        first.setup_distributed(rank, world_size, host, port, num_threads)
+        first.setup_distributed(rank, world_size, host, port, num_threads, store_path)
         for learner in others:
             learner.join_group(rank, world_size)
 

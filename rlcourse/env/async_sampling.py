@@ -1,15 +1,3 @@
-"""AsyncRequests: the sample requests an EnvRunnerGroup keeps in flight for asynchronous sampling
-(IMPALA's and Ape-X's training_step; the group's `fetch_ready_async_samples`).
-
-The group keeps up to `max_requests_in_flight` sample requests running on each healthy runner,
-collects whichever are done with one `ray.wait` (never a `ray.get` in a loop) and tops the requests
-up again, so the driver never waits for the slowest runner. This component remembers which runner
-each request went to and since when each runner owes an answer: one that owes it for longer than
-`sample_timeout_s` is handed back to the group as hung, and failed like one whose synchronous
-request timed out (env_runner_group.py handles failures; env_runner_health.py decides whether the
-runner is back).
-"""
-
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,14 +7,15 @@ from ray.exceptions import GetTimeoutError
 
 
 class AsyncRequests:
-    """Requests in flight (request -> runner index), sent with `send(i)` to the runners that
-    `healthy()` names; a runner that owes an answer for over `timeout_s` goes to `on_hung(i, error)`.
-    """
+    """The sample requests an EnvRunnerGroup keeps in flight for asynchronous sampling (IMPALA,
+    Ape-X): up to `max_per_runner` per healthy runner, sent with `send(i)`, so the driver never waits
+    for the slowest runner. A runner that owes an answer for over `timeout_s` goes to `on_hung(i,
+    error)`, failed like a synchronous request that timed out."""
 
     def __init__(self, send: Callable[[int], ray.ObjectRef], healthy: Callable[[], list[int]],
                  on_hung: Callable[[int, Exception], None], timeout_s: float):
         self.send, self.healthy, self.on_hung, self.timeout_s = send, healthy, on_hung, timeout_s
-        self.in_flight: dict[ray.ObjectRef, int] = {}
+        self.in_flight: dict[ray.ObjectRef, int] = {}  # request -> runner index
         self.owing_since: dict[int, float] = {}  # runner -> since when it owes an answer
 
     def top_up(self, max_per_runner: int) -> list[ray.ObjectRef]:
@@ -40,8 +29,8 @@ class AsyncRequests:
         return list(self.in_flight)
 
     def answered(self, ref: ray.ObjectRef) -> int:
-        """Take the finished request `ref` out of flight; its runner's next answer is due from now.
-        Returns the runner's index."""
+        """Take the finished request `ref` out of flight (its runner's next answer is due from now);
+        returns the runner's index."""
         i = self.in_flight.pop(ref)
         self.owing_since[i] = time.monotonic()
         return i

@@ -1,8 +1,6 @@
-"""EnvContext: what an env creator receives (RLlib's `rllib/env/env_context.py`)."""
-
-
 class EnvContext(dict):
-    """The `env_config` dict, plus which runner and which sub-env slot the env is built for."""
+    """What an env creator receives (RLlib's `rllib/env/env_context.py`): the `env_config` dict, plus
+    which runner and which sub-env slot the env is built for."""
 
     def __init__(self, env_config: dict, worker_index: int = 0, vector_index: int = 0,
                  num_workers: int = 0):
@@ -10,6 +8,3 @@ class EnvContext(dict):
         self.worker_index = worker_index
         self.vector_index = vector_index
         self.num_workers = num_workers
-
-    def __reduce__(self):
-        return (EnvContext, (dict(self), self.worker_index, self.vector_index, self.num_workers))

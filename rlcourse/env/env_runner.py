@@ -1,26 +1,12 @@
 """EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): the module it acts with,
-seeding, weights, the health probe, the frame of `sample()`, metrics, and the hardening that guards
-sampling.
-
-Two runners fill in the sample loop: SingleAgentEnvRunner (single_agent_env_runner.py), which steps
-a gymnasium vector env, and MultiAgentEnvRunner (multi_agent_env_runner.py), which steps copies of a
-MultiAgentEnv. One lives in the driver (num_env_runners=0) or in each Ray actor of an EnvRunnerGroup.
-
-Hardening, here because it guards the sample loop:
-  * No silent NaNs. One NaN or infinite reward (a reward of None arrives as NaN too) makes the
-    advantages, the loss and, after one optimizer step, every weight NaN while `train()` keeps
-    returning results. So each sample is checked once, as whole arrays (not per step), and
-    `NonFiniteEnvData` names the env, the runner, the sub-env and the field. With
-    `restart_failed_sub_environments=True` (sub_env_restarts.py) a sub-env that returns such data is
-    rebuilt instead, so this check never fires.
-  * `sample_timeout_s` in the driver's process. A runner actor that takes too long is ended and
-    restarted by its EnvRunnerGroup; a runner in the driver cannot be killed, so it compares the
-    clock with the request's deadline before each env step and raises `SampleTimeoutError`. That
-    bounds episodes that never end (whole episodes asked for, as in evaluation) and slow envs, not one
-    `env.step` that never returns: sample on runner actors for that.
+seeding, weights, the frame of `sample()`, metrics, and two guards on sampling:
+  * no silent NaNs: one NaN or infinite reward or observation (a None reward arrives as NaN) would
+    make every weight NaN, so each sample is checked once, as whole arrays (`NonFiniteEnvData`);
+  * `sample_timeout_s` in the driver's process, whose runner cannot be killed as a hung actor is:
+    the deadline is checked before each env step (`SampleTimeoutError`). That bounds endless episodes
+    and slow envs, not one `env.step` that never returns (sample on runner actors for that).
 """
 
-import abc
 import math
 import os
 import time
@@ -38,17 +24,11 @@ from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
 EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
 
-FIX_NON_FINITE = (
-    "Fix the env (return finite float values, never None), or set config.fault_tolerance("
-    "restart_failed_sub_environments=True) to rebuild a sub-env that returns them and drop its "
-    "broken episode.")
-
 
 def build_inference_module(config, observation_space: gym.Space, action_space: gym.Space,
                            seed: int | None, worker_index: int = 0) -> InferenceModule:
-    """NumPy for the default module (no torch in this process); torch for a custom module class,
-    on the runner's GPU where it was given one (`num_gpus_per_env_runner`). `worker_index` picks
-    per-runner exploration settings (Ape-X's epsilons)."""
+    """NumPy for the default module (no torch in this process); torch for a custom module class, on
+    the runner's GPU if it has one. `worker_index` picks per-runner exploration (Ape-X's epsilons)."""
     head = config.get_action_head(action_space, worker_index)
     if config.rl_module_class is None:
         network = NumpyMLP(space_info(observation_space, action_space), config.get_model_config())
@@ -68,29 +48,33 @@ class SampleTimeoutError(TimeoutError):
     """A runner in this process took longer than `sample_timeout_s` for one sample request."""
 
 
-def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
-    """'obs' or 'reward' if that value of one env step is not finite, else None.
+def first_non_finite(values: np.ndarray) -> tuple[int, ...] | None:
+    """The index of the first NaN or infinite entry of a float array; None if there is none (or the
+    array is not numeric, e.g. dict observations for a custom module)."""
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return None
+    return tuple(int(k) for k in np.argwhere(~np.isfinite(values))[0])
 
-    Observations that are not numeric arrays (e.g. dicts for a custom module) are not checked."""
+
+def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
+    """'obs' or 'reward' if that value of one env step is not finite, else None."""
     if reward is None or not np.isfinite(reward):
         return "reward"
-    obs = np.asarray(obs)
-    if obs.dtype.kind in "fc" and not np.isfinite(obs).all():
-        return "obs"
-    return None
+    return "obs" if first_non_finite(np.asarray(obs)) is not None else None
 
 
-class EnvRunner(abc.ABC):
-    """The shared part of a runner. A subclass builds its envs and modules in `__init__` (setting
-    `num_envs`) and writes the abstract methods: above all `_sample_steps`, its sample loop."""
+class EnvRunner:
+    """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
+    `num_envs`) and writes its sample loop (`_sample_steps`, `_sample_episodes`), `_set_module_weights`,
+    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data, env_state.py) and `stop`.
+    """
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config
-        # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`), a runner makes its own env
-        # creator and, when first asked to sample, its own freshly initialized weights.
+        # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`): own env creator and weights.
         self.standalone = env_creator is None
         self.env_creator = config.get_env_creator() if self.standalone else env_creator
         self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
@@ -108,14 +92,10 @@ class EnvRunner(abc.ABC):
         self._num_env_steps_lifetime = 0
         self._reset_metrics()
 
-    # -- weights and health -----------------------------------------------------------------
-
     def set_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
                     env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
-        """Load new policy weights as version `weights_seq_no` (default: the next version), and the
-        connectors' merged statistics and the epsilon (of an epsilon-greedy action head: DQN's)
-        sent with them. From a remote group they arrive as ObjectRefs that Ray resolves. Versions
-        not newer than the one held are ignored, so a late delivery never replaces newer weights."""
+        """Load weights version `weights_seq_no` (default: the next), with the connectors' merged
+        statistics and DQN's epsilon; an older version than the one held is ignored (a late delivery)."""
         if weights_seq_no is None:
             weights_seq_no = self.weights_seq_no + 1
         if weights_seq_no > self.weights_seq_no:
@@ -126,31 +106,14 @@ class EnvRunner(abc.ABC):
                 self.module.head.epsilon = epsilon
             self.weights_seq_no = weights_seq_no
 
-    @abc.abstractmethod
-    def _set_module_weights(self, weights: dict[str, Any]) -> None:
-        """Load the weights into the module(s) this runner acts with."""
-
-    @abc.abstractmethod
-    def _initialize_weights(self) -> None:
-        """A runner built alone acts with freshly initialized modules, as RLlib's does; a group's
-        runners never do this: they wait for the learner's weights."""
-
-    @abc.abstractmethod
-    def get_spaces(self) -> Any:
-        """The observation and action spaces its module(s) are built for."""
-
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""
         return os.getpid()
 
-    # -- sampling ---------------------------------------------------------------------------
-
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
                explore: bool | None = None) -> list:
-        """Step all sub-envs; return episode chunks covering at least `num_timesteps` env steps, or
-        `num_episodes` complete episodes. With neither, `rollout_fragment_length` steps per sub-env.
-        In the driver's process, a request ends with SampleTimeoutError after `sample_timeout_s`.
-        """
+        """Episode chunks covering at least `num_timesteps` env steps, or `num_episodes` complete
+        episodes; with neither, `rollout_fragment_length` steps per sub-env."""
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample(): pass num_timesteps or num_episodes, not both.")
         if self.weights_seq_no < 0 and self.standalone:
@@ -173,14 +136,6 @@ class EnvRunner(abc.ABC):
                                          samples=episodes)
         return episodes
 
-    @abc.abstractmethod
-    def _sample_steps(self, steps: int, explore: bool, deadline: float | None) -> list:
-        """`steps` env steps in every sub-env: the episode chunks they make (the sample loop)."""
-
-    @abc.abstractmethod
-    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None) -> list:
-        """`num_episodes` whole episodes, from fresh resets."""
-
     def _check_deadline(self, deadline: float | None) -> None:
         """Raise SampleTimeoutError if `deadline` has passed (one clock read per env step)."""
         if deadline is None or time.monotonic() <= deadline:
@@ -200,24 +155,21 @@ class EnvRunner(abc.ABC):
         what = "reward (NaN here also means None)" if field == "reward" else "observation"
         raise NonFiniteEnvData(
             f"The {self.name}, {where}, returned a non-finite {what} at time step {t} (field "
-            f"{field!r}): {value!r}. NaN or infinite data would make every weight NaN. "
-            f"{FIX_NON_FINITE}")
+            f"{field!r}): {value!r}. NaN or infinite data would make every weight NaN. Fix the env "
+            "(return finite float values, never None), or set config.fault_tolerance("
+            "restart_failed_sub_environments=True) to rebuild a sub-env that returns them and drop "
+            "its broken episode.")
 
     def sample_and_get_metrics(self, weights: dict[str, Any] | None = None,
                                weights_seq_no: int = -1, env_to_module_state: list | None = None,
                                epsilon: float | None = None, **kwargs: Any) -> SampleResult:
-        """Take `weights` if they are newer than ours, then `sample()` and `get_metrics()`.
-
-        The group's requests carry its latest weights (one ObjectRef, resolved by Ray), so a runner
-        that Ray has just restarted, and that missed the last sync_weights, catches up first.
-        """
+        """Take `weights` if newer than ours (so a runner that Ray just restarted catches up), then
+        `sample()` and `get_metrics()`: a group's sample request."""
         if weights is not None:
             self.set_weights(weights, weights_seq_no, env_to_module_state, epsilon)
         episodes = self.sample(**kwargs)
         buffers = self.env_to_module.pop_buffers() if self.env_to_module is not None else None
         return SampleResult(episodes, self.get_metrics(), self.weights_seq_no, os.getpid(), buffers)
-
-    # -- metrics ----------------------------------------------------------------------------
 
     def _reset_metrics(self) -> None:
         self._episode_returns: list[float] = []  # finished since the last get_metrics()
@@ -238,17 +190,3 @@ class EnvRunner(abc.ABC):
                    "custom_metrics": self.metrics.pop_logged()}
         self._reset_metrics()
         return metrics
-
-    # -- checkpoints and life cycle ---------------------------------------------------------
-
-    @abc.abstractmethod
-    def get_state(self) -> dict:
-        """What a checkpoint keeps of this runner, as plain data (env_state.py)."""
-
-    @abc.abstractmethod
-    def set_state(self, state: dict) -> None:
-        """Continue from `get_state()` of a runner built with the same config."""
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Close the envs."""

@@ -1,13 +1,7 @@
-"""EnvRunnerGroup: the EnvRunners of an Algorithm, in this process or as Ray actors.
-
-With `num_env_runners=0` one runner samples in the driver; with N > 0, N runner actors sample in
-parallel, with the CPUs and GPUs the config asks for. `sync_weights` puts new weights into Ray's
-object store once and sends that reference to every runner; every sample request carries it too, so
-a runner that Ray restarted catches up first. `sample()` waits for the healthy runners;
-`fetch_ready_async_samples` keeps requests in flight (async_sampling.py) and takes those done. A
-request to a runner that died fails with a RayActorError, one that hangs times out after
-`sample_timeout_s` (the runner is ended); its sample is dropped whole (env_runner_health.py decides
-whether the runner is back).
+"""EnvRunnerGroup: the EnvRunners of an Algorithm: one in this process (num_env_runners=0) or N Ray
+actors. Weights go into Ray's object store once per `sync_weights`, and every sample request carries
+that reference, so a runner Ray restarted catches up first. A failed or hung request (over
+`sample_timeout_s`; the runner is ended) loses its sample; env_runner_health.py decides what next.
 """
 
 import contextlib
@@ -33,11 +27,6 @@ from rlcourse.utils.resources import current_placement_group, env_runner_options
 STARTUP_TIMEOUT_S = 120
 
 
-def env_runner_class(config) -> type:
-    """MultiAgentEnvRunner for a config with multi_agent(policies=...), else SingleAgentEnvRunner."""
-    return MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner
-
-
 class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
@@ -45,13 +34,12 @@ class EnvRunnerGroup:
                  on_recreated: Callable[[list[int]], None] | None = None,
                  env_to_module: EnvToModulePipeline | None = None):
         self.config = config
-        # Connector statistics: the runners' new ones are merged (by the Algorithm's pipeline,
-        # `env_to_module`) as their samples arrive; the merged ones go out with the weights.
+        # Runners' new connector statistics are merged by `env_to_module`, and sent with the weights.
         self.env_to_module = env_to_module
         self.env_to_module_state: list | None = None
         self._beside_weights: dict[str, Any] = {}  # connector statistics' ref, epsilon (if any)
         n = config.num_env_runners if num_env_runners is None else num_env_runners
-        runner_class = env_runner_class(config)
+        runner_class = MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner
         self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
         # Inside a Tune trial, the runners go into the trial's placement group, which reserved them.
         own_group = n and config.placement_strategy and current_placement_group() is None
@@ -106,16 +94,10 @@ class EnvRunnerGroup:
     def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
                      env_to_module_state: list | None = None, epsilon: float | None = None
                      ) -> None:
-        """Give every runner `weights`: one `ray.put`, then one `set_weights` call per runner actor.
-
-        The calls are not waited for, yet a runner answers whatever it is asked next with these
-        weights: Ray runs one caller's calls to an actor in the order they were sent. Versions only
-        grow: the next one, or `weights_seq_no` if later (IMPALA numbers them by learner updates),
-        so restored weights are never ignored as "older". The connectors' merged statistics go
-        with them (`env_to_module_state`, if given, replaces them first: a checkpoint's, or the
-        training runners' for evaluation runners). So does `epsilon`, the exploration of
-        epsilon-greedy runners (None: none to send).
-        """
+        """Give every runner `weights` (one `ray.put`, one unawaited `set_weights` call per actor: Ray
+        runs them before the actor's next request), with the merged connector statistics (replaced
+        first by `env_to_module_state` if given) and `epsilon`. Versions only grow: the next, or
+        `weights_seq_no` if later (IMPALA counts learner updates), so restored weights count as new."""
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if env_to_module_state is not None:
             self.env_to_module_state = env_to_module_state
@@ -139,6 +121,11 @@ class EnvRunnerGroup:
             self.env_to_module_state = self.env_to_module.merge_states(self.env_to_module_state,
                                                                        [buffers])
 
+    def _sample_locally(self, **sample_kwargs: Any) -> SampleResult:
+        result = self.local_env_runner.sample_and_get_metrics(**sample_kwargs)
+        self._merge_env_to_module_buffers(result.env_to_module_buffers)
+        return result
+
     def _collect_weight_deliveries(self) -> None:
         """Take the answers of finished set_weights calls (a runner that died meanwhile fails its
         next sample request, or was restarted and that request brings it the weights)."""
@@ -156,17 +143,12 @@ class EnvRunnerGroup:
 
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
                explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
-        """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners.
-
-        Returns the episodes and each answering runner's metrics. A runner that fails loses its
-        share; the shortfall is requested again from the healthy runners.
-        """
+        """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners; a
+        failed runner's share is asked again of the others. Returns episodes and runners' metrics."""
         if self.local_env_runner is not None:
-            runner = self.local_env_runner
-            episodes = runner.sample(num_timesteps, num_episodes, explore)
-            if runner.env_to_module is not None:
-                self._merge_env_to_module_buffers(runner.env_to_module.pop_buffers())
-            return episodes, [runner.get_metrics()]
+            result = self._sample_locally(num_timesteps=num_timesteps, num_episodes=num_episodes,
+                                          explore=explore)
+            return result.episodes, [result.metrics]
         episodes: list[SingleAgentEpisode] = []
         metrics: list[dict] = []
         steps = done = 0  # env steps and finished episodes received so far
@@ -196,9 +178,7 @@ class EnvRunnerGroup:
         """Keep up to `max_requests_in_flight` sample requests running on each healthy runner and
         return the results of those that are done, without waiting for the slowest runner."""
         if self.local_env_runner is not None:  # no actors: sample here, synchronously
-            result = self.local_env_runner.sample_and_get_metrics()
-            self._merge_env_to_module_buffers(result.env_to_module_buffers)
-            return [result]
+            return [self._sample_locally()]
         requests = self._async_requests()
         refs = requests.top_up(max_requests_in_flight)
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)

@@ -1,13 +1,9 @@
-"""Which EnvRunner actors are healthy, and what a failed request does to one (RLlib keeps this in its
-FaultTolerantActorManager; here it is the part of EnvRunnerGroup that deals with failures).
-
-Runner actors are created with Ray's `max_restarts`, so Ray starts a new process when one dies. After
-a failed request the runner is probed with `ping` until it answers (it was restarted) or
-`env_runner_health_probe_timeout_s` passes. A runner that does not come back is marked unhealthy and
-probed again in the background: with `ignore_env_runner_failures` the others go on meanwhile,
-otherwise the run stops. A runner that fails `num_consecutive_env_runner_failures_tolerance` requests
-in a row (an env that always crashes or hangs) ends the run either way: restarting it once more
-would not help. A runner's process id tells a restart apart from a runner that merely answered late.
+"""Which EnvRunner actors are healthy, and what a failed request does to one (RLlib: its
+FaultTolerantActorManager). Ray restarts a dead runner actor (`max_restarts`); after a failed request
+the runner is pinged until it answers or `env_runner_health_probe_timeout_s` passes. One that does not
+come back is probed in the background; meanwhile the others go on only with
+`ignore_env_runner_failures`. `num_consecutive_env_runner_failures_tolerance` failed requests in a row
+(an env that always crashes or hangs) end the run: a restart would not help.
 """
 
 import time
@@ -24,14 +20,15 @@ class EnvRunnerFailure(RuntimeError):
 
 
 class EnvRunnerHealth:
-    """The health of `actors` (EnvRunner actor handles), kept by their EnvRunnerGroup."""
+    """The health of `actors` (EnvRunner actor handles), kept by their EnvRunnerGroup. A runner's
+    process id tells a restart apart from a runner that merely answered late."""
 
     def __init__(self, config, actors: list, on_recreated: Callable[[list[int]], None] | None):
         self.config = config
         self.actors = actors
         self.on_recreated = on_recreated  # called with the indices of restarted runners
         self.healthy = [True] * len(actors)
-        self.pids: list[int | None] = [None] * len(actors)  # a new pid means Ray restarted it
+        self.pids: list[int | None] = [None] * len(actors)
         self.num_restarts = 0
         self.num_failures = 0
         self._consecutive_failures = [0] * len(actors)  # failed requests since the last good one

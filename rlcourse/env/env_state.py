@@ -1,15 +1,9 @@
-"""An environment's state as plain data, so a checkpoint can continue episodes exactly where they were.
+"""An env's state as plain data, so a checkpoint continues episodes exactly where they were.
 
-A gymnasium env keeps its state in attributes: CartPole's `state`, the TimeLimit wrapper's
-`_elapsed_steps`, the random generator `_np_random`. `get_env_state` collects the attributes of the
-env and of each wrapper around it that hold plain data (numbers, strings, NumPy arrays, random
-generators, and lists, tuples and string-keyed dicts of those); `set_env_state` puts them back into a
-freshly built env of the same kind. Attributes holding anything else (spaces, renderers, simulator
-handles) are rebuilt by the env's constructor. An env whose state needs more can define
-`get_state() -> dict` and `set_state(dict)` itself, returning plain data; those are used instead.
-
-`to_plain` / `from_plain` (rlcourse/utils/serialization.py) turn such state into JSON-compatible
-values: no pickle, so loading a checkpoint can never run code.
+A gymnasium env keeps its state in attributes (CartPole's `state`, TimeLimit's `_elapsed_steps`,
+`_np_random`): the env's and each wrapper's attributes that hold plain data (serialization.py: no
+pickle, so loading a checkpoint never runs code) are saved; the constructor rebuilds the rest (spaces,
+renderers, handles). An env can define `get_state() -> dict` and `set_state(dict)` instead.
 """
 
 import contextlib
@@ -39,7 +33,6 @@ def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
         for name, value in vars(layer).items():
             if name == "env":
                 continue
-            # Spaces, renderers, handles are not plain data: the env's constructor makes them anew.
             with contextlib.suppress(NotPlainData):
                 state[name] = to_plain(value)
         states.append(state)

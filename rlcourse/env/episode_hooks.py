@@ -1,10 +1,6 @@
-"""Episode callbacks on an EnvRunner: `on_episode_start`, `on_episode_step`, `on_episode_end`.
-
-The runner steps all sub-envs at once into NumPy buffers and builds episodes after each sample, so a
-runner without callbacks pays nothing here. With callbacks, each sub-env's running episode is a
-`RunningEpisode`: what the hooks read while it runs, and its `custom_data` dict, which the finished
-SingleAgentEpisode carries into `on_episode_end` (RLlib: `episode.custom_data`). Steps are recorded
-only when `on_episode_step` is overridden: it costs a Python call per sub-env and step.
+"""Episode callbacks on an EnvRunner (`on_episode_start`, `on_episode_step`, `on_episode_end`): the
+runner steps its sub-envs into NumPy buffers, so only a runner with callbacks keeps a `RunningEpisode`
+per sub-env, and records steps only if `on_episode_step` is overridden (a Python call per step).
 """
 
 from collections import deque
@@ -17,13 +13,12 @@ from rlcourse.utils.serialization import NotPlainData, from_plain, to_plain
 
 
 class RunningEpisode:
-    """An episode while it runs, as on_episode_start and on_episode_step see it: everything since
-    its reset (across sample() calls), and `custom_data` for what your hooks collect."""
+    """An episode while it runs, as on_episode_start and on_episode_step see it: everything since its
+    reset, and `custom_data` for what your hooks collect (the finished episode carries it on)."""
 
     def __init__(self, first_obs: np.ndarray, first_info: dict):
         self.custom_data: dict[str, Any] = {}
-        # Copies: the vector env reuses its arrays (copy=False), and runner buffers should not be
-        # kept alive by a running episode.
+        # Copies: the vector env reuses its arrays (copy=False), and runner buffers should not live on.
         self._observations = [np.array(first_obs)]
         self._infos = [first_info]
         self._actions: list = []
@@ -57,8 +52,7 @@ class RunningEpisode:
         return float(sum(self._rewards))
 
     def get_state(self) -> dict:
-        """Plain data for checkpoints. Infos are not kept: after a restore, those of earlier steps
-        read as {}."""
+        """Plain data for checkpoints (without infos: after a restore, earlier steps' read as {})."""
         try:
             custom_data = to_plain(self.custom_data)
         except NotPlainData as e:

@@ -1,15 +1,10 @@
 """MultiAgentEnvRunner: steps copies of a MultiAgentEnv with one inference module per module id.
 
-What every runner shares (seeding, weights, the frame of `sample()`, metrics, NaN checks and
-timeouts) is in env_runner.py; this file is the multi-agent sample loop. In each step it asks every
-sub-env's episode which agents must act, groups their observations by module
-(`policy_mapping_fn(agent_id, episode)`, fixed per agent and episode) and runs ONE forward pass per
-module over all sub-envs, then hands each sub-env its action dict. Sub-envs reset in the step that
-ends their episode (like SAME_STEP). `sample()` returns MultiAgentEpisodes (as NumPy, `to_numpy()`);
-an unfinished one is `cut()` and continues in the next call.
-Weights arrive as {module_id: weights}; the default modules run in NumPy (no torch here).
-Connectors, reward clipping, episode hooks and sub-env restarts are single-agent only:
-`AlgorithmConfig.validate()` refuses them for a multi-agent config.
+Each step groups the ready agents' observations by module (`policy_mapping_fn(agent_id, episode)`,
+fixed per agent and episode), runs ONE forward pass per module over all sub-envs and hands each
+sub-env its action dict. It returns MultiAgentEpisodes as NumPy; an unfinished one is `cut()` and goes
+on in the next call. Connectors, reward clipping, episode hooks and sub-env restarts are single-agent
+only (`AlgorithmConfig.validate()` refuses them here).
 """
 
 from collections.abc import Callable
@@ -26,7 +21,12 @@ from rlcourse.core.rl_module.multi_rl_module_spec import (
 )
 from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 from rlcourse.env.env_context import EnvContext
-from rlcourse.env.env_runner import EPISODES_MODE_STEPS, EnvRunner, build_inference_module
+from rlcourse.env.env_runner import (
+    EPISODES_MODE_STEPS,
+    EnvRunner,
+    build_inference_module,
+    first_non_finite,
+)
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
     ModuleID,
@@ -61,13 +61,10 @@ class MultiAgentEnvRunner(EnvRunner):
             for k, (mid, (obs_space, act_space)) in enumerate(self.module_spaces.items())}
         self._checked: set[tuple] = set()  # (agent, module) pairs whose spaces were compared
 
-    # -- weights and health -----------------------------------------------------------------
-
     def set_weights(self, weights: dict[ModuleID, dict[str, np.ndarray]],
                     weights_seq_no: int | None = None, env_to_module_state: list | None = None,
                     epsilon: float | None = None) -> None:
-        """As EnvRunner's, with weights as {module_id: module weights}; modules left out keep
-        theirs."""
+        """As EnvRunner's, with weights as {module_id: weights}; modules left out keep theirs."""
         unknown = set(weights) - set(self.modules)
         if unknown:
             raise ValueError(f"set_weights(): no module {sorted(map(repr, unknown))[0]} on this "
@@ -88,17 +85,14 @@ class MultiAgentEnvRunner(EnvRunner):
         """{module_id: (observation_space, action_space)}."""
         return dict(self.module_spaces)
 
-    # -- sampling ---------------------------------------------------------------------------
-
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
                       ) -> list[MultiAgentEpisode]:
-        """The episodes that ended within `steps` env steps, and the chunks of those still going
-        on (cut: they continue in the next call)."""
+        """The episodes that ended within `steps` env steps, and cut chunks of those going on."""
         if self._needs_reset:
             self._reset()
         episodes = self._run(steps, explore, deadline)
         for i, episode in enumerate(self._episodes):
-            self._count_chunk(i, episode)
+            self._add_returns(i, episode)
             if len(episode):
                 episodes.append(episode)
             self._episodes[i] = episode.cut()
@@ -186,9 +180,7 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _finish(self, i: int, episode: MultiAgentEpisode) -> None:
         """Record a finished episode's returns (all its chunks): in total, per agent, per module."""
-        running = self._running[i]
-        for agent_id, ret in episode.get_agent_returns().items():
-            running[agent_id] = running.get(agent_id, 0.0) + ret
+        running = self._add_returns(i, episode)
         self._episode_returns.append(sum(running.values()))
         self._episode_lens.append(episode.env_t)
         for agent_id, ret in running.items():
@@ -197,11 +189,12 @@ class MultiAgentEnvRunner(EnvRunner):
             self._module_returns.setdefault(module_id, []).append(ret)
         self._running[i] = {}
 
-    def _count_chunk(self, i: int, episode: MultiAgentEpisode) -> None:
-        """Add a chunk that goes on in the next sample() to its episode's running returns."""
+    def _add_returns(self, i: int, episode: MultiAgentEpisode) -> dict:
+        """Add a chunk's rewards to sub-env i's running returns per agent; returns those."""
         running = self._running[i]
         for agent_id, ret in episode.get_agent_returns().items():
             running[agent_id] = running.get(agent_id, 0.0) + ret
+        return running
 
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
                          ) -> list[MultiAgentEpisode]:
@@ -220,13 +213,11 @@ class MultiAgentEnvRunner(EnvRunner):
             for agent_id, agent_episode in episode.to_numpy().agent_episodes.items():
                 for field, values in (("reward", agent_episode.rewards),
                                       ("obs", agent_episode.observations)):
-                    if values.dtype.kind in "fc" and not np.isfinite(values).all():
-                        t = int(np.argwhere(~np.isfinite(values))[0][0])
+                    at = first_non_finite(values)
+                    if at is not None:
                         self._non_finite(field, f"agent {agent_id!r} of episode {episode.id_[:8]}",
-                                         agent_episode.t_started + t, values[t])
+                                         agent_episode.t_started + at[0], values[at[0]])
         return episodes
-
-    # -- metrics and state ------------------------------------------------------------------
 
     def _reset_metrics(self) -> None:
         super()._reset_metrics()

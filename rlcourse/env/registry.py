@@ -1,7 +1,5 @@
-"""Where environments come from: gymnasium ids, `register_env` names, or env classes.
-
-The driver resolves the creator once and ships it to each EnvRunner actor when the actor is built,
-so a name registered in a notebook works on every runner (they do not share this module's dict).
+"""Where environments come from: gymnasium ids, `register_env` names, or env classes. The driver
+resolves the creator and ships it to each runner actor, so a name registered in a notebook works there.
 """
 
 import inspect
@@ -31,25 +29,6 @@ def is_registered(name: str) -> bool:
     return name in _REGISTRY
 
 
-def _make_gym_id(env_id: str) -> EnvCreator:
-    def creator(ctx: EnvContext) -> gym.Env:
-        return gym.make(env_id, **ctx)
-    return creator
-
-
-def _make_class(env_cls: type) -> EnvCreator:
-    try:
-        inspect.signature(env_cls).bind(EnvContext({}))
-    except TypeError:
-        raise ValueError(f"{env_cls.__name__} is built as {env_cls.__name__}(env_config), with the "
-                         "EnvContext: give its __init__ a config argument, e.g. "
-                         "def __init__(self, config=None).") from None
-
-    def creator(ctx: EnvContext) -> gym.Env:
-        return env_cls(ctx)
-    return creator
-
-
 def get_env_creator(env: Any) -> EnvCreator:
     """Resolve the `env` setting of `AlgorithmConfig.environment()` to a creator function."""
     if isinstance(env, str):
@@ -62,30 +41,30 @@ def get_env_creator(env: Any) -> EnvCreator:
                 f"no env is registered under this name ({e}). Use a gymnasium id such as "
                 f"'CartPole-v1', call rlcourse.register_env({env!r}, creator) first, or pass a "
                 "gymnasium.Env subclass.") from None
-        return _make_gym_id(env)
+        return lambda ctx: gym.make(env, **ctx)
     if isinstance(env, type) and issubclass(env, gym.Env):
-        return _make_class(env)
+        try:
+            inspect.signature(env).bind(EnvContext({}))
+        except TypeError:
+            raise ValueError(f"{env.__name__} is built as {env.__name__}(env_config), with the "
+                             "EnvContext: give its __init__ a config argument, e.g. "
+                             "def __init__(self, config=None).") from None
     if callable(env):
-        return env
+        return env  # a creator function, or an env class: called with the EnvContext
     raise ValueError("expected a gymnasium id, a name given to register_env, a gymnasium.Env "
                      "subclass, or a creator function.")
 
 
 def env_name(env: Any) -> str:
-    """How error messages name the `env` setting: its gymnasium id or registered name, or the name
-    of its class or creator function."""
+    """How error messages name the `env` setting: its id or registered name, or its class's or
+    function's name."""
     return env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)
-
-
-GYMNASIUM_API = ("gymnasium's API: reset(*, seed=None, options=None) -> (obs, info) and "
-                 "step(action) -> (obs, reward, terminated, truncated, info)")
 
 
 def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env"
                  ) -> tuple[gym.Space, gym.Space]:
-    """Build, reset and step one env in the driver to learn its spaces and check that it follows
-    gymnasium's API. A broken env fails here, at build_algo(), with its own error, instead of later
-    inside a runner actor."""
+    """Build, reset and step one env in the driver to learn its spaces and check gymnasium's API, so
+    a broken env fails at build_algo() with its own error, not later inside a runner actor."""
     try:
         env = env_creator(EnvContext(env_config))
     except Exception as e:
@@ -126,22 +105,20 @@ def _checked_reset(env: gym.Env, name: str) -> Any:
 
 
 def _describe(value: Any) -> str:
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} values"
-    return f"a {type(value).__name__}"
+    return f"a tuple of {len(value)} values" if isinstance(value, tuple) else f"a {type(value).__name__}"
 
 
 def _old_api_error(name: str, what: str) -> TypeError:
     return TypeError(
-        f"Env {name!r} follows the old gym API: its {what}. rlcourse (like RLlib) uses "
-        f"{GYMNASIUM_API}. Update the env, or wrap an old gym env with shimmy's "
+        f"Env {name!r} follows the old gym API: its {what}. rlcourse (like RLlib) uses gymnasium's "
+        "API: reset(*, seed=None, options=None) -> (obs, info) and step(action) -> (obs, reward, "
+        "terminated, truncated, info). Update the env, or wrap an old gym env with shimmy's "
         "GymV21CompatibilityV0(env=...) in your env creator.")
 
 
 def check_same_spaces(name: str, expected: tuple[gym.Space, gym.Space],
                       runner_spaces: list[tuple[gym.Space, gym.Space]]) -> None:
-    """Every runner's env must have the spaces of the env probed in the driver, which sized the
-    model: an env_config that depends on worker_index may change values, not shapes or sizes."""
+    """Every runner's env must have the spaces of the env probed in the driver, which sized the model."""
     for index, spaces in enumerate(runner_spaces, start=1):
         for kind, have, want in zip(("observation_space", "action_space"), spaces, expected,
                                     strict=True):

@@ -1,9 +1,3 @@
-"""SampleResult: what a runner actor answers to one sample request (`sample_and_get_metrics`).
-
-EnvRunner and MultiAgentEnvRunner both answer with it; EnvRunnerGroup reads it, and Ape-X's replay
-shards take it straight from the runner's ObjectRef.
-"""
-
 from dataclasses import dataclass
 
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -11,9 +5,9 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 @dataclass
 class SampleResult:
-    """A runner's answer to one sample request: episodes and their metrics, plus where they came from
-    (the weights version they were sampled with, for IMPALA's policy lag, and the runner's process,
-    for noticing that Ray restarted it)."""
+    """A runner's answer to one sample request (`EnvRunner.sample_and_get_metrics`): episodes, their
+    metrics, the weights version they were sampled with (IMPALA's policy lag) and the runner's process
+    id (a new one means Ray restarted it)."""
 
     episodes: list[SingleAgentEpisode]
     metrics: dict  # what get_metrics() reports: finished episodes' returns and lengths, env steps

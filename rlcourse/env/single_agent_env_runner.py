@@ -1,16 +1,8 @@
-"""SingleAgentEnvRunner: steps a gymnasium vector env with an inference-only module, returns episodes.
-
-What every runner shares (seeding, weights, the frame of `sample()`, metrics, NaN checks and
-timeouts) is in env_runner.py; this file is the single-agent sample loop and its checkpoint state.
-As in RLlib, `SingleAgentEnvRunner(config=config)` builds one alone, with its own env and a newly
-initialized module. `sample()` writes each step into preallocated [T, N] NumPy buffers (no Python
-object per step), then slices the buffers into SingleAgentEpisodes.
-
-Sub-envs reset themselves in the same step that ends an episode (gymnasium's SAME_STEP autoreset):
-the step returns the new episode's first observation, and the old episode's last one arrives in
-`infos["final_obs"]`. So every step in a buffer is a real transition; none crosses an episode boundary.
-What is not configured costs nothing here: connectors, reward clipping, episode hooks and sub-env
-restarts are each skipped (not run) unless their setting asks for them.
+"""SingleAgentEnvRunner: steps a gymnasium vector env with an inference-only module, writes each
+step into preallocated [T, N] NumPy buffers (no Python object per step), then slices them into
+SingleAgentEpisodes. Sub-envs reset in the step that ends an episode (gymnasium's SAME_STEP autoreset:
+the last observation arrives in `infos["final_obs"]`), so no step in a buffer crosses an episode
+boundary. Connectors, reward clipping, episode hooks and sub-env restarts cost nothing unless set.
 """
 
 from functools import partial
@@ -25,6 +17,7 @@ from rlcourse.env.env_runner import (
     EPISODES_MODE_STEPS,
     EnvRunner,
     build_inference_module,
+    first_non_finite,
     non_finite_field,
 )
 from rlcourse.env.env_state import get_env_state, set_env_state
@@ -34,9 +27,8 @@ from rlcourse.utils.serialization import from_plain, to_plain
 
 
 def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> gym.vector.VectorEnv:
-    """`num_envs_per_env_runner` sub-envs, each built with its own EnvContext; with
-    `restart_failed_sub_environments`, each is rebuilt when it raises (`sub_env_restarts.py`).
-    SYNC steps them one after another in this process, ASYNC gives each its own process."""
+    """`num_envs_per_env_runner` sub-envs, each with its own EnvContext (and rebuilt when it fails,
+    with `restart_failed_sub_environments`). SYNC steps them in this process, ASYNC each in its own."""
     contexts = [EnvContext(config.env_config, worker_index, i, config.num_env_runners)
                 for i in range(config.num_envs_per_env_runner)]
     if config.restart_failed_sub_environments:
@@ -89,8 +81,6 @@ class SingleAgentEnvRunner(EnvRunner):
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         return self.observation_space, self.action_space
 
-    # -- sampling ---------------------------------------------------------------------------
-
     def _reset(self) -> None:
         seed = self.seed if self._num_env_steps_lifetime == 0 else None
         obs, infos = self.env.reset(seed=seed)
@@ -104,8 +94,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
                       ) -> list[SingleAgentEpisode]:
-        """Run `steps` vector steps into [T, N] buffers, check them for NaNs, then slice them into
-        episode chunks."""
+        """Run `steps` vector steps into [T, N] buffers, check them for NaNs, slice them into chunks."""
         if self._needs_reset:
             self._reset()
         n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
@@ -157,14 +146,12 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _check_finite(self, obs: np.ndarray, rewards: np.ndarray,
                       final_obs: dict[tuple[int, int], np.ndarray]) -> None:
-        """Raise NonFiniteEnvData for a NaN or infinite reward or observation in this sample's
-        buffers: one `np.isfinite` over each [T, N] array, not one per step."""
-        if not np.isfinite(rewards).all():
-            t, i = np.argwhere(~np.isfinite(rewards))[0]
-            self._non_finite("reward", f"sub-env {i}", int(t), rewards[t, i])
-        if obs.dtype.kind in "fc" and not np.isfinite(obs).all():
-            t, i = np.argwhere(~np.isfinite(obs.reshape(*obs.shape[:2], -1)).all(axis=2))[0]
-            self._non_finite("obs", f"sub-env {i}", int(t), obs[t, i])
+        """Raise NonFiniteEnvData for a NaN or infinite reward or observation in this sample:
+        one `np.isfinite` per [T, N] buffer, not one per step."""
+        for field, values in (("reward", rewards), ("obs", obs)):
+            at = first_non_finite(values)
+            if at is not None:
+                self._non_finite(field, f"sub-env {at[1]}", at[0], values[at[0], at[1]])
         for (t, i), last in final_obs.items():
             if non_finite_field(last) is not None:
                 self._non_finite("obs", f"sub-env {i}", t + 1, last)
@@ -177,7 +164,10 @@ class SingleAgentEnvRunner(EnvRunner):
             start = 0
             for t in np.flatnonzero(done[:, i]):
                 if (t, i) in failed:  # a broken episode: its last chunk never reaches a batch
-                    self._drop_broken_episode(i)
+                    self._num_sub_env_restarts += 1
+                    if self.hooks:
+                        self.hooks.custom_data(i, is_done=True)  # its hooks' data goes with it
+                    self._next_episode(i)
                     start = t + 1
                     continue
                 # A Discrete env may return a Python int: make it a row of the buffer's dtype.
@@ -210,16 +200,13 @@ class SingleAgentEnvRunner(EnvRunner):
             self._episode_lens.append(episode.t)
             if self.hooks:
                 self.hooks.on_episode_end(i, episode)
-            self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
-            self._running_returns[i] = 0.0
+            self._next_episode(i)
         else:
             self._t_started[i] = episode.t
         return episode
 
-    def _drop_broken_episode(self, i: int) -> None:
-        self._num_sub_env_restarts += 1
-        if self.hooks:
-            self.hooks.custom_data(i, is_done=True)  # its hooks' data goes with it
+    def _next_episode(self, i: int) -> None:
+        """Sub-env i's next chunk starts a new episode."""
         self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
         self._running_returns[i] = 0.0
 
@@ -240,28 +227,20 @@ class SingleAgentEnvRunner(EnvRunner):
         self._needs_reset = True  # the envs are mid-episode in episodes nobody will see
         return finished[:num_episodes]
 
-    # -- checkpoint state and life cycle ----------------------------------------------------
-
     def get_state(self) -> dict:
-        """Everything needed to continue sampling exactly here, as plain data (env_state.py): the
-        step count, the module's random generator, the connectors' statistics and where the
-        sub-envs' episodes stand (their envs, observations, ids, start steps, running returns and
-        the hooks' data). Between episodes, or for an ASYNC vector env (whose sub-envs live in
-        other processes, so their episodes restart), only the envs' random generators are kept."""
+        """What continues sampling exactly here, as plain data: step count, random generators,
+        connector statistics and the running episodes (none before the first sample, after whole
+        episodes, or for an ASYNC vector env, whose sub-envs live in other processes)."""
         sync = isinstance(self.env, SyncVectorEnv)
         envs = [get_env_state(env) for env in self.env.envs] if sync else None
-        state = {"num_env_steps_lifetime": self._num_env_steps_lifetime,
-                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
-                 "episodes": None, "envs": None,
-                 "env_to_module": self.env_to_module.get_state() if self.env_to_module else []}
-        if sync and not self._needs_reset:
-            state["episodes"] = {
-                "obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
-                "running_returns": self._running_returns, "envs": envs,
-                "hooks": self.hooks.get_state() if self.hooks else None}
-        else:
-            state["envs"] = envs
-        return state
+        running = sync and not self._needs_reset
+        episodes = {"obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
+                    "running_returns": self._running_returns, "envs": envs,
+                    "hooks": self.hooks.get_state() if self.hooks else None} if running else None
+        return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
+                "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
+                "episodes": episodes, "envs": None if running else envs,
+                "env_to_module": self.env_to_module.get_state() if self.env_to_module else []}
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]

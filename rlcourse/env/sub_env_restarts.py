@@ -1,18 +1,12 @@
-"""RestartOnFailure: a sub-env that raises is rebuilt, and its broken episode is marked for dropping.
+"""RestartOnFailure (`restart_failed_sub_environments=True`): a sub-env that crashes now and then
+costs one episode, not the run.
 
-Used when `config.fault_tolerance(restart_failed_sub_environments=True)`. A simulator that crashes
-now and then should cost one episode, not the run:
-
-  * `step()` raises, or returns a NaN or infinite observation or reward (env_runner.py) -> the
-    env is rebuilt with the same creator and EnvContext, and the step is reported as a truncation
-    with `info["env_failure"]` set. The vector env resets the new env (as after any episode end) and
-    the EnvRunner drops the broken chunk, so no transition into or out of the failure reaches a batch.
-  * `reset()` raises (or returns a non-finite observation) -> the env is rebuilt and reset again, up
-    to `MAX_RESET_ATTEMPTS` times; then the last error surfaces.
-  * An env that fails again and again, with no good step in between, is broken rather than unlucky:
-    after `num_consecutive_sub_env_failures_tolerance` such restarts in a row, `SubEnvFailure` ends
-    the run instead of rebuilding it forever (each rebuild's broken episode is dropped, so training
-    would otherwise wait for data that never comes).
+  * `step()` raises or returns non-finite data -> the env is rebuilt (same creator and EnvContext)
+    and the step is reported as a truncation with `info["env_failure"]`; the vector env resets the
+    new env and the EnvRunner drops the broken chunk, so no transition across the failure is trained on.
+  * `reset()` fails -> rebuild and reset again, up to `MAX_RESET_ATTEMPTS` times.
+  * More than `num_consecutive_sub_env_failures_tolerance` failures in a row, with no good step in
+    between, mean a broken env: `SubEnvFailure` ends the run instead of rebuilding it forever.
 """
 
 import contextlib
@@ -30,30 +24,28 @@ class SubEnvFailure(RuntimeError):
 
 
 class RestartOnFailure(gym.Wrapper):
-    """Rebuilds the wrapped env with `env_creator(context)` when it raises or returns non-finite data.
-    """
+    """Rebuilds the wrapped env with `env_creator(context)` when it raises or returns non-finite data."""
 
     def __init__(self, env_creator, context, max_consecutive_failures: int):
         super().__init__(env_creator(context))
         self.env_creator = env_creator
         self.context = context
         self.max_consecutive_failures = max_consecutive_failures
-        self.num_restarts = 0
         self.num_consecutive_failures = 0  # failures since the last good step
 
     def _rebuild(self, error: Exception) -> None:
         self.num_consecutive_failures += 1
         if self.num_consecutive_failures > self.max_consecutive_failures:
+            name = self.env.spec.id if self.env.spec is not None else type(self.env.unwrapped).__name__
             raise SubEnvFailure(
                 f"Sub-env {self.context.vector_index} of EnvRunner {self.context.worker_index} "
-                f"({_name(self.env)}) failed {self.num_consecutive_failures} times in a row, each "
+                f"({name}) failed {self.num_consecutive_failures} times in a row, each "
                 f"time right after being rebuilt; the last error: {type(error).__name__}: {error}. "
                 "Fix the env (its error is chained below), or raise config.fault_tolerance("
                 "num_consecutive_sub_env_failures_tolerance=...) if it just fails often.") from error
         with contextlib.suppress(Exception):  # the broken env may fail to close too; it is dropped
             self.env.close()
         self.env = self.env_creator(self.context)
-        self.num_restarts += 1
 
     def step(self, action: Any):
         try:
@@ -68,17 +60,15 @@ class RestartOnFailure(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def reset(self, **kwargs: Any):
-        for _ in range(MAX_RESET_ATTEMPTS - 1):
+        for attempt in range(MAX_RESET_ATTEMPTS):
             try:
-                return self._checked_reset(**kwargs)
+                obs, info = self.env.reset(**kwargs)
+                _check_finite(obs)
+                return obs, info
             except Exception as e:
+                if attempt == MAX_RESET_ATTEMPTS - 1:
+                    raise  # the last attempt's error surfaces
                 self._rebuild(e)
-        return self._checked_reset(**kwargs)  # the last attempt's error surfaces
-
-    def _checked_reset(self, **kwargs: Any):
-        obs, info = self.env.reset(**kwargs)
-        _check_finite(obs)
-        return obs, info
 
 
 def _check_finite(obs: Any, reward: Any = 0.0) -> None:
@@ -86,8 +76,3 @@ def _check_finite(obs: Any, reward: Any = 0.0) -> None:
     if field is not None:
         value = reward if field == "reward" else obs
         raise NonFiniteEnvData(f"non-finite {field}: {value!r}")
-
-
-def _name(env: gym.Env) -> str:
-    """The env's gymnasium id, or its class name."""
-    return env.spec.id if env.spec is not None else type(env.unwrapped).__name__

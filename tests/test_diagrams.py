@@ -8,19 +8,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from rlcourse.course import diagrams, serving_diagrams  # noqa: E402
+from rlcourse.course import diagrams, scaling_diagrams, serving_diagrams  # noqa: E402
 
 
 @pytest.mark.parametrize("draw", [diagrams.rl_loop, diagrams.discounting, diagrams.episode_chunk,
                                   diagrams.clipped_objective, diagrams.data_walk,
-                                  diagrams.impala_pipeline, diagrams.all_reduce,
-                                  lambda show: diagrams.ppo_vs_impala(
+                                  scaling_diagrams.impala_pipeline, scaling_diagrams.all_reduce,
+                                  lambda show: scaling_diagrams.ppo_vs_impala(
                                       [("sample", 0.5), ("update", 0.4), ("sync weights", 0.01)],
                                       show=show),
-                                  lambda show: diagrams.throughput_bars(
+                                  lambda show: scaling_diagrams.throughput_bars(
                                       {("slow", "SYNC"): 180.0, ("slow", "ASYNC"): 650.0},
                                       ("slow", {"SYNC": 200.0, "ASYNC": 800.0}), show=show),
-                                  lambda show: diagrams.runners_on_nodes(
+                                  lambda show: scaling_diagrams.runners_on_nodes(
                                       [{"nodes": ["head", "worker-1"], "seconds": 1.0},
                                        {"nodes": ["head", "head"], "seconds": 3.0}],
                                       lost_after=1, show=show)])

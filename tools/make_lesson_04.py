@@ -192,7 +192,7 @@ predict_steps_per_s = check_vectorize_prediction(predict_steps_per_s)
 sync_prediction = predict_steps_per_s(4, 0.005, "SYNC")
 async_prediction = predict_steps_per_s(4, 0.005, "ASYNC")"""),
     md("""Now measure it: one runner with 4 sub-envs, both env kinds, both modes."""),
-    code("""from rlcourse.course.diagrams import throughput_bars
+    code("""from rlcourse.course.scaling_diagrams import throughput_bars
 from rlcourse.course.scaling import ENV_KINDS, measure_throughput, scaling_config
 
 vectorize = {}
@@ -218,7 +218,7 @@ K shards; each learner computes the gradient of the loss on its own shard, and t
 **all-reduce**: every learner sends its gradient and receives the sum of all of them, so every
 learner takes the same, averaged step and the copies stay identical. (`rlcourse` weights each
 shard's gradient by its size, so the average equals the gradient of the whole batch.)"""),
-    code("""from rlcourse.course.diagrams import all_reduce
+    code("""from rlcourse.course.scaling_diagrams import all_reduce
 
 all_reduce()"""),
     md("""

@@ -52,7 +52,7 @@ those of `tuned_examples/ppo/cartpole_ppo.py` (PPOConfig's defaults are RLlib's,
 problems).
 """),
     code("""
-from rlcourse.course.diagrams import ppo_vs_impala
+from rlcourse.course.scaling_diagrams import ppo_vs_impala
 
 ppo_config = layout(PPOConfig()).training(
     lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6, lambda_=0.95,
@@ -84,7 +84,7 @@ IMPALA (Espeholt et al., 2018) keeps the runners sampling all the time and learn
   to every runner, which takes them after the requests it is already working on.
 """),
     code("""
-from rlcourse.course.diagrams import impala_pipeline
+from rlcourse.course.scaling_diagrams import impala_pipeline
 
 impala_pipeline()
 """),

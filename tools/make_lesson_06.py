@@ -55,7 +55,7 @@ from IPython.display import display
 import rlcourse
 from rlcourse import PPOConfig
 from rlcourse.course.cluster import LocalCluster
-from rlcourse.course.diagrams import runners_on_nodes
+from rlcourse.course.scaling_diagrams import runners_on_nodes
 
 cluster = LocalCluster(num_workers=1, head_cpus=1, worker_cpus=1, object_store_mb=150)
 cluster.connect()  # this notebook becomes the cluster's driver

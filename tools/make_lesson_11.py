@@ -139,7 +139,8 @@ in this process): the size of Binder's one CPU and 2 GiB, for both libraries ali
 
 ## 3. PPO on CartPole, side by side
 
-Each library trains until the mean return reaches **200** (of CartPole's 500), or 60 s pass.
+Each library trains until the mean return reaches **200** (of CartPole's 500), or 40,000 env steps
+pass: a budget in env steps, not seconds, so a slow machine takes longer but learns the same.
 The target is 200 rather than 450 to keep the lesson within its two minutes; both curves keep
 rising past it. The clock starts just before `build_algo()` (building is part of the cost) and
 after Ray has started (both share it).
@@ -147,8 +148,8 @@ after Ray has started (both share it).
     code("""
 TARGET = 200.0
 line = display("starting...", display_id=True)
-ppo_runs = {package: side_by_side.run(ppo_cartpole, package, target_return=TARGET, max_seconds=60,
-                                      progress=line.update)
+ppo_runs = {package: side_by_side.run(ppo_cartpole, package, target_return=TARGET,
+                                      max_env_steps=40_000, progress=line.update)
             for package in side_by_side.PACKAGES}
 side_by_side.plot_runs(list(ppo_runs.values()), target=TARGET, title="PPO on CartPole-v1")
 """),
@@ -250,7 +251,7 @@ makes each `train()` last at least 10 s (it collects results over that time); rl
 after each learner update. The shared code cannot set it (rlcourse refuses a setting it does not
 have), so RLlib reports once per 10 s, and the time at which it reached a target is known only to
 within 10 s. So IMPALA gets a **budget** rather than a ratio alone: rlcourse until the mean return
-reaches 150 (or 30 s), RLlib until 150 or 20 s (two of its iterations), and then we compare what
+reaches 150 (or 150,000 env steps), RLlib until 150 or 20 s (two of its iterations), and then we compare what
 each did in its time: env steps per second, and the return reached.
 """),
     code("""
@@ -258,7 +259,7 @@ IMPALA_TARGET = 150.0
 line = display("starting...", display_id=True)
 impala_runs = {
     "rlcourse": side_by_side.run(impala_cartpole, "rlcourse", target_return=IMPALA_TARGET,
-                                 max_seconds=30, progress=line.update),
+                                 max_env_steps=150_000, progress=line.update),
     "ray.rllib": side_by_side.run(impala_cartpole, "ray.rllib", target_return=IMPALA_TARGET,
                                   max_seconds=20, progress=line.update)}
 side_by_side.plot_runs(list(impala_runs.values()), target=IMPALA_TARGET, title="IMPALA on CartPole-v1")
@@ -330,7 +331,7 @@ display(Markdown(side_by_side.diff_markdown(grid_world_ppo)))
 GRID_TARGET = 0.9  # the goal, reached in a few steps from most starting cells (1 - 0.01 per step)
 line = display("starting...", display_id=True)
 grid_runs = {package: side_by_side.run(grid_world_ppo, package, target_return=GRID_TARGET,
-                                       max_seconds=40, progress=line.update)
+                                       max_env_steps=40_000, progress=line.update)
              for package in side_by_side.PACKAGES}
 side_by_side.plot_runs(list(grid_runs.values()), target=GRID_TARGET, title="PPO on a custom GridWorld")
 grid_ratio = compare(grid_runs, GRID_TARGET)

@@ -34,12 +34,6 @@ class AlgorithmStopped(RuntimeError):
     """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
 
 
-def _current_ray_session() -> str:
-    """This driver's job and node in the connected Ray (a new local Ray reuses job ids)."""
-    context = ray.get_runtime_context()
-    return f"{context.get_job_id()}@{context.get_node_id()}"
-
-
 class Algorithm(Checkpointable):
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
@@ -97,7 +91,7 @@ class Algorithm(Checkpointable):
                 space_info(*spaces)  # unsupported spaces fail here
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             resources.init_ray()  # before the checks: they compare requests with the cluster
-            self._ray_session = _current_ray_session()
+            self._ray_session = resources.current_ray_session()
             if resources.current_placement_group() is None:  # a Tune trial's group reserved them already
                 resources.check_cpus(config)
                 resources.check_custom_resources(config)
@@ -146,7 +140,7 @@ class Algorithm(Checkpointable):
     def _same_ray(self) -> bool:
         """Whether the Ray that this algorithm's actors live in (if any) is still connected."""
         return self._ray_session is None or (ray.is_initialized()
-                                             and _current_ray_session() == self._ray_session)
+                                             and resources.current_ray_session() == self._ray_session)
 
     # -- training ---------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 ALGORITHMS = {"PPO": "rlcourse.algorithms.ppo", "IMPALA": "rlcourse.algorithms.impala",
               "DQN": "rlcourse.algorithms.dqn", "SAC": "rlcourse.algorithms.sac",
               "ApexDQN": "rlcourse.algorithms.apex_dqn"}
-_registering = False  # registering builds configs, which call register_with_tune again
+# The Ray sessions (None: before ray.init) where Tune has the names: Tune's registry sends them to
+# the Ray that is up, or to the next one started, and a later Ray starts without them.
+_registered_in: set[str | None] = set()
 
 
 def get_algorithm_class(name: str) -> type["Algorithm"]:
@@ -24,15 +26,21 @@ def get_algorithm_class(name: str) -> type["Algorithm"]:
 
 
 def register_with_tune() -> None:
-    """Where Ray Tune is imported, register every algorithm as a Tune trainable under its name (in
-    this Ray session: each config calls this). Importing rlcourse never imports Tune."""
-    global _registering
-    if _registering or "ray.tune" not in sys.modules:
+    """Where Ray Tune is imported, register every algorithm as a Tune trainable under its name, once
+    per Ray session (each config calls this). Importing rlcourse never imports Tune."""
+    if "ray.tune" not in sys.modules:
         return
-    from rlcourse.tune.trainable import register_trainables
+    import ray
 
-    _registering = True
+    from rlcourse.tune.trainable import register_trainables
+    from rlcourse.utils.resources import current_ray_session
+
+    session = current_ray_session() if ray.is_initialized() else None
+    if session in _registered_in:
+        return
+    _registered_in.add(session)  # first: registering builds configs, which call this again
     try:
         register_trainables({name: get_algorithm_class(name) for name in ALGORITHMS})
-    finally:
-        _registering = False
+    except BaseException:
+        _registered_in.discard(session)
+        raise

@@ -28,6 +28,12 @@ PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot
 OBJECT_STORE_MB = 200
 
 
+def current_ray_session() -> str:
+    """This driver's job and node in the connected Ray (a new local Ray reuses job ids)."""
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}@{context.get_node_id()}"
+
+
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     """Start (or join) Ray without the dashboard and with quiet logs; safe to call again. A new
     local Ray listens on 127.0.0.1 only (local_ray.py), with an object store that fits Binder."""

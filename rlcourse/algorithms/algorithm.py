@@ -240,7 +240,10 @@ class Algorithm(Checkpointable):
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
         """Restore what `get_state` returned; a state that does not fit raises and changes nothing."""
         self._check_usable()
-        restore_algorithm_state(self, state, tensors)
+        restore_algorithm_state(self, state, tensors, self._check_own_state)
+
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        """Refuse what a subclass adds to the state (DQN's replay buffer) before anything is restored."""
 
     @classmethod
     def _build_from_state(cls, state: dict[str, Any], source: str,

@@ -1,12 +1,20 @@
 """What an Algorithm's checkpoint holds (`Algorithm.get_state` / `set_state`): state.json has the
 config, counters, learner, runners' env and connector state and callbacks; learner.pt the tensors.
-A restore checks all of it first (checkpoint_checks.py), so a misfit changes nothing."""
+A restore checks all of it first (checkpoint_checks.py: does it fit; checkpoint_values.py: are its
+values sound), so a misfit or an edited value changes nothing."""
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms.checkpoint_checks import check_restorable, env_layers
+from rlcourse.algorithms.checkpoint_values import (
+    check_counters,
+    check_filter_states,
+    check_model_config,
+)
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
 from rlcourse.utils.checkpoint_contents import config_to_json
+from rlcourse.utils.checkpoints import STATE_JSON, CheckpointError
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -35,9 +43,29 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
     return state, {"learner.pt": tensors}
 
 
-def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any],
-                            tensors: dict[str, Any]) -> None:
-    """Check `algorithm_state`'s result against `algo`, then apply it."""
+def _filter_state(runner: Any) -> list:
+    connectors = getattr(runner, "env_to_module", None)
+    return connectors.get_state() if connectors is not None else []
+
+
+def check_values(algo: "Algorithm", state: dict[str, Any],
+                 check_own: Callable[[dict[str, Any]], None] | None) -> None:
+    """The values checkpoint_values.py checks, and `check_own` (a subclass's part of the state)."""
+    try:
+        check_counters(state)
+        check_filter_states(state, (algo.env_runner_group.foreach_env_runner(_filter_state)
+                                    or [[]])[0])
+        check_model_config(state["config"].get("model_config"),
+                           config_to_json(algo.config).get("model_config"))
+        if check_own is not None:
+            check_own(state)
+    except CheckpointError as e:
+        raise CheckpointError(f"{STATE_JSON}: {e}") from None
+
+
+def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any],
+                            check_own: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Check `algorithm_state`'s result against `algo` (and with `check_own`), then apply it."""
     evaluation = state.get("evaluation_env_runners")  # None: not evaluated yet when saved
     eval_group = algo.eval_env_runner_group
     if evaluation is not None and eval_group is None and algo.config.evaluation_interval:
@@ -46,6 +74,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any],
         check_restorable(state, tensors, algo.config, algo.learner_group.get_state(),
                          algo.env_runner_group.foreach_env_runner(env_layers),
                          eval_group.foreach_env_runner(env_layers) if eval_group else None)
+        check_values(algo, state, check_own)
     except BaseException:
         if eval_group is not algo.eval_env_runner_group:
             eval_group.stop()  # a refused restore leaves the algorithm as it was

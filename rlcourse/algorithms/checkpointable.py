@@ -54,8 +54,10 @@ class Checkpointable(abc.ABC):
         restored = cls._build_from_state(state, f"The checkpoint {path}", allowed)
         try:
             restored.set_state(state, tensors)
-        except BaseException:
+        except BaseException as e:
             restored.stop()
+            if isinstance(e, CheckpointError):
+                raise CheckpointError(f"{path}: {e}") from None
             raise
         restored.on_checkpoint_loaded()
         return restored

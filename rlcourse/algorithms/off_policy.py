@@ -6,9 +6,11 @@ from typing import Any
 import numpy as np
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.checkpoint_values import check_counter, check_in_space
 from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from rlcourse.utils.replay_buffers.replay_buffer_state import check_buffer_state
 from rlcourse.utils.validation import fail
 
 REPLAY_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
@@ -135,10 +137,35 @@ def set_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> floa
     return state["update_credit"]
 
 
-def check_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> None:
-    """Refuse, before anything is restored, a saved buffer of another capacity."""
-    saved = state["replay_buffer"]
-    if saved is not None and saved["capacity"] != buffer.capacity:
-        raise CheckpointError(f"The checkpoint's replay buffer holds {saved['capacity']} env "
-                              f"steps, this algorithm's {buffer.capacity}: use the checkpoint's "
-                              "replay_buffer_config, or Algorithm.from_checkpoint(path).")
+def check_replay_state(state: dict[str, Any], key: str, capacity: int, prioritized: bool,
+                       spaces: tuple, shards: int | None = None) -> None:
+    """Refuse, before anything is restored, `state[key]` unless its counters are numbers >= 0 and its
+    saved buffer (or `shards` of them: Ape-X) is consistent, of this capacity, and holds
+    observations and actions of this algorithm's `spaces`."""
+    saved, field = state.get(key), "replay_buffer" if shards is None else "replay_shards"
+    if not isinstance(saved, dict) or not {"update_credit", field} <= set(saved):
+        raise CheckpointError(f"{key} is missing or lacks update_credit / {field}.")
+    check_counter(saved["update_credit"], f"{key}.update_credit", number=True)
+    if "steps_since_sync" in saved:
+        check_counter(saved["steps_since_sync"], f"{key}.steps_since_sync")
+    buffers, where = saved[field], f"{key}.{field}"
+    if buffers is None:
+        return
+    if shards is not None:
+        if not isinstance(buffers, list) or len(buffers) != shards:
+            count = len(buffers) if isinstance(buffers, list) else buffers
+            raise CheckpointError(f"The checkpoint holds {count} replay shards, this algorithm "
+                                  f"{shards}: use the checkpoint's replay_buffer_config, or "
+                                  "Algorithm.from_checkpoint(path).")
+    else:
+        buffers = [buffers]
+    for i, buffer in enumerate(buffers):
+        here = f"{where}[{i}]" if shards is not None else where
+        if isinstance(buffer, dict) and buffer.get("capacity") != capacity:
+            raise CheckpointError(f"{here}: the checkpoint's replay buffer holds "
+                                  f"{buffer.get('capacity')} env steps, this algorithm's "
+                                  f"{capacity}: use the checkpoint's replay_buffer_config, or "
+                                  "Algorithm.from_checkpoint(path).")
+        for j, episode in enumerate(check_buffer_state(buffer, capacity, prioritized, here)):
+            check_in_space(episode["observations"], spaces[0], f"{here}.episodes[{j}].observations")
+            check_in_space(episode["actions"], spaces[1], f"{here}.episodes[{j}].actions")

@@ -18,7 +18,6 @@ from rlcourse.algorithms.config_validation import check_bool, check_int, check_n
 from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
-from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import fail
 
 SHARD_STARTUP_TIMEOUT_S = 60
@@ -268,12 +267,15 @@ class ApexDQN(Algorithm):
                              "steps_since_sync": self._steps_since_sync, "replay_shards": shards}
         return state, tensors
 
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        rb = self.config.replay_buffer_config
+        off_policy.check_replay_state(state, "apex_dqn", rb["capacity"],
+                                      rb["type"] == "PrioritizedEpisodeReplayBuffer",
+                                      self._module_spaces()[DEFAULT_MODULE_ID],
+                                      shards=len(self.replay_shards))
+
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
         saved = state["apex_dqn"]["replay_shards"]
-        if saved is not None and len(saved) != len(self.replay_shards):
-            raise CheckpointError(f"The checkpoint holds {len(saved)} replay shards, this algorithm "
-                                  f"{len(self.replay_shards)}: use the checkpoint's "
-                                  "replay_buffer_config, or Algorithm.from_checkpoint(path).")
         super().set_state(state, tensors)
         self._update_credit = state["apex_dqn"]["update_credit"]
         self._steps_since_sync = state["apex_dqn"]["steps_since_sync"]

@@ -175,7 +175,11 @@ class SAC(Algorithm):
         state["dqn"] = off_policy.replay_state(self.config, self.replay_buffer, self._update_credit)
         return state, tensors
 
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        buffer = self.replay_buffer
+        off_policy.check_replay_state(state, "dqn", buffer.capacity, buffer.PRIORITIZED,
+                                      self._module_spaces()[DEFAULT_MODULE_ID])
+
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        off_policy.check_replay_state(state["dqn"], self.replay_buffer)
         super().set_state(state, tensors)
         self._update_credit = off_policy.set_replay_state(state["dqn"], self.replay_buffer)

@@ -3,6 +3,7 @@ from typing import Any
 import numpy as np
 
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.replay_buffers.replay_buffer_state import check_buffer_state
 from rlcourse.utils.serialization import from_plain, to_plain
 
 
@@ -14,6 +15,8 @@ class EpisodeReplayBuffer:
     step has a slot (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one
     priority per slot).
     """
+
+    PRIORITIZED = False  # whether get_state holds priorities
 
     def __init__(self, capacity: int = 50_000, seed: int | None = None):
         self.capacity = capacity
@@ -131,12 +134,11 @@ class EpisodeReplayBuffer:
                 "num_episodes_evicted_lifetime": self.num_episodes_evicted_lifetime}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Continue from `get_state()` of a buffer with the same capacity."""
-        if state["capacity"] != self.capacity:
-            raise ValueError(f"The saved replay buffer has capacity {state['capacity']}, this one "
-                             f"{self.capacity}.")
+        """Continue from `get_state()` of a buffer with the same capacity; a state that is not whole
+        and consistent (replay_buffer_state.py) raises CheckpointError and changes nothing."""
+        episodes = check_buffer_state(state, self.capacity, self.PRIORITIZED)
         self._clear()
-        for saved in map(from_plain, state["episodes"]):
+        for saved in episodes:
             episode = SingleAgentEpisode(saved["observations"], saved["actions"], saved["rewards"],
                                          None, saved["is_terminated"], saved["is_truncated"],
                                          saved["id_"], saved["t_started"])

@@ -59,6 +59,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     Importance weights (N P(i))^-beta, divided by the largest, undo part of the bias (all of it at
     beta = 1) and only scale updates down. `alpha` 0 is uniform replay."""
 
+    PRIORITIZED = True
+
     def __init__(self, capacity: int = 50_000, alpha: float = 0.6, beta: float = 0.4,
                  seed: int | None = None):
         if not (alpha >= 0 and beta >= 0):  # also refuses NaN

@@ -1,5 +1,5 @@
 """Bad input gets clear errors (or works): Discrete spaces with a start, old gym API envs, spaces that
-differ between runners, and a batch too small for its learners."""
+differ between runners, observations of the wrong shape, and a batch too small for its learners."""
 
 import sys
 
@@ -8,10 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray.cloudpickle
-from fault_envs import CountingEnv
+from fault_envs import BadValueEnv, CountingEnv
 from helpers import small_ppo
 
 from rlcourse.env.registry import register_env
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(240)
@@ -118,6 +119,20 @@ def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_se
     with pytest.raises(ValueError, match=r"'shape_per_worker' on EnvRunner 2 has observation_space "
                                          r"Box\(.*\(3,\).*values, not shapes"):
         config.build_algo()
+
+
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_an_observation_of_the_wrong_shape_names_the_env_the_space_and_the_shape(mode):
+    """Not numpy's "Output array is the wrong shape" (SYNC) or "could not broadcast" (ASYNC)."""
+    config = (small_ppo().environment(BadValueEnv, env_config={"bad": "long_obs", "bad_sub_env": 1})
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode))
+    runner = SingleAgentEnvRunner(config)
+    shape = ("sub-env 1 returned shape" if mode == "SYNC"
+             else "numpy says: could not broadcast input array from shape")
+    with pytest.raises(ValueError, match=rf"'BadValueEnv' .* observation_space Box\(.*\(2,\), "
+                                         rf"float32\) \({shape} \(3,\)"):
+        runner.sample(num_timesteps=20)
+    runner.stop()
 
 
 def test_a_batch_too_small_for_its_learners_names_the_settings(ray_session, algo_factory):

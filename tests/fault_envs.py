@@ -58,9 +58,10 @@ class CountingEnv(gym.Env):
 
 
 class BadValueEnv(CountingEnv):
-    """CountingEnv that returns a bad value: env_config `bad` is "nan_obs", "inf_reward" or
-    "none_reward"; it comes at step `bad_at_step` of an episode (default 5), or, with `bad_rate`,
-    on that fraction of steps instead. `bad_sub_env` limits it to one vector index."""
+    """CountingEnv that returns a bad value: env_config `bad` is "nan_obs", "inf_reward",
+    "none_reward" or "long_obs" (shape (3,), not the space's (2,)); it comes at step `bad_at_step`
+    of an episode (default 5), or, with `bad_rate`, on that fraction of steps instead.
+    `bad_sub_env` limits it to one vector index."""
 
     def __init__(self, config: dict | None = None):
         super().__init__(config)
@@ -80,6 +81,8 @@ class BadValueEnv(CountingEnv):
         if self.enabled and due:
             if self.bad == "nan_obs":
                 obs = np.array([np.nan, 0.0], dtype=np.float32)
+            elif self.bad == "long_obs":
+                obs = np.zeros(3, np.float32)
             elif self.bad == "inf_reward":
                 reward = np.inf
             else:

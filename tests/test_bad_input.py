@@ -1,5 +1,5 @@
 """Bad input gets clear errors (or works): Discrete spaces with a start, old gym API envs, spaces that
-differ between runners, and a batch too small for its learners."""
+differ between runners, observations of the wrong shape, and a batch too small for its learners."""
 
 import sys
 
@@ -8,10 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import ray.cloudpickle
-from fault_envs import CountingEnv
+from fault_envs import BadValueEnv, CountingEnv
 from helpers import small_ppo
 
 from rlcourse.env.registry import register_env
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(240)
@@ -120,15 +121,51 @@ def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_se
         config.build_algo()
 
 
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_an_observation_of_the_wrong_shape_names_the_env_the_space_and_the_shape(mode):
+    """Not numpy's "Output array is the wrong shape" (SYNC) or "could not broadcast" (ASYNC)."""
+    config = (small_ppo().environment(BadValueEnv, env_config={"bad": "long_obs", "bad_sub_env": 1})
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode))
+    runner = SingleAgentEnvRunner(config)
+    shape = ("sub-env 1 returned shape" if mode == "SYNC"
+             else "numpy says: could not broadcast input array from shape")
+    with pytest.raises(ValueError, match=rf"'BadValueEnv' .* observation_space Box\(.*\(2,\), "
+                                         rf"float32\) \({shape} \(3,\)"):
+        runner.sample(num_timesteps=20)
+    runner.stop()
+
+
+@pytest.mark.parametrize(("env", "runners", "envs", "batch", "refused"), [
+    (CountingEnv, 0, 1, 8, True),       # never-ending episodes: one chunk (train() failed before)
+    ("CartPole-v1", 1, 1, 64, True),    # 128 steps, episodes of up to 500: maybe one chunk
+    ("CartPole-v1", 0, 1, 400, False),  # 800 steps span at least two episodes of up to 500
+    (CountingEnv, 0, 2, 8, False),      # a chunk per sub-env, one per learner
+])
+def test_more_learners_than_episode_chunks_is_refused_at_build(env, runners, envs, batch, refused):
+    config = (small_ppo().environment(env, env_config={"never_ends": True} if env != "CartPole-v1"
+                                      else {})
+              .env_runners(num_env_runners=runners, num_envs_per_env_runner=envs)
+              .training(train_batch_size_per_learner=batch, minibatch_size=4, num_epochs=1)
+              .learners(num_learners=2, num_cpus_per_learner=0.5))
+    if not refused:
+        config.validate()
+        return
+    with pytest.raises(ConfigError, match=r"num_learners=2 in config.learners.*whole episode chunks"
+                                          r".*only 1 per iteration.*num_envs_per_env_runner=2"):
+        config.validate()
+
+
 def test_a_batch_too_small_for_its_learners_names_the_settings(ray_session, algo_factory):
-    """One sub-env whose episodes never end gives one chunk: nothing for the second learner."""
+    """Three sub-envs whose episodes never end give three chunks of 6 steps: 12 and 6 for the two
+    learners, and each needs 8 (one chunk per learner passes build; test_config.py checks that)."""
     config = (small_ppo().environment(CountingEnv, env_config={"never_ends": True})
-              .training(train_batch_size_per_learner=8, minibatch_size=4, num_epochs=1)
+              .env_runners(num_envs_per_env_runner=3)
+              .training(train_batch_size_per_learner=8, minibatch_size=1, num_epochs=1)
               .learners(num_learners=2, num_cpus_per_learner=0.5))
     algo = algo_factory(config)
     weights = algo.learner_group.get_weights()
     with pytest.raises(ConfigError, match=r"train_batch_size_per_learner=8 in config.training.*"
-                                          r"\[16, 0\] steps.*at least 2.*minibatch_size=4"):
+                                          r"\[12, 6\] steps.*at least 8.*minibatch_size=1"):
         algo.train()
     for name, value in algo.learner_group.get_weights().items():
         np.testing.assert_array_equal(value, weights[name])

@@ -76,9 +76,19 @@ def test_default_settings_end_an_always_hanging_env_within_minutes():
 def test_the_local_runner_honours_sample_timeout_s(algo_factory):
     algo = algo_factory(config_for(0, step_delay=0.01).env_runners(sample_timeout_s=0.5))
     start = time.perf_counter()
-    with pytest.raises(SampleTimeoutError, match=r"EnvRunner in this process .* sample_timeout_s=0.5"):
+    with pytest.raises(SampleTimeoutError, match=r"EnvRunner in this process .* sample_timeout_s=0.5"
+                       r".*to also end an env.step that never returns, sample on runner actors"):
         algo.train()  # 200 vector steps of 10 ms each would take 2 s
     assert time.perf_counter() - start < 1.5
+
+
+def test_sample_timeout_s_says_the_local_runner_cannot_end_a_hung_env_step():
+    """Only runner actors are ended; the runner in this process checks between env steps, so one
+    env.step that never returns hangs the driver: the setting's docstring says so, as the
+    SampleTimeoutError does (test_the_local_runner_honours_sample_timeout_s)."""
+    doc = " ".join(PPOConfig.env_runners.__doc__.split())
+    assert "checks it only between env steps, so an env.step that never returns hangs it" in doc
+    assert "sample on runner actors to end one" in doc
 
 
 @pytest.mark.parametrize("evaluation_num_env_runners", [0, 1])

@@ -121,6 +121,7 @@ class TwoShapes(MultiAgentEnv):
                                    "small": gym.spaces.Box(-1, 1, (1,), np.float32)}
         self.action_spaces = {"big": gym.spaces.Discrete(3), "small": gym.spaces.Discrete(2)}
         self.rewards_stranger = bool((config or {}).get("reward_stranger"))
+        self.forgets_all = bool((config or {}).get("forgets_all"))  # all done, no "__all__"
         self.t = 0
         super().__init__()
 
@@ -128,12 +129,15 @@ class TwoShapes(MultiAgentEnv):
         return {a: self.observation_spaces[a].sample() * 0 + 0.5 for a in self.agents}
 
     def reset(self, *, seed=None, options=None):
-        self.t = 0
+        self.t, self.agents = 0, self.possible_agents
         return self._obs(), {}
 
     def step(self, action_dict):
-        assert self.action_spaces["big"].contains(action_dict["big"])
+        assert self.action_spaces["big"].contains(action_dict.get("big", 0))
         self.t += 1
+        if self.forgets_all and self.t >= 3:
+            flags, self.agents = dict.fromkeys(self.agents, True), []
+            return {}, {}, {**flags, "__all__": False}, {"__all__": False}, {}
         rewards = {a: float(action_dict[a]) for a in self.agents}
         if self.rewards_stranger and self.t == 3:
             rewards["ghost"] = 1.0
@@ -204,6 +208,17 @@ def test_an_env_that_rewards_an_agent_that_never_observed_fails_naming_it():
     runner = MultiAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights({"big": numpy_weights(3, 3), "small": numpy_weights(1, 2)})
     with pytest.raises(ValueError, match="TwoShapes rewarded agent 'ghost'.*never observed"):
+        runner.sample(num_timesteps=10)
+
+
+def test_an_env_whose_agents_are_all_done_without_all_fails_naming_the_fix():
+    """Without "__all__" the episode would go on with empty dicts: no agent steps, no episodes."""
+    config = make_config(TwoShapes, {"forgets_all": True}, policies={"big", "small"},
+                         mapping=lambda a, e: a)
+    runner = MultiAgentEnvRunner(config, config.get_env_creator())
+    runner.set_weights({"big": numpy_weights(3, 3), "small": numpy_weights(1, 2)})
+    with pytest.raises(ValueError, match=r"'TwoShapes'.*sub-env 0: every agent .* is done .*env "
+                                         r"step 3.*set terminateds\['__all__'\]=True"):
         runner.sample(num_timesteps=10)
 
 

@@ -195,11 +195,12 @@ def test_compute_actions_and_get_module_by_module_id(algo_factory):
         algo.get_module("main")
 
 
-def test_too_few_steps_of_a_module_for_two_learners_is_a_clear_error(ray_session, algo_factory):
-    # 10 env steps in one sub-env: each agent's steps come in one chunk, which one learner gets.
+def test_too_few_steps_of_a_module_for_two_learners_is_a_clear_error():
+    # 10 env steps in one sub-env: each agent's steps come in one chunk, which one learner gets;
+    # refused at build (before, the first train() failed).
     config = (cartpole(train_batch_size_per_learner=5, minibatch_size=5, num_epochs=1)
               .env_runners(num_envs_per_env_runner=1, rollout_fragment_length=10)
               .learners(num_learners=2, num_cpus_per_learner=0.25))
-    algo = algo_factory(config)
-    with pytest.raises(ConfigError, match="of module 'p0'.*num_learners=2"):
-        algo.train()
+    with pytest.raises(ConfigError, match=r"num_learners=2 .*whole episode chunks.*only 1 per "
+                                          r"iteration.*num_envs_per_env_runner=2"):
+        config.validate()

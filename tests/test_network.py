@@ -25,7 +25,8 @@ PROBE = textwrap.dedent("""
 
     init_ray(num_cpus=2)
     config = (PPOConfig().environment("CartPole-v1")
-              .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.25)
+              .env_runners(num_env_runners=1, num_envs_per_env_runner=2,
+                           num_cpus_per_env_runner=0.25)
               .learners(num_learners=2, num_cpus_per_learner=0.25)
               .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1))
     algo = config.build_algo()

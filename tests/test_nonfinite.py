@@ -82,14 +82,18 @@ def test_a_bad_last_observation_of_an_episode_is_found():
         runner._check_finite(obs, rewards, {(1, 1): np.array([0, np.inf, 0])})
 
 
-@pytest.mark.parametrize(("bad", "field"), [("nan_obs", "'obs'"), ("inf_reward", "'reward'")])
+@pytest.mark.parametrize(("bad", "field"), [("nan_obs", "'obs'"), ("inf_reward", "'reward'"),
+                                            ("none_reward", "'reward'")])
 def test_multi_agent_runner_names_env_agent_and_field(bad, field):
     config = (small_ppo().environment(make_multi_agent(BadValueEnv),
                                       env_config={"num_agents": 2, "bad": bad, "bad_at_step": 3})
               .multi_agent(policies={"default_policy"}).debugging(seed=0))
     runner = MultiAgentEnvRunner(config)
-    with pytest.raises(NonFiniteEnvData, match=rf"agent 0 .* at time step \d+ \(field {field}\)"):
+    with pytest.raises(NonFiniteEnvData, match=rf"agent 0 .* at time step \d+ \(field {field}\)"
+                       ) as err:
         runner.sample(num_timesteps=20)
+    assert "BadValueEnv" in str(err.value)
+    assert "restart_failed_sub_environments" not in str(err.value)  # refused for multi-agent
 
 
 class NaNLossLearner(PPOLearner):

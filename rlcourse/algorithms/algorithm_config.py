@@ -126,8 +126,10 @@ class AlgorithmConfig:
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
                     env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
-        """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner slower
-        to answer has failed; `max_requests_in_flight_per_env_runner`: IMPALA's sample() requests;
+        """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
+        slower to answer has failed and is ended; the runner in this process (num_env_runners=0)
+        checks it only between env steps, so an env.step that never returns hangs it (sample on
+        runner actors to end one); `max_requests_in_flight_per_env_runner`: IMPALA's requests;
         `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/)."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)

@@ -4,6 +4,8 @@ fails at build time naming the setting and the fix (algorithms check theirs, e.g
 import numbers
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
+
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
 from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
@@ -108,6 +110,28 @@ def _check_learners(config: "AlgorithmConfig") -> None:
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
+    if config.num_learners > 1 and not hasattr(config, "replay_buffer_config"):
+        _check_episode_chunks(config)  # (replayed rows are split evenly, not by episode)
+
+
+def _check_episode_chunks(config: "AlgorithmConfig") -> None:
+    """Learners get whole episode chunks (learner_group.py's shard_episodes): an iteration gives at
+    least one per sub-env, and one more per episode limit (a gymnasium id's max_episode_steps) its
+    sub-env's share of the batch spans. Fewer than num_learners can leave a learner with nothing."""
+    sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
+    steps_per_sub_env = -(-config.total_train_batch_size // sub_envs)
+    spec = gym.registry.get(config.env) if isinstance(config.env, str) else None
+    limit = spec.max_episode_steps if spec else None  # (None: a class, or rlcourse's registry)
+    chunks = sub_envs * (-(-steps_per_sub_env // limit) if limit else 1)
+    if chunks >= config.num_learners:
+        return
+    episodes = f"episodes of up to {limit} steps" if limit else "episodes that outlast the batch"
+    fail(config, "num_learners", f"the {config.num_learners} learners each get whole episode "
+         f"chunks, and {steps_per_sub_env} steps in each of {sub_envs} sub-env(s) may give only "
+         f"{chunks} per iteration ({episodes}), leaving a learner with no steps. Use more sub-envs "
+         f"(num_env_runners x num_envs_per_env_runner >= {config.num_learners}, e.g. config."
+         f"env_runners(num_envs_per_env_runner={config.num_learners})) or fewer learners"
+         + (", or a larger train_batch_size_per_learner." if limit else "."))
 
 
 def _check_training(config: "AlgorithmConfig") -> None:

@@ -149,16 +149,17 @@ class EnvRunner:
             "that never returns, sample on runner actors (num_env_runners >= 1, "
             "evaluation_num_env_runners >= 1), which are ended and restarted.")
 
-    def _non_finite(self, field: str, where: str, t: int, value: Any) -> None:
+    def _non_finite(self, field: str, where: str, t: int, value: Any,
+                    restartable: bool = True) -> None:
         """Raise NonFiniteEnvData for `value`, the `field` ('obs' or 'reward') of `where` (a sub-env,
-        an agent) at step `t`."""
+        an agent) at step `t`; `restartable`: sub-env restarts are a way out (single-agent only)."""
         what = "reward (NaN here also means None)" if field == "reward" else "observation"
+        restart = (", or set config.fault_tolerance(restart_failed_sub_environments=True) to "
+                   "rebuild a sub-env that returns them and drop its broken episode")
         raise NonFiniteEnvData(
             f"The {self.name}, {where}, returned a non-finite {what} at time step {t} (field "
             f"{field!r}): {value!r}. NaN or infinite data would make every weight NaN. Fix the env "
-            "(return finite float values, never None), or set config.fault_tolerance("
-            "restart_failed_sub_environments=True) to rebuild a sub-env that returns them and drop "
-            "its broken episode.")
+            f"(return finite float values, never None){restart if restartable else ''}.")
 
     def sample_and_get_metrics(self, weights: dict[str, Any] | None = None,
                                weights_seq_no: int = -1, env_to_module_state: list | None = None,

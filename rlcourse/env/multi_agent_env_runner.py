@@ -140,7 +140,10 @@ class MultiAgentEnvRunner(EnvRunner):
             batches: dict[ModuleID, tuple[list, list]] = {}
             for i, episode in enumerate(self._episodes):
                 mapping = episode.agent_to_module_mapping
-                for agent_id, obs in episode.get_ready_observations():
+                ready = episode.get_ready_observations()
+                if not ready and episode.all_agents_done():
+                    self._never_ends(i, episode)
+                for agent_id, obs in ready:
                     batch = batches.get(mapping[agent_id])
                     if batch is None:
                         batch = batches[mapping[agent_id]] = ([], [])
@@ -177,6 +180,16 @@ class MultiAgentEnvRunner(EnvRunner):
         self._needs_reset = False
         self._count_steps(steps * self.num_envs)
         return done
+
+    def _never_ends(self, i: int, episode: MultiAgentEpisode) -> None:
+        """Refuse an episode whose agents are all done without "__all__": it would step on with
+        empty dicts forever, giving no agent steps and no episodes."""
+        raise ValueError(
+            f"The {self.name}, sub-env {i}: every agent of episode {episode.id_[:8]} is done "
+            f"(terminated or truncated) at env step {episode.env_t}, but terminateds['__all__'] and "
+            "truncateds['__all__'] stay False, so the episode never ends and nobody acts again. "
+            "Fix the env: set terminateds['__all__']=True (or truncateds['__all__']=True) in the "
+            "step where the last agent is done.")
 
     def _finish(self, i: int, episode: MultiAgentEpisode) -> None:
         """Record a finished episode's returns (all its chunks): in total, per agent, per module."""
@@ -216,7 +229,8 @@ class MultiAgentEnvRunner(EnvRunner):
                     at = first_non_finite(values)
                     if at is not None:
                         self._non_finite(field, f"agent {agent_id!r} of episode {episode.id_[:8]}",
-                                         agent_episode.t_started + at[0], values[at[0]])
+                                         agent_episode.t_started + at[0], values[at[0]],
+                                         restartable=False)
         return episodes
 
     def _reset_metrics(self) -> None:

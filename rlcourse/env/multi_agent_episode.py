@@ -5,6 +5,7 @@ steps later (agents may take turns), and the rewards it gets in between add up i
 is done without a last observation keeps its previous one as the last, as RLlib does.
 """
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +111,8 @@ class MultiAgentEpisode:
             record = self._records.get(agent_id)
             if record is None or record.done:
                 raise ValueError(self._premature(agent_id, "rewarded", record))
-            record.pending_reward += float(reward)
+            # None counts as NaN: the runner's finite check names it (env_runner.NonFiniteEnvData).
+            record.pending_reward += math.nan if reward is None else float(reward)
         for agent_id, obs in observations.items():
             record = self._records.get(agent_id)
             if record is None and agent_id not in self._done_in_earlier_chunks:
@@ -209,6 +211,11 @@ class MultiAgentEpisode:
     def module_for(self, agent_id: AgentID) -> ModuleID:
         """The module that acts for (and learns from) `agent_id` in this episode."""
         return self.agent_to_module_mapping[agent_id]
+
+    def all_agents_done(self) -> bool:
+        """Every agent seen so far is done, though the episode is not ("__all__" never came)."""
+        seen = self._records or self._done_in_earlier_chunks  # (none yet: agents may still come)
+        return bool(seen) and not self.is_done and all(r.done for r in self._records.values())
 
     def get_agents_to_act(self) -> list[AgentID]:
         """Agents that observed and must act in the next env step."""

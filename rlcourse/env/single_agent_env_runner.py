@@ -42,6 +42,26 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
 
 
+def observation_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception
+                            ) -> ValueError | None:
+    """A clear error for an observation that does not fit the observation space, naming the env,
+    the space and the shape it returned, for numpy's "Output array is the wrong shape" or "all
+    input arrays must have the same shape" (SYNC) or "could not broadcast" (ASYNC); None for any
+    other error."""
+    if not (isinstance(error, ValueError) and any(
+            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
+        return None
+    space = env.single_observation_space
+    got = f"numpy says: {error}"
+    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
+        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
+               if o is not None and np.shape(o) != space.shape]
+        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
+    return ValueError(f"The {name} returned an observation that does not fit its "
+                      f"observation_space {space} ({got}). Return observations of the space's "
+                      "shape, or declare the space they have in the env's __init__.")
+
+
 class SingleAgentEnvRunner(EnvRunner):
     """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
 
@@ -83,7 +103,12 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _reset(self) -> None:
         seed = self.seed if self._num_env_steps_lifetime == 0 else None
-        obs, infos = self.env.reset(seed=seed)
+        try:
+            obs, infos = self.env.reset(seed=seed)
+        except ValueError as e:
+            if clear := observation_shape_error(self.name, self.env, e):
+                raise clear from e
+            raise
         self._obs = self.env_to_module(obs) if self.env_to_module is not None else obs
         if self.hooks:
             self.hooks.on_reset(self._obs, infos)
@@ -122,6 +147,8 @@ class SingleAgentEnvRunner(EnvRunner):
             try:
                 next_obs, rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:
+                if clear := observation_shape_error(self.name, self.env, e):
+                    raise clear from e
                 if not self.config.restart_failed_sub_environments:
                     e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
                                "sub-envs and drop their broken episodes, set config."

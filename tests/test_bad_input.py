@@ -11,6 +11,7 @@ import ray.cloudpickle
 from fault_envs import BadValueEnv, CountingEnv
 from helpers import small_ppo
 
+from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.env.registry import register_env
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
@@ -24,7 +25,8 @@ SMALL_BATCH = {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_
 
 
 class OffsetEnv(gym.Env):
-    """Observations in Discrete(5, start=10), actions in Discrete(3, start=-1); an action outside
+    """Observations in Discrete(5, start=10) (FlattenObservations one-hots obs - 10), actions in
+    Discrete(3, start=-1); an action outside
     the space raises, as a strict simulator would. Episodes end at 14 or after 20 steps (a greedy
     policy that never walks right must still finish its evaluation episodes)."""
 
@@ -51,7 +53,7 @@ def test_discrete_spaces_with_a_start_train_and_act_inside_the_space(num_env_run
                                                                      algo_factory):
     config = (small_ppo().environment(OffsetEnv).training(**SMALL_BATCH)
               .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2,
-                           num_cpus_per_env_runner=0.5)
+                           num_cpus_per_env_runner=0.5, env_to_module_connector=FlattenObservations)
               .evaluation(evaluation_duration=2))
     algo = algo_factory(config)
     result = algo.train()

@@ -154,11 +154,13 @@ def test_old_class_paths_map_to_the_package_classes_and_the_table_is_right():
     rlcourse.algorithms.ppo:PPOConfig, rlcourse.rl_module:...): any path inside rlcourse with a
     listed name gives today's class; the same name outside rlcourse is refused."""
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+    from rlcourse.connectors.connector_v2 import ConnectorV2
     from rlcourse.core.rl_module.rl_module import RLModule
 
     for name, module in PACKAGE_CLASSES.items():
         cls = import_attr(f"{module}:{name}")
-        assert issubclass(cls, AlgorithmConfig | Callbacks | RLModule) and cls.__qualname__ == name
+        assert (issubclass(cls, AlgorithmConfig | Callbacks | RLModule | ConnectorV2)
+                and cls.__qualname__ == name)
     document = {"config_class": "rlcourse.config:AlgorithmConfig", "env": "CartPole-v1",
                 "callbacks_class": {"__import__": "rlcourse.callbacks:Callbacks"},
                 "rl_module_class": {"__import__": "rlcourse.rl_module:DefaultActorCriticModule"}}

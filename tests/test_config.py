@@ -8,6 +8,7 @@ from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.utils.validation import ConfigError
 
@@ -393,27 +394,32 @@ class SpacesEnv(gym.Env):
 
 
 @pytest.mark.parametrize("spaces, named", [
+    ({"obs": gym.spaces.Discrete(5)}, "observation_space Discrete"),
     ({"obs": gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,))})}, "observation_space Dict"),
     ({"obs": gym.spaces.Tuple([gym.spaces.Discrete(2)])}, "observation_space Tuple"),
     ({"act": gym.spaces.MultiDiscrete([2, 3])}, "action_space MultiDiscrete"),
     ({"act": gym.spaces.Box(-1, 1, (2, 2))}, "action_space Box"),
-], ids=["Dict obs", "Tuple obs", "MultiDiscrete action", "2-D Box action"])
+], ids=["Discrete obs", "Dict obs", "Tuple obs", "MultiDiscrete action", "2-D Box action"])
 def test_unsupported_spaces_fail_when_building(spaces, named):
     config = PPOConfig().environment(SpacesEnv, env_config=spaces).env_runners(num_env_runners=0)
-    with pytest.raises(ValueError, match=f"Unsupported {named}"):
+    with pytest.raises(ValueError, match=f"Unsupported {named}") as info:
         config.build_algo()
+    if "obs" in spaces:  # the message gives the config line that fixes it, as RLlib would have it
+        assert ("config.env_runners(env_to_module_connector=lambda env: FlattenObservations())"
+                in str(info.value)) and "import FlattenObservations" in str(info.value)
 
 
 def test_supported_custom_spaces_build(algo_factory):
-    """The control for the test above: Discrete observations and a 1-D Box action are fine."""
+    """The control for the test above: Discrete observations through FlattenObservations (as in
+    RLlib) and a 1-D Box action are fine; the module is built for the one-hot vectors."""
     config = (PPOConfig()
               .environment(SpacesEnv, env_config={"obs": gym.spaces.Discrete(5),
                                                   "act": gym.spaces.Box(-1, 1, (2,))})
-              .env_runners(num_env_runners=0)
+              .env_runners(num_env_runners=0, env_to_module_connector=FlattenObservations)
               .training(train_batch_size_per_learner=32, minibatch_size=16)
               .rl_module(model_config={"fcnet_hiddens": [8]}))
     algo = algo_factory(config)
-    assert isinstance(algo.observation_space, gym.spaces.Discrete)
+    assert algo.observation_space == gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
     assert algo.action_space.shape == (2,)
 
 

@@ -202,6 +202,13 @@ def test_flatten_observations_one_hots_and_concatenates_in_the_spaces_order():
     np.testing.assert_array_equal(out[1], [1, 0, 0, 1, 0, 1, 0, 0, 0.25, 4, 5, 6, 7])
 
 
+def test_flatten_observations_one_hots_a_discrete_space_minus_its_start():
+    f = FlattenObservations()
+    space = f.recompute_output_observation_space(gym.spaces.Discrete(4, start=-1), None)
+    assert space == gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+    np.testing.assert_array_equal(f(np.array([-1, 2, 0])), np.eye(4, dtype=np.float32)[[0, 3, 1]])
+
+
 def test_a_dict_observation_env_trains_with_flatten_observations(algo_factory):
     config = (small_ppo().environment(DictEnv)
               .env_runners(env_to_module_connector=lambda env: [FlattenObservations(),

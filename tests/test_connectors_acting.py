@@ -116,3 +116,33 @@ def test_a_flattened_dict_env_loads_acts_and_is_refused_where_it_cannot_be_serve
         export_policy(module, tmp_path / "policy.pt2")
     with pytest.raises(ValueError, match="Box or Discrete observations"):
         PolicyDeployment.func_or_class(dict_checkpoint, allowed=[DictEnv, flatten_and_filter])
+
+
+@pytest.fixture(scope="module")
+def discrete_checkpoint(tmp_path_factory) -> tuple[np.ndarray, np.ndarray, str]:
+    """FrozenLake (Discrete(16) cells) with `env_to_module_connector=FlattenObservations` (the class
+    is its own factory, and checkpoints may name it): (cells, the algorithm's actions, checkpoint)."""
+    config = small_config("FrozenLake-v1", FlattenObservations).training(num_epochs=2)
+    with config.build_algo() as algo:
+        assert algo.observation_space.shape == (16,)  # the module's input: one-hot cells
+        episodes = algo.env_runner_group.local_env_runner.sample(num_episodes=1)
+        assert set(np.unique(episodes[0].observations)) <= {0.0, 1.0}  # runners record one-hots
+        np.testing.assert_array_equal(episodes[0].observations.sum(axis=1), 1.0)
+        weights = algo.learner_group.get_weights()
+        algo.train()  # the learner trains on the one-hot observations the runner recorded
+        assert any(not np.array_equal(weights[k], v) for k, v in algo.learner_group.get_weights()
+                   .items())
+        cells = np.arange(16)
+        return cells, algo.compute_actions(cells), algo.save_to_path(tmp_path_factory.mktemp("fl"))
+
+
+def test_discrete_observations_one_hot_alike_in_a_checkpoint_an_export_and_serve(
+        discrete_checkpoint, tmp_path):
+    cells, actions, path = discrete_checkpoint
+    module = RLModule.from_checkpoint(path)  # no allowed=[...]: FlattenObservations is rlcourse's
+    np.testing.assert_array_equal(module.env_to_module(cells), np.eye(16, dtype=np.float32))
+    np.testing.assert_array_equal(greedy_env_actions(module, cells), actions)
+    policy = torch.export.load(export_policy(module, tmp_path / "policy.pt2")).module()
+    np.testing.assert_array_equal(policy(torch.as_tensor(cells)).numpy(), actions)
+    deployment = PolicyDeployment.func_or_class(path, max_batch_size=1)
+    np.testing.assert_array_equal(deployment.act(cells), actions)

@@ -15,6 +15,7 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 from helpers import small_ppo
 
+from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.env_context import EnvContext
 from rlcourse.env.registry import get_env_creator, register_env
@@ -295,8 +296,9 @@ def test_explore_true_samples_and_config_explore_false_is_the_default(make_runne
 
 
 def test_discrete_observations_returned_as_python_ints_train():
-    """FrozenLake returns ints: final observations join the episode's int64 array."""
+    """FrozenLake returns ints: final observations join the pipeline's int64 array, one-hot after."""
     config = (small_ppo().environment("FrozenLake-v1").debugging(seed=0)
+              .env_runners(env_to_module_connector=lambda env: FlattenObservations())
               .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1))
     with config.build_algo() as algo:
         result = algo.train()

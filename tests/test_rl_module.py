@@ -12,7 +12,6 @@ from rlcourse.env.env_runner import build_inference_module
 SPACES = {
     "box_obs_discrete_actions": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),
     "image_obs_box_actions": (gym.spaces.Box(0, 1, (2, 3)), gym.spaces.Box(-2, 2, (2,))),
-    "discrete_obs": (gym.spaces.Discrete(5), gym.spaces.Discrete(2)),
 }
 
 
@@ -119,3 +118,18 @@ def test_custom_module_runs_on_runner_in_torch():
     np.testing.assert_array_equal(runner_module.forward_inference(obs)["actions"], expected)
     out = runner_module.forward_exploration(obs)
     assert out["actions"].shape == (8,) and np.all(out["action_logp"] <= 0)
+
+
+@pytest.mark.parametrize("algo", ["PPO", "DQN", "SAC"])
+def test_default_modules_and_the_runner_network_refuse_discrete_observations_naming_the_fix(algo):
+    """As RLlib's: no silent one-hot inside the module; the error gives the connector line."""
+    from rlcourse.algorithms.dqn.dqn import DQNConfig
+    from rlcourse.algorithms.sac.sac import SACConfig
+
+    config = {"PPO": small_ppo(), "DQN": DQNConfig(), "SAC": SACConfig()}[algo]
+    act_space = gym.spaces.Box(-1, 1, (1,)) if algo == "SAC" else gym.spaces.Discrete(2)
+    fix = "env_to_module_connector=lambda env: FlattenObservations()"
+    with pytest.raises(ValueError, match=r"Unsupported observation_space Discrete\(5\).*" + fix):
+        build_module(config, gym.spaces.Discrete(5), act_space)
+    with pytest.raises(ValueError, match=fix):
+        build_inference_module(config, gym.spaces.Discrete(5), act_space, seed=0)

@@ -11,6 +11,7 @@ from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.sac.sac import SACConfig
+from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.course import train_job, tuned_examples_suite
 from rlcourse.course.tuned_example import (
     TUNE_RESULT_KEYS,
@@ -64,6 +65,7 @@ def test_yaml_example_becomes_the_config_it_says(tmp_path):
     assert example.name == "gridworld-ppo"
     assert type(example.config).__name__ == "PPOConfig"
     assert example.config.env.__name__ == "GridWorld"
+    assert example.config.env_to_module_connector is FlattenObservations  # imported by name
     assert example.config.env_config == {"size": 7, "slip": 0.1}
     assert example.config.num_env_runners == 2 and example.config.seed == 0
 
@@ -165,7 +167,8 @@ TINY_BUDGET = """\
       run: PPO
       stop: {env_runners/episode_return_mean: 0.9, num_env_steps_sampled_lifetime: 500}
       pass_criteria: {env_runners/episode_return_mean: 0.9}
-      config: {num_env_runners: 0, train_batch_size_per_learner: 500, minibatch_size: 250, seed: 0}
+      config: {num_env_runners: 0, train_batch_size_per_learner: 500, minibatch_size: 250, seed: 0,
+               env_to_module_connector: "rlcourse.connectors.env_to_module:FlattenObservations"}
     """
 PASSES_AT_ONCE = """\
     at-once:

@@ -196,8 +196,12 @@ def _load_yaml(path: Path) -> TunedExample:
     config = import_attr(ALGOS[run.lower()])()
     env = body["env"]  # "module:Class" imports an env class, e.g. rlcourse.course.envs:GridWorld
     config.environment(import_attr(env) if isinstance(env, str) and ":" in env else env)
+    settings = dict(body.get("config") or {})
+    factory = settings.get("env_to_module_connector")  # "module:Class", e.g. a connector class
+    if isinstance(factory, str) and ":" in factory:
+        settings["env_to_module_connector"] = import_attr(factory)
     try:  # each setting through its setter, which refuses unknown and old names with the fix
-        config.update_from_dict(body.get("config") or {})
+        config.update_from_dict(settings)
     except ConfigError as e:
         raise TunedExampleError(f"{path}: {e}") from None
     return TunedExample(str(name), path, config, body["stop"], body["pass_criteria"])

@@ -27,6 +27,9 @@ PACKAGE_CLASSES: dict[str, str] = {
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",
     "DefaultDQNModule": "rlcourse.algorithms.dqn.dqn_rl_module",
     "DefaultSACModule": "rlcourse.algorithms.sac.sac_rl_module",
+    # Connector classes, which are their own factories: env_to_module_connector=FlattenObservations
+    "FlattenObservations": "rlcourse.connectors.env_to_module.flatten_observations",
+    "MeanStdFilter": "rlcourse.connectors.env_to_module.mean_std_filter",
 }
 
 

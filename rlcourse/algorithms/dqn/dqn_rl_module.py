@@ -49,8 +49,6 @@ class DefaultDQNModule(RLModule):
         self.target_q = copy.deepcopy(self.q).requires_grad_(False)
 
     def _obs(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.info.obs_one_hot:
-            return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
         return obs.float().reshape(len(obs), -1)
 
     def compute_q_values(self, obs: torch.Tensor) -> torch.Tensor:

@@ -59,8 +59,6 @@ class DefaultSACModule(RLModule):
         self.register_buffer("action_high", torch.as_tensor(space.high, dtype=torch.float32))
 
     def _obs(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.info.obs_one_hot:
-            return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
         return obs.float().reshape(obs.shape[0], -1)
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -19,12 +19,13 @@ Connector = ConnectorV2 | Callable[[Any], np.ndarray]
 
 def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> list[Connector]:
     """The connectors `factory` returns, called as RLlib 2.60 does, `fn(env, spaces, device)`, or
-    with as many of these as it takes (`fn(env)`); env is None when the Algorithm probes spaces."""
+    with as many of these as it takes (`fn(env)`, or a connector class itself: `FlattenObservations`);
+    env is None when the Algorithm probes spaces."""
     try:
         kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
-        kinds = []
-    n = 3 if not kinds or inspect.Parameter.VAR_POSITIONAL in kinds else sum(
+        kinds = None
+    n = 3 if kinds is None or inspect.Parameter.VAR_POSITIONAL in kinds else sum(
         kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         for kind in kinds)
     result = factory(*(env, spaces, None)[:min(n, 3)])

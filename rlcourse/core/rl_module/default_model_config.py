@@ -21,15 +21,18 @@ class DefaultModelConfig(dict):
         super().__init__(settings)
 
 
+# The config line that makes a non-Box observation something the default module takes, as RLlib's.
+FLATTEN_FIX = ("config.env_runners(env_to_module_connector=lambda env: FlattenObservations()), "
+               "with `from rlcourse.connectors.env_to_module import FlattenObservations`")
+
+
 @dataclass(frozen=True)
 class SpaceInfo:
     """What the default module needs to know about the spaces: input size and action head."""
 
     obs_dim: int
-    obs_one_hot: bool  # Discrete observations are fed one-hot
     discrete_actions: bool
     action_dim: int  # number of actions (Discrete) or action vector size (Box)
-    obs_start: int = 0  # Discrete(n, start=k) observations are k..k+n-1: one-hot index obs - k
 
     @property
     def dist_inputs_dim(self) -> int:
@@ -38,23 +41,22 @@ class SpaceInfo:
 
 
 def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
-    """Check that the default MLP supports these spaces and size its layers. Modules act with
-    indices 0..n-1; numpy_mlp.py's `to_env_actions` adds a Discrete action space's `start`."""
-    obs_start = 0
-    if isinstance(observation_space, gym.spaces.Box):
-        obs_dim, one_hot = int(np.prod(observation_space.shape)), False
-    elif isinstance(observation_space, gym.spaces.Discrete):
-        obs_dim, one_hot = int(observation_space.n), True
-        obs_start = int(observation_space.start)
-    else:
+    """Check that the default MLP supports these spaces and size its layers. It takes Box
+    observations only, as RLlib's does: the FlattenObservations connector one-hots Discrete ones
+    (and flattens Dict and Tuple ones) on the runners. Modules act with indices 0..n-1;
+    numpy_mlp.py's `to_env_actions` adds a Discrete action space's `start`."""
+    if not isinstance(observation_space, gym.spaces.Box):
         raise ValueError(
-            f"Unsupported observation_space {observation_space}: the default MLP takes Box or "
-            "Discrete observations. Flatten it with gymnasium.wrappers.FlattenObservation in your "
-            "env creator, or pass your own module with config.rl_module(rl_module_class=...).")
+            f"Unsupported observation_space {observation_space}: the default module takes Box "
+            "observations only, as RLlib's does (this is the env's observation space after any "
+            "env-to-module connectors). Have the FlattenObservations connector one-hot Discrete "
+            f"and flatten Dict/Tuple observations: {FLATTEN_FIX}. Or pass your own module with "
+            "config.rl_module(rl_module_class=...).")
+    obs_dim = int(np.prod(observation_space.shape))
     if isinstance(action_space, gym.spaces.Discrete):
-        return SpaceInfo(obs_dim, one_hot, True, int(action_space.n), obs_start)
+        return SpaceInfo(obs_dim, True, int(action_space.n))
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-        return SpaceInfo(obs_dim, one_hot, False, int(action_space.shape[0]), obs_start)
+        return SpaceInfo(obs_dim, False, int(action_space.shape[0]))
     raise ValueError(
         f"Unsupported action_space {action_space}: the default MLP acts in Discrete or 1-D Box "
         "spaces. Wrap the env to use one of those, or pass your own module with "

@@ -24,7 +24,8 @@ from rlcourse.utils.validation import ConfigError
 
 
 class TracedConnector(nn.Module):
-    """A MeanStdFilter (its statistics frozen) or a FlattenObservations of a Box, in torch."""
+    """A MeanStdFilter (its statistics frozen) or a FlattenObservations of a Box, Discrete or
+    MultiDiscrete space (one-hot, as the connector does), in torch."""
 
     def __init__(self, connector: object):
         super().__init__()
@@ -40,15 +41,27 @@ class TracedConnector(nn.Module):
             self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
         elif isinstance(connector, FlattenObservations) and isinstance(space, gym.spaces.Box):
             self.kind = "flatten"
+        elif isinstance(connector, FlattenObservations) and isinstance(
+                space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+            self.kind = "one_hot"  # each integer minus its start, one-hot among its n values
+            self.starts = [int(v) for v in np.asarray(space.start).reshape(-1)]
+            self.sizes = [int(v) for v in np.asarray(space.nvec if isinstance(
+                space, gym.spaces.MultiDiscrete) else space.n).reshape(-1)]
         else:
             raise ConfigError("env_to_module_connector", connector, "export_policy traces only "
-                              "MeanStdFilter and FlattenObservations of a Box observation space; "
-                              "process observations with module.env_to_module and act with "
-                              "greedy_env_actions(module, obs) instead of exporting.", "env_runners")
+                              "MeanStdFilter and FlattenObservations of a Box, Discrete or "
+                              "MultiDiscrete observation space; process observations with "
+                              "module.env_to_module and act with greedy_env_actions(module, obs) "
+                              "instead of exporting.", "env_runners")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.kind == "flatten":
             return obs.reshape(obs.shape[0], -1).to(torch.float32)
+        if self.kind == "one_hot":
+            columns = obs.reshape(obs.shape[0], -1).long()
+            return torch.cat([nn.functional.one_hot(columns[:, j] - start, n).to(torch.float32)
+                              for j, (start, n) in enumerate(zip(self.starts, self.sizes,
+                                                                 strict=True))], dim=1)
         if self.kind == "identity":
             return obs
         out = (obs.to(torch.float64) - self.mean) / self.scale

@@ -35,13 +35,6 @@ def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
     return actions + env_action_offset(action_space)
 
 
-def preprocess(obs: np.ndarray, info: SpaceInfo) -> np.ndarray:
-    """A batch of raw observations as a float32 [B, obs_dim] matrix."""
-    if info.obs_one_hot:
-        return np.eye(info.obs_dim, dtype=np.float32)[np.asarray(obs, dtype=np.int64) - info.obs_start]
-    return np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
-
-
 def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
     """The linear layers under `prefix`: `prefix` itself, or `prefix.i` of an nn.Sequential."""
     if f"{prefix}.weight" in state:
@@ -78,7 +71,7 @@ class NumpyMLP:
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Logits or Q-values (Discrete), means and log-stds (Box), for a batch of observations."""
-        x = preprocess(obs, self.info)
+        x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)  # Box observations only
         *hidden, (w_out, b_out) = self.layers
         for w, b in hidden:
             x = x @ w

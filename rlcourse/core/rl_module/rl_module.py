@@ -151,8 +151,6 @@ class DefaultActorCriticModule(RLModule):
 
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
-        if self.info.obs_one_hot:
-            return nn.functional.one_hot(obs.long() - self.info.obs_start, self.info.obs_dim).float()
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

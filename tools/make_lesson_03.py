@@ -17,11 +17,15 @@ process, wrapped as a gymnasium environment. This lesson takes the course's own 
 2. check an env with gymnasium's env checker before training on it;
 3. configure an env with `env_config`, and see it arrive through `EnvContext` together with
    `worker_index` and `vector_index`;
-4. register an env with `register_env`, train PPO on it, plot the return curve and evaluate;
-5. read the error a broken env produces, even when it comes from a Ray actor;
-6. write an env to a spec and have it checked.
+4. register an env with `register_env`, add the `FlattenObservations` connector its `Discrete`
+   observations need, train PPO on it, plot the return curve and evaluate;
+5. normalize observations with the `MeanStdFilter` connector, whose statistics are merged across
+   runners, and change the reward by scaling or by potential-based shaping, measuring each change as
+   a learning curve at a fixed env-step budget;
+6. read the error a broken env produces, even when it comes from a Ray actor;
+7. write an env to a spec and have it checked.
 
-**Time:** about 45 minutes of study (the exercise included); the cells run in about a minute on 2 idle
+**Time:** about 60 minutes of study (the exercise included); the cells run in about a minute on 2 idle
 cores (measured there; longer on a busy or 1-CPU machine).
 Terms and notation: see the [glossary](../docs/glossary.md)."""),
     md("""## 1. The course's environment: GridWorld
@@ -29,8 +33,7 @@ Terms and notation: see the [glossary](../docs/glossary.md)."""),
 An agent walks on a grid to the goal in the bottom-right corner. A row of pits crosses the middle,
 with one gap. Each episode starts on a random safe cell.
 
-- **observation**: the agent's cell number, `row * size + col` (a `Discrete` space, like FrozenLake;
-  the default network sees it one-hot);
+- **observation**: the agent's cell number, `row * size + col` (a `Discrete` space, like FrozenLake);
 - **actions**: 0 up, 1 right, 2 down, 3 left (`Discrete(4)`);
 - **rewards**: +1 at the goal, -1 in a pit, -0.01 for every other step;
 - **terminated** at the goal or in a pit (the episode is over: there is no future to value);
@@ -45,11 +48,13 @@ import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import ray
+import torch
 from IPython.display import display
 
 from rlcourse.course.envs import GridWorld
 from rlcourse.utils.resources import init_ray
 
+torch.set_num_threads(1)  # small networks: one torch thread is fastest (Binder has one CPU)
 init_ray(num_cpus=2)
 
 env = GridWorld({"render_mode": "rgb_array"})
@@ -139,16 +144,33 @@ one imported from a module *by name*: each actor imports `GridWorld` from `rlcou
 itself, which works wherever rlcourse is installed. (Your own module must be importable on every node
 of a cluster.) Passing the class, `config.environment(GridWorld)`, works too.
 
-The `.training(...)` and `.rl_module(...)` settings are the course's for this small grid, as in
-`tuned_examples/ppo/gridworld_ppo.yaml`: PPOConfig's defaults are RLlib's, which suit large problems
-and learn this grid far more slowly."""),
+The default network, like RLlib's, takes `Box` observations only: a cell *number* is a name, not a
+quantity (cell 8 is not "twice" cell 4), and a network would read it as one. So `build_algo()`
+refuses GridWorld's `Discrete` observations, and says what to add:"""),
     code("""from rlcourse import PPOConfig, register_env
 
 register_env("course-grid", lambda context: GridWorld(context))
+try:
+    PPOConfig().environment("course-grid").env_runners(num_env_runners=0).build_algo()
+except ValueError as e:
+    print(e)"""),
+    md("""That line adds an **env-to-module connector**: a small function the runners apply to each batch
+of observations before the module sees it (RLlib's `rllib/connectors/env_to_module/`).
+`FlattenObservations` turns a `Discrete(n)` observation into a one-hot vector of length n (and a
+`Dict` or `Tuple` one into its parts' one-hot vectors and flattened boxes, joined). The runners record
+what the module saw in the episodes, so the Learner trains on the same vectors; `compute_actions`,
+evaluation and a checkpoint's policy apply the same connectors to the raw observations they get.
+
+The `.training(...)` and `.rl_module(...)` settings are the course's for this small grid, as in
+`tuned_examples/ppo/gridworld_ppo.yaml`: PPOConfig's defaults are RLlib's, which suit large problems
+and learn this grid far more slowly."""),
+    code("""from rlcourse.connectors.env_to_module import FlattenObservations
+
 config = (
     PPOConfig()
     .environment("course-grid", env_config={"size": 7, "slip": 0.1})
-    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5,
+                 env_to_module_connector=lambda env: FlattenObservations())
     .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250, num_epochs=6,
               lambda_=0.95, clip_param=0.2, vf_loss_coeff=0.5, use_kl_loss=False, grad_clip=0.5)
     .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
@@ -159,7 +181,12 @@ algo = config.build_algo()
 contexts = algo.env_runner_group.foreach_env_runner(
     lambda runner: [(env.worker_index, env.vector_index, env.size) for env in runner.env.envs])
 for runner_envs in contexts:
-    print("runner actor: (worker_index, vector_index, size) of its sub-envs:", runner_envs)"""),
+    print("runner actor: (worker_index, vector_index, size) of its sub-envs:", runner_envs)
+cells = np.array([0, 8, 48])
+one_hot = algo.env_to_module(cells)
+print("env observations:", GridWorld({"size": 7}).observation_space, "| the module's:", algo.observation_space)
+print(f"cells {cells} -> vectors of shape {one_hot.shape}, with their 1 at",
+      [int(i) for i in one_hot.argmax(axis=1)])"""),
     code("""history = []
 progress = display("starting...", display_id=True)
 start = time.perf_counter()
@@ -188,20 +215,16 @@ plt.show()"""),
 
 `evaluate()` plays 50 episodes greedily. With `slip=0.1` a greedy agent still slips now and then, so
 a few episodes end in a pit. Since the observation is the cell, the whole policy fits in one picture:
-the greedy action in every cell, and one episode played with it."""),
-    code("""import torch
-
-from rlcourse.course.diagrams import gridworld_policy
+the greedy action in every cell, and one episode played with it. `compute_actions` takes raw cell
+numbers: it applies the config's connectors (the one-hot), then the module, then the argmax."""),
+    code("""from rlcourse.course.diagrams import gridworld_policy
 
 evaluation = algo.evaluate()["env_runners"]
 print(f"greedy return over {evaluation['num_episodes']} episodes: "
       f"{evaluation['episode_return_mean']:.2f} (random policy: {random_baseline:.2f})")
 
-def greedy_actions(observations):  # the trained RLModule's: forward_inference, then argmax
-    with torch.no_grad():
-        logits = algo.get_module().forward_inference(
-            {"obs": torch.as_tensor(np.asarray(observations))})["action_dist_inputs"]
-    return logits.argmax(dim=-1).numpy()
+def greedy_actions(observations):  # raw cells -> FlattenObservations -> module -> argmax
+    return algo.compute_actions(np.asarray(observations))
 
 
 grid = GridWorld({"size": 7, "slip": 0.1, "render_mode": "rgb_array"})
@@ -214,7 +237,129 @@ while not done:
     episode_return += reward
     done = terminated or truncated
 gridworld_policy(grid, greedy_actions(np.arange(grid.size**2)), path, episode_return)"""),
-    md("""## 6. When an env is broken
+    md("""## 6. Observation and reward engineering
+
+What the agent sees and what it is paid are design choices, as much as the env's rules. Each choice
+below is measured the same way: PPO with the settings above, trained to the same budget of env steps,
+with and without the change, plotting the return of **the env's own rewards** (a `TaskReturn` wrapper
+records it, `LogTaskReturn` reports it as `result["env_runners"]["task_return"]`): a changed reward
+changes `episode_return_mean`, so that number cannot compare runs.
+
+### Observations on the wrong scale: MeanStdFilter
+
+`SurveyedGrid` below is GridWorld observed as a surveyor would: the agent's (easting, northing) in
+metres, 10 m per cell, in map coordinates far from the origin. It is the same task with a `Box`
+observation. A network's first layer multiplies such numbers by small weights, and the `tanh` after
+it saturates: every cell gives the same hidden vector."""),
+    code("""from rlcourse.connectors.env_to_module import MeanStdFilter
+from rlcourse.course.budget_curves import budget_curve, show_budget_curves
+from rlcourse.course.reward_shaping import LogTaskReturn, TaskReturn
+
+
+class SurveyedGrid(gym.ObservationWrapper):
+    \"\"\"GridWorld whose observation is the agent's (easting, northing) in metres, 10 m per cell.\"\"\"
+
+    def __init__(self, context=None):
+        super().__init__(TaskReturn(GridWorld(context)))
+        self.observation_space = gym.spaces.Box(0.0, 1e7, (2,), np.float32)
+
+    def observation(self, cell):
+        row, col = divmod(int(cell), self.env.unwrapped.size)
+        return np.array([500_000 + 10 * col, 4_100_000 - 10 * row], np.float32)
+
+
+register_env("surveyed-grid", lambda context: SurveyedGrid(context))
+surveyed = SurveyedGrid({"size": 7})
+positions = np.stack([surveyed.observation(cell) for cell in range(49)])
+torch.manual_seed(0)
+first_layer = torch.nn.Linear(2, 64)  # initialized as the default network's first layer
+
+
+def distinct_hidden_vectors(x):
+    with torch.no_grad():
+        return len(np.unique(torch.tanh(first_layer(torch.as_tensor(x))).numpy().round(4), axis=0))
+
+
+normalized = (positions - positions.mean(axis=0)) / positions.std(axis=0)
+print(f"49 cells -> {distinct_hidden_vectors(positions)} distinct hidden vector(s) from raw metres, "
+      f"{distinct_hidden_vectors(normalized)} from normalized positions")"""),
+    md("""`MeanStdFilter` normalizes each observation element by a running mean and standard deviation
+(then clips to +-10). With several runners, each keeps the statistics of what it saw since its last
+report; at each weight sync the Algorithm merges the runners' reports (Chan et al.'s parallel formula)
+and sends the merged statistics back with the weights, so every runner normalizes alike, as in RLlib.
+Two runner actors train with the filter, one run in this process without (the same 8 sub-envs):"""),
+    code("""BUDGET = 20_000  # env steps per run
+progress = display("starting...", display_id=True)
+surveyed_config = config.copy().environment("surveyed-grid", env_config={"size": 7, "slip": 0.1})
+surveyed_config.callbacks(LogTaskReturn)
+with (surveyed_config.copy().env_runners(env_to_module_connector=lambda env: MeanStdFilter())
+      .build_algo()) as filtered_algo:
+    filtered_curve = budget_curve(filtered_algo, BUDGET, "task_return", progress)
+    merged = filtered_algo.env_runner_group.env_to_module_state[0]["running_stats"]
+    per_runner = filtered_algo.env_runner_group.foreach_env_runner(
+        lambda runner: (runner.env_to_module.connectors[0].running_stats.n,
+                        runner.env_to_module.connectors[0].running_stats.mean.round(1).tolist()))
+with (surveyed_config.copy().env_runners(num_env_runners=0, num_envs_per_env_runner=8,
+                                         env_to_module_connector=None).build_algo()) as raw_algo:
+    raw_curve = budget_curve(raw_algo, BUDGET, "task_return", progress)
+print(f"merged statistics: n = {merged['n']}, every observation both runners normalized in their "
+      f"{filtered_curve[0][-1]} env steps (one per step, plus each ended episode's last one)")
+for index, (n, mean) in enumerate(per_runner, start=1):
+    print(f"runner {index} normalizes with n = {n}, mean (easting, northing) = {mean}")"""),
+    md("""### The reward's scale
+
+Same task, same settings, rewards 1000 times smaller (as if the env paid in thousands): +0.001 at the
+goal. PPO normalizes its advantages, which makes the policy's step size independent of the reward's
+scale, but the advantages come from the value network's errors, and a freshly initialized value
+network outputs numbers far larger than these rewards: until it has learned to output almost zero,
+its own noise drowns the signal. (Rewards far *larger* than 1 hit another limit: PPO clips the value
+loss at `vf_clip_param=10`, in squared reward units.) gymnasium's `TransformReward` scales the reward
+inside the env creator.
+
+### Potential-based shaping
+
+A sparse reward tells the agent nothing until it stumbles on the goal. **Shaping** adds a hint
+`F(s, s') = gamma * Phi(s') - Phi(s)` to every reward, where `Phi` (a *potential*) scores a state,
+`gamma` is the discount factor of the return, `s` the state before a step and `s'` the state after
+it. Ng, Harada and Russell (1999) proved that a term of exactly this form, and only such a term,
+leaves the optimal policy unchanged, whatever `Phi`: along any episode the terms add up to
+`-Phi(s_0)` plus the discounted `Phi` of the last state (0 once the episode has terminated), which no
+action can change. A hint of another form can be exploited: reward "getting closer" and an agent
+may learn to step back and forth. Here `Phi(s)` is minus the Manhattan distance to the goal (scaled
+to [-1, 0], `grid_potential`), and `PotentialShaping` uses the config's `gamma`."""),
+    code("""from gymnasium.wrappers import TransformReward
+
+from rlcourse.course.reward_shaping import PotentialShaping, grid_potential
+
+register_env("grid-plain", lambda context: TaskReturn(GridWorld(context)))
+register_env("grid-small-rewards",
+             lambda context: TransformReward(TaskReturn(GridWorld(context)), lambda r: 0.001 * r))
+register_env("grid-shaped", lambda context: PotentialShaping(
+    TaskReturn(GridWorld(context)), grid_potential(context["size"]), gamma=config.gamma))
+reward_curves = {}
+for name in ["grid-plain", "grid-small-rewards", "grid-shaped"]:
+    run_config = (config.copy().environment(name, env_config={"size": 7, "slip": 0.1})
+                  .env_runners(num_env_runners=0, num_envs_per_env_runner=8).callbacks(LogTaskReturn))
+    with run_config.build_algo() as run:
+        reward_curves[name] = budget_curve(run, BUDGET, "task_return", progress)
+progress.update(f"done: {len(reward_curves) + 2} runs of {BUDGET} env steps")
+show_budget_curves({
+    "SurveyedGrid: observations in metres": {"MeanStdFilter": filtered_curve, "raw": raw_curve},
+    "GridWorld: the reward's scale": {"rewards x 1": reward_curves["grid-plain"],
+                                      "rewards x 0.001": reward_curves["grid-small-rewards"]},
+    "GridWorld: potential-based shaping": {"env's rewards": reward_curves["grid-plain"],
+                                           "+ gamma Phi(s') - Phi(s)": reward_curves["grid-shaped"]},
+}, baseline=random_baseline)
+for label, (steps, values) in {**{"surveyed, filtered": filtered_curve, "surveyed, raw": raw_curve},
+                               **reward_curves}.items():
+    print(f"{label:20s} return after {steps[-1]:6d} env steps: {values[-1]:5.2f} "
+          f"(mean over the run {values.mean():5.2f})")"""),
+    md("""Read the curves as one seeded run each, on this machine: they show what each change did here, not
+a law. The normalized observations, the right scale and the shaping hint each raised the curve at the
+same budget. None of them changed the task: the returns plotted are the env's own rewards.
+
+"""),
+    md("""## 7. When an env is broken
 
 Two kinds of mistakes, and where they show up.
 
@@ -236,7 +381,9 @@ and stepped inside a runner **actor**, so the error comes back through Ray."""),
 
 
 broken = (PPOConfig().environment(BrokenGrid)
-          .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5).debugging(seed=0))
+          .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5,
+                       env_to_module_connector=lambda env: FlattenObservations())
+          .debugging(seed=0))
 broken_error = None
 with broken.build_algo() as broken_algo:
     try:
@@ -262,7 +409,7 @@ for warning in caught:
     print("check_env:", str(warning.message).replace("\\x1b[33m", "").replace("\\x1b[0m", ""))"""),
     md("""So: run `check_env` on every new env, with warnings as errors, before its first training run.
 
-## 7. Exercise: write the Corridor env
+## 8. Exercise: write the Corridor env
 
 Write `Corridor`, a gymnasium env to this spec:
 - `__init__(self, config=None)`: read `length` (default 10) and `max_episode_steps` (default 50)
@@ -313,17 +460,46 @@ Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's whil
   `rlcourse.course.envs`).
 - A broken env fails at `build_algo()` when it cannot be built, and otherwise with a `RayTaskError`
   whose traceback, read top to bottom, leads to the env.
+- The default network takes `Box` observations, as RLlib's does: the **FlattenObservations**
+  connector one-hots `Discrete` ones (`config.env_runners(env_to_module_connector=lambda env:
+  FlattenObservations())`). Runners record what the module saw; `compute_actions`, evaluation and
+  checkpoints apply the same connectors.
+- **MeanStdFilter** normalizes observations with statistics merged across runners at each sync.
+- Scaling or shaping the reward changes how fast an agent learns. Potential-based shaping
+  `gamma * Phi(s') - Phi(s)` (Ng, Harada & Russell 1999) keeps the optimal policy. Compare such
+  changes at a fixed env-step budget, on the env's own return.
+
+**Concept checks**
+1. Why does the default network refuse a cell number, rather than take it as one float?
+2. Two runners each saw 1,000 observations. How many does the merged MeanStdFilter count, and why
+   does each runner normalize with the merged statistics rather than its own?
+3. Why can `episode_return_mean` not compare a shaped run with an unshaped one?
+4. Shaping adds +0.1 for every step that gets closer to the goal (and nothing for stepping away).
+   What could an agent learn that the potential-based form rules out?
+
+**Paper**: A. Y. Ng, D. Harada, S. Russell, *Policy invariance under reward transformations: theory
+and application to reward shaping*, ICML 1999.
 
 **Read next in the source**
 - `rlcourse/course/envs.py`: GridWorld, and how it draws itself.
 - `rlcourse/env/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
-- `rlcourse/env/single_agent_env_runner.py`, `make_vector_env`: one EnvContext per sub-env."""),
+- `rlcourse/env/single_agent_env_runner.py`, `make_vector_env`: one EnvContext per sub-env.
+- `rlcourse/connectors/env_to_module/flatten_observations.py` and `mean_std_filter.py`: the two
+  connectors; `rlcourse/env/env_runner_group.py`, `_merge_env_to_module_buffers`: the merge.
+- `rlcourse/course/reward_shaping.py`: `TaskReturn`, `PotentialShaping`, `LogTaskReturn`."""),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
-# EnvContext, and the broken env failed with its ValueError.
+# EnvContext, the broken env failed with its ValueError; both runners normalized with the merged
+# statistics; the filter, the reward's scale and the shaping each changed the learning curve.
 assert history[-1]["env_runners"]["episode_return_mean"] > 0.4, history[-1]["env_runners"]
 assert evaluation["episode_return_mean"] > 0.4 > random_baseline, (evaluation, random_baseline)
 assert contexts == [[(w, v, 7) for v in range(4)] for w in (1, 2)], contexts
 assert isinstance(broken_error, ValueError), broken_error  # RayTaskError(ValueError) is one
+assert algo.observation_space.shape == (49,) and one_hot.sum() == 3, algo.observation_space
+assert [n for n, _ in per_runner] == [merged["n"]] * 2 and merged["n"] >= filtered_curve[0][-1]
+assert per_runner[0][1] == per_runner[1][1], per_runner  # one set of statistics for both runners
+area = {label: values.mean() for label, (_, values) in reward_curves.items()}
+assert filtered_curve[1].mean() > raw_curve[1].mean(), (filtered_curve, raw_curve)
+assert area["grid-small-rewards"] < area["grid-plain"] < area["grid-shaped"], area
 algo.stop()
 ray.shutdown()
 print("Lesson 03 complete.")"""),

@@ -44,7 +44,8 @@ class GridWorld(gym.Env):
     A row of pits crosses the middle of the grid; its one gap is in the middle column. Each episode
     starts on a random safe cell, so the agent meets the goal early and learns a way from everywhere.
     Observation: the agent's cell, `row * size + col` (Discrete, as in FrozenLake; the default
-    network takes it one-hot, from the FlattenObservations connector). Actions: 0 up, 1 right, 2 down, 3 left; walking into the border stays.
+    network takes it one-hot, from the FlattenObservations connector). Actions: 0 up, 1 right,
+    2 down, 3 left; walking into the border stays.
     Rewards: +1 at the goal and -1 in a pit (both terminate the episode), -0.01 for any other step.
     The episode is truncated after `max_episode_steps`.
 

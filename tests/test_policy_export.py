@@ -20,6 +20,7 @@ from test_rl_module import TinyModule
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.core.rl_module.export import export_policy
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
@@ -37,6 +38,8 @@ def trained(request, tmp_path_factory):
     """(algorithm, checkpoint path, observations): a local PPO after one iteration, saved."""
     config = (small_ppo().environment(request.param)
               .training(train_batch_size_per_learner=200, minibatch_size=100).debugging(seed=0))
+    if request.param is OffsetEnv:  # Discrete cells: one-hot by the connector, in the export too
+        config.env_runners(env_to_module_connector=FlattenObservations)
     algo = config.build_algo()
     algo.train()
     path = algo.save_to_path(tmp_path_factory.mktemp("ckpt"))

@@ -321,15 +321,23 @@ inside the env creator.
 A sparse reward tells the agent nothing until it stumbles on the goal. **Shaping** adds a hint
 `F(s, s') = gamma * Phi(s') - Phi(s)` to every reward, where `Phi` (a *potential*) scores a state,
 `gamma` is the discount factor of the return, `s` the state before a step and `s'` the state after
-it. Ng, Harada and Russell (1999) proved that a term of exactly this form, and only such a term,
-leaves the optimal policy unchanged, whatever `Phi`: along any episode the terms add up to
-`-Phi(s_0)` plus the discounted `Phi` of the last state (0 once the episode has terminated), which no
-action can change. A hint of another form can be exploited: reward "getting closer" and an agent
-may learn to step back and forth. Here `Phi(s)` is minus the Manhattan distance to the goal (scaled
-to [-1, 0], `grid_potential`), and `PotentialShaping` uses the config's `gamma`."""),
+it. Ng, Harada and Russell (1999) proved that a term of this form leaves the optimal policy
+unchanged, whatever `Phi`, and that a term of any other form can change it in some environment. The
+reason: over an episode of T steps the discounted terms add up to `gamma^T Phi(s_T) - Phi(s_0)`, and
+`Phi(s_T) = 0` once the episode has terminated, so every policy's return from `s_0` moves by the
+same `-Phi(s_0)`: the ranking of policies stays. Here `Phi(s)` is minus the Manhattan distance to
+the goal (scaled to [-1, 0], `grid_potential`), and `PotentialShaping` uses the config's `gamma`."""),
     code("""from gymnasium.wrappers import TransformReward
 
 from rlcourse.course.reward_shaping import PotentialShaping, grid_potential
+
+from rlcourse.core.rl_module.rl_module import build_module
+
+fresh = build_module(config, algo.observation_space, algo.action_space)  # untrained, as runs start
+with torch.no_grad():
+    fresh_values = fresh.compute_values({"obs": torch.eye(49)}).numpy()
+print(f"an untrained value network's outputs over the 49 cells: {fresh_values.min():+.3f} to "
+      f"{fresh_values.max():+.3f}; the small rewards are -0.00001 per step and +0.001 at the goal")
 
 register_env("grid-plain", lambda context: TaskReturn(GridWorld(context)))
 register_env("grid-small-rewards",

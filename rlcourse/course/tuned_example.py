@@ -10,6 +10,8 @@ AlgorithmConfig), `stop` and `pass_criteria`, or a YAML file in RLlib's older sh
       pass_criteria: {env_runners/episode_return_mean: 450}
       config: {num_env_runners: 2, lr: 0.001}
 
+`env` and the config's `env_to_module_connector` may name a class as "module:Class" (e.g.
+rlcourse.connectors.env_to_module:FlattenObservations, which is its own connector factory).
 Keys are flattened result keys ("env_runners/episode_return_mean" reads
 result["env_runners"]["episode_return_mean"]). Reaching ANY stop value stops a run; a run passes
 when it reaches EVERY pass_criteria value. `load_tuned_example` checks all of it before any training,

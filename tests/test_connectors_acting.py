@@ -3,6 +3,7 @@ torch.export file, `rlcourse evaluate` and the Serve deployment take raw env obs
 process them with the checkpoint's connectors and its saved statistics, frozen; what they cannot
 process they refuse, naming the setting."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -12,7 +13,7 @@ from test_connectors import DictEnv, mean_std_filter
 import rlcourse.course.evaluate as evaluate
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
-from rlcourse.core.rl_module.export import export_policy
+from rlcourse.core.rl_module.export import TracedConnector, export_policy
 from rlcourse.core.rl_module.module_loading import greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.serve.deployment import PolicyDeployment
@@ -146,3 +147,14 @@ def test_discrete_observations_one_hot_alike_in_a_checkpoint_an_export_and_serve
     np.testing.assert_array_equal(policy(torch.as_tensor(cells)).numpy(), actions)
     deployment = PolicyDeployment.func_or_class(path, max_batch_size=1)
     np.testing.assert_array_equal(deployment.act(cells), actions)
+
+
+@pytest.mark.parametrize("space, batch", [
+    (gym.spaces.Discrete(4, start=-1), np.array([-1, 2, 0])),
+    (gym.spaces.MultiDiscrete([2, 3], start=[1, 0]), np.array([[1, 2], [2, 0]])),
+    (gym.spaces.Box(0, 1, (2, 2)), np.arange(8, dtype=np.float32).reshape(2, 2, 2))])
+def test_the_traced_flatten_is_the_connectors(space, batch):
+    connector = FlattenObservations()
+    connector.recompute_output_observation_space(space, None)
+    traced = TracedConnector(connector)
+    np.testing.assert_array_equal(traced(torch.as_tensor(batch)).numpy(), connector(batch))

@@ -83,8 +83,10 @@ ray.kill(runner)"""),
 
 The lab measures **env steps per second** that an `EnvRunnerGroup` of real runner actors samples,
 for several numbers of runners. Each measurement builds the runners, gives them the weights of a
-freshly built network (two layers of 64, the size the lessons train on CartPole), and times the same
-`EnvRunnerGroup.sample()` call that PPO's training step makes (start-up is not timed). From the
+freshly built network (two layers of 64, the size the lessons train on CartPole), and times the
+runners' `sample()` requests, sent to N runners at once as `EnvRunnerGroup.sample()` sends them in
+PPO's training step (start-up is not timed). One sweep starts its largest number of runners once and
+times the first 1, 2, 4, ... of them: a runner that is not asked to sample waits and uses no CPU. From the
 rates it computes
 
 - **speed-up** = throughput with N runners / throughput with 1 runner, and

@@ -225,9 +225,10 @@ def gradient_variance(estimates: dict, show: bool = True) -> Figure | None:
     left.bar(labels, [e.var(axis=0).sum() for e in estimates.values()], color=colors)
     left.set_title("variance of one episode's gradient estimate")
     left.set_ylabel("sum over the weights")
+    bins = np.histogram_bin_edges(np.concatenate([e @ direction for e in estimates.values()]), 40)
     for i, (label, e) in enumerate(estimates.items()):
         projected = e @ direction
-        right.hist(projected, bins=30, alpha=0.55, color=colors[i], label=label)
+        right.hist(projected, bins=bins, alpha=0.55, color=colors[i], label=label)
         right.axvline(projected.mean(), color=colors[i], ls="--")
     right.set_title("estimates along their mean's direction (dashed: means)")
     right.set_xlabel("component of the estimate")

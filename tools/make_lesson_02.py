@@ -24,7 +24,7 @@ look at what it hands to the next one, and then find the very same pieces inside
    `EnvRunner.sample` → episodes → `LearnerGroup.update` → `Learner.update` → weights →
    `EnvRunnerGroup.sync_weights`.
 
-**Time:** about 60 minutes of study (two exercises); the cells run in about a minute on 2 idle
+**Time:** about 70 minutes of study (two exercises); the cells run in about a minute on 2 idle
 cores (measured there; longer on a busy or 1-CPU machine). Terms and
 notation ($s_t, a_t, r_t, \\gamma, \\lambda, V(s_t), A_t, \\pi_\\theta$) are as in lesson 01 and the
 [glossary](../docs/glossary.md)."""),

@@ -319,6 +319,19 @@ else:
 - `rlcourse/core/learner/learner.py`, `Learner.apply_gradients`: the all-reduce of the gradients.
 - `rlcourse/course/scaling.py`, `measure_throughput`: how the lab measures.
 - `rlcourse/course/envs.py`: the latency-bound env, a wrapper of ten lines."""),
+    md("""
+## Papers
+
+- Moritz et al., *Ray: A Distributed Framework for Emerging AI Applications*, OSDI 2018
+  ([arXiv:1712.05889](https://arxiv.org/abs/1712.05889)): actors with resource requests, the scheduler that places them by what they reserve.
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): scaling RL by adding sampling workers (EnvRunners) around one learning step.
+- Li et al., *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*, VLDB 2020
+  ([arXiv:2006.15704](https://arxiv.org/abs/2006.15704)): data-parallel training by an all-reduce of
+  the gradients, as the Learner actors of section 4 do with `torch.distributed`.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""# Lesson check: every scaling row and both vectorization modes were measured (how much they
 # scale depends on the machine and how busy it is: the tables above say what this one did), and
 # data-parallel learning gave the same weights as one learner.

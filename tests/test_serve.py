@@ -279,6 +279,8 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
     document = yaml.safe_load((DEPLOY / "serve_config.yaml").read_text())
     schema = ServeDeploySchema.parse_obj(document)
     assert schema.http_options.host == "127.0.0.1"
+    # `serve run` gets the proxy's body limit as `rlcourse serve` does.
+    assert schema.controller_options.runtime_env == serve_app.CONTROLLER_OPTIONS["runtime_env"]
     (application,) = schema.applications
     builder = import_attr(application.import_path)
     assert builder is build_app

@@ -2,7 +2,8 @@
 as it streams in, with a 413 naming the limit, and stops reading it. Serve's proxy copies a body
 into an unbounded queue as fast as it arrives (`proxy_asgi_receive` in
 ray/serve/_private/proxy.py), so a limit the replica checks comes after the proxy has held the
-flood; here the proxy never holds more than the limit. tests/test_serve.py measures both."""
+flood; here the proxy never holds more than the limit. tests/test_serve.py measures the proxy's
+and replicas' memory under floods."""
 
 import asyncio
 import json

@@ -487,9 +487,6 @@ Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's whil
 4. Shaping adds +0.1 for every step that gets closer to the goal (and nothing for stepping away).
    What could an agent learn that the potential-based form rules out?
 
-**Paper**: A. Y. Ng, D. Harada, S. Russell, *Policy invariance under reward transformations: theory
-and application to reward shaping*, ICML 1999.
-
 **Read next in the source**
 - `rlcourse/course/envs.py`: GridWorld, and how it draws itself.
 - `rlcourse/env/registry.py`: `EnvContext`, `register_env`, `get_env_creator` and `probe_spaces`.
@@ -497,6 +494,16 @@ and application to reward shaping*, ICML 1999.
 - `rlcourse/connectors/env_to_module/flatten_observations.py` and `mean_std_filter.py`: the two
   connectors; `rlcourse/env/env_runner_group.py`, `_merge_env_to_module_buffers`: the merge.
 - `rlcourse/course/reward_shaping.py`: `TaskReturn`, `PotentialShaping`, `LogTaskReturn`."""),
+    md("""
+## Papers
+
+- Ng, Harada, Russell, *Policy invariance under reward transformations: theory and application to
+  reward shaping*, ICML 1999 ([pdf](https://people.eecs.berkeley.edu/~russell/papers/icml99-shaping.pdf)):
+  shaping terms of the form `gamma * Phi(s') - Phi(s)` keep the optimal policy, and only those do
+  in every environment (section 6).
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
 # EnvContext, the broken env failed with its ValueError; both runners normalized with the merged
 # statistics; the filter, the reward's scale and the shaping each changed the learning curve.

@@ -21,8 +21,9 @@ CELLS = [
    and the TensorBoard event files without TensorBoard;
 4. name the bugs of three runs from their metrics alone (the exercise).
 
-**Time:** about 40 minutes of study (one exercise); the cells run in about a minute and a half on
-2 idle cores (measured there; longer on a busy or 1-CPU machine).
+**Time:** about 40 minutes of study (one exercise); the cells run in about a minute and a half
+(measured on 2 cores shared with other work; each run is 15,000 env steps, so the results do not
+depend on the machine's speed, only the time does).
 Terms: see the [glossary](../docs/glossary.md).
 
 **Papers.** PPO's loss and its clipping: Schulman et al. 2017, *Proximal Policy Optimization

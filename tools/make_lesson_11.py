@@ -137,7 +137,9 @@ one, not its size.
 With `lr=0.1` each update moves the policy so far that it becomes almost deterministic before it
 has learned to balance: the entropy falls to about 0, and with it the exploration that could fix
 it. A third run keeps the high `lr` but turns on RLlib's default KL penalty (`kl_coeff=0.2`): watch
-`curr_kl_coeff` climb as the penalty fights the oversized steps. The fix is the healthy `lr=3e-3`.
+`curr_kl_coeff` climb as the penalty fights the oversized steps. (Once a policy is deterministic its
+updates no longer move it: the KL drops to 0, below the log-scale panel.) The fix is the healthy
+`lr=3e-3`.
 """),
     code("""
 print(BUGS["lr_too_high"].what)

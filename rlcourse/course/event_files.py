@@ -30,9 +30,11 @@ def read_records(path: str | Path) -> Iterator[bytes]:
             length, length_crc = struct.unpack("<QI", header)
             if _masked_crc(header[:8]) != length_crc:
                 raise ValueError(f"{path}: a record's length fails its checksum (corrupt file)")
-            data, (data_crc,) = file.read(length), struct.unpack("<I", file.read(4) or b"\0" * 4)
-            if len(data) < length or _masked_crc(data) != data_crc:
-                raise ValueError(f"{path}: a record fails its checksum (corrupt or truncated)")
+            data, footer = file.read(length), file.read(4)
+            if len(data) < length or len(footer) < 4:
+                raise ValueError(f"{path}: the file ends inside a record (truncated)")
+            if _masked_crc(data) != struct.unpack("<I", footer)[0]:
+                raise ValueError(f"{path}: a record fails its checksum (corrupt file)")
             yield data
 
 

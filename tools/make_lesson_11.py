@@ -232,6 +232,7 @@ the network cannot see the pole. The metrics show *that* nothing is learned (a f
     code("""
 print(BUGS["unnormalized_observations"].what)
 env = broken_cartpole({"sensor_units": True})
+env.action_space.seed(0)  # random actions, the same on a re-run
 observations = [env.reset(seed=0)[0]]
 for _ in range(500):
     obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
@@ -345,6 +346,9 @@ print(f"progress.csv: {progress.shape[0]} rows x {progress.shape[1]} columns; re
       f"{results[-1]['learners']['default_policy']['entropy']:.3f}")
 display(progress[[diagnosing.STEPS] + [METRICS[m][0] for m in
                                        ("return", "entropy", "kl", "vf_explained_var")]].tail(4))
+in_process = column(healthy, "return").to_numpy()[:len(progress)]
+print("the trial's returns are the in-process healthy run's (same config, same seed):",
+      np.allclose(column(progress, "return").to_numpy(), in_process))
 """),
     md("""
 TensorBoard is not installed here, and need not be: an event file is a list of records, each a

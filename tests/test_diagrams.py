@@ -77,3 +77,14 @@ def test_the_serving_pictures_show_the_request_path_and_the_measured_load():
     assert [bar.get_height() for bar in throughput.patches] == [200.0, 260.0]
     plt.close(path)
     plt.close(load)
+
+
+def test_gradient_variance_bars_are_the_variances_given():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    estimates = {"G": rng.normal(1.0, 2.0, (50, 3)), "G - b": rng.normal(1.0, 1.0, (50, 3))}
+    figure = diagrams.gradient_variance(estimates, show=False)
+    heights = [bar.get_height() for bar in figure.axes[0].patches]
+    assert heights == pytest.approx([e.var(axis=0).sum() for e in estimates.values()])
+    plt.close(figure)

@@ -92,3 +92,18 @@ def test_the_apex_picture_has_a_box_per_runner_and_shard():
     assert labels.count("runner ") == 3 and labels.count("replay shard") == 2
     assert "learner" in labels and "priorities" in labels and "weights" in labels
     plt.close(figure)
+
+
+def test_the_q_table_shows_each_cells_value_and_greedy_action():
+    from rlcourse.course.envs import GridWorld
+
+    grid = GridWorld()
+    q = np.zeros((25, 4))
+    q[:, 1] = np.linspace(0.5, 1.0, 25)  # every cell's greedy action: right (1)
+    figure = replay_diagrams.q_table(grid, q, q, [0.0, 1.0, 0.5], show=False)
+    values = [t.get_text() for t in figure.axes[0].texts if t.get_text() != "goal"]
+    assert len(values) == 25 - 4 - 1  # no value on the 4 pits and the goal
+    assert values[0] == f"{q[0, 1]:.2f}"
+    arrows = figure.axes[0].collections[-1]
+    assert np.all(arrows.U == 1) and np.all(arrows.V == 0)
+    plt.close(figure)

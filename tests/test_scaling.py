@@ -17,6 +17,7 @@ from rlcourse.course.scaling import (
 )
 from rlcourse.course.scaling_lab import ScalingLab
 from rlcourse.env.env_context import EnvContext
+from rlcourse.env.env_runner_group import EnvRunnerGroup
 
 matplotlib.use("Agg")
 
@@ -65,6 +66,8 @@ def test_scaling_config_sets_the_runner_axes():
     assert config.num_cpus_per_env_runner == 0.5
     with pytest.raises(ValueError, match="env_kind"):
         scaling_config(1, env_kind="gpu_bound")
+    with pytest.raises(ValueError, match="num_env_runners=0"):  # the lab times runner actors
+        measure_throughput(scaling_config(0))
 
 
 @pytest.mark.timeout(300)
@@ -75,7 +78,11 @@ def test_measure_throughput_samples_with_runner_actors_and_releases_them(ray_ses
 
 
 @pytest.mark.timeout(300)
-def test_sweep_reports_each_count_and_fits_the_largest_into_the_cluster(ray_session):
+def test_sweep_reports_each_count_and_fits_the_largest_into_the_cluster(ray_session, monkeypatch):
+    groups = []  # each runner process starts once: one group of the largest count serves them all
+    monkeypatch.setattr(scaling, "EnvRunnerGroup",
+                        lambda config, *args: groups.append(config.num_env_runners)
+                        or EnvRunnerGroup(config, *args))
     measured = []
     rows = sweep((2, 1), env_kind="latency_bound", duration_s=0.3,
                  on_measured=lambda n, rate: measured.append((n, rate)))
@@ -85,6 +92,7 @@ def test_sweep_reports_each_count_and_fits_the_largest_into_the_cluster(ray_sess
     assert rows[0]["speedup"] == 1.0 and rows[1]["efficiency"] == rows[1]["speedup"] / 2
     # A 5 ms wait per step caps one runner with one sub-env below 200 steps/s.
     assert rows[0]["env_steps_per_s"] < 200
+    assert groups == [2]
     assert free_cpus_after_release(2) == pytest.approx(2)
 
 

@@ -6,8 +6,10 @@ checked with Serve's own schema."""
 
 import contextlib
 import http.client
+import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,6 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 import gymnasium as gym
@@ -132,11 +135,34 @@ def serve_memory(processes: list[psutil.Process]) -> int:
     return total
 
 
-def test_a_chunked_flood_is_refused_without_being_held(server, module):
-    """200 MB sent with Transfer-Encoding: chunked (no Content-Length to refuse it by): a 413 after
-    the first MB, and the connection closed. Read whole first, the body raised the proxy's and
-    replicas' memory by about 550 MB; Serve's proxy still queues what arrives before the replica
-    answers (tens of MB on loopback), hence the 150 MB bound."""
+def send(port: int, chunks: Iterable[bytes], length: int | None = None) -> tuple[int, str]:
+    """POST `chunks` with a Content-Length of `length`, or chunked if None; the status and error.
+    The server may refuse and close before all is sent: then the answer is read as it is."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", "/")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader(*(("Transfer-Encoding", "chunked") if length is None
+                               else ("Content-Length", str(length))))
+        connection.endheaders()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for chunk in chunks:
+                connection.send(chunk if length else b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            if length is None:
+                connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())["error"]
+    finally:
+        connection.close()
+
+
+def test_floods_and_deep_nesting_are_refused_without_being_held(server, module):
+    """400 MB sent chunked (no Content-Length to refuse it by), 400 MB with its Content-Length, and
+    a JSON nested 500,000 deep, chunked: each gets its 4xx, and Serve's proxy and replicas stay
+    within 50 MB of their idle memory, during and after. Serve's proxy queues a body for the
+    replica as fast as it arrives; its body limit (rlcourse/serve/body_limit.py) answers the
+    floods at 1 MiB ("at least": it counted as they streamed), so a replica slow to read cannot
+    make the proxy hold the rest (hundreds of MB without it)."""
     _, port = server
     processes = [p for p in psutil.Process().children(recursive=True)
                  if any(name in " ".join(p.cmdline()) for name in ("ProxyActor", "ServeReplica"))]
@@ -151,28 +177,25 @@ def test_a_chunked_flood_is_refused_without_being_held(server, module):
     def watch() -> None:
         while sending.is_set():
             peak[0] = max(peak[0], serve_memory(processes))
-            time.sleep(0.05)
+            time.sleep(0.02)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    megabyte, nested = b" " * (1 << 20), b'{"obs": ' + b"[" * 500_000 + b"]" * 500_000 + b"}"
     try:
-        connection.putrequest("POST", "/")
-        connection.putheader("Content-Type", "application/json")
-        connection.putheader("Transfer-Encoding", "chunked")
-        connection.endheaders()
-        chunk = b" " * (1 << 20)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            for _ in range(200):
-                connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            connection.send(b"0\r\n\r\n")
-        response = connection.getresponse()
-        assert response.status == 413 and "bytes" in json.loads(response.read())["error"]
+        code, error = send(port, itertools.repeat(megabyte, 400))
+        assert code == 413 and re.search(rf"at least \d+ bytes, at most {MAX_BYTES}", error), error
+        code, error = send(port, itertools.repeat(megabyte, 400), length=400 << 20)
+        assert code == 413 and f"is {400 << 20} bytes" in error, error
+        code, error = send(port, (nested[i:i + 65536] for i in range(0, len(nested), 65536)))
+        assert code == 400 and "nested too deeply" in error, error
+        time.sleep(0.5)
     finally:
-        connection.close()
         sending.clear()
         watcher.join()
-    assert peak[0] - idle < 150 * 2**20, f"Serve's memory rose by {(peak[0] - idle) / 2**20:.0f} MB"
+    after = serve_memory(processes)
+    assert peak[0] - idle < 50 * 2**20, f"Serve's memory rose by {(peak[0] - idle) / 2**20:.0f} MB"
+    assert after - idle < 50 * 2**20, f"Serve kept {(after - idle) / 2**20:.0f} MB"
     assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[:2].tolist()})[0] == 200
 
 
@@ -256,6 +279,8 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
     document = yaml.safe_load((DEPLOY / "serve_config.yaml").read_text())
     schema = ServeDeploySchema.parse_obj(document)
     assert schema.http_options.host == "127.0.0.1"
+    # `serve run` gets the proxy's body limit as `rlcourse serve` does.
+    assert schema.controller_options.runtime_env == serve_app.CONTROLLER_OPTIONS["runtime_env"]
     (application,) = schema.applications
     builder = import_attr(application.import_path)
     assert builder is build_app

@@ -340,6 +340,22 @@ print(f"restored from {path}: iteration {restored.iteration}, same actions: {sam
 - `rlcourse/algorithms/ppo/ppo_learner.py`, `compute_loss`: the PPO loss.
 - `rlcourse/utils/checkpoints.py`: how a checkpoint is written safely.
 """),
+    md("""
+## Papers
+
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the algorithm this lesson trains (lesson 02 takes it apart).
+- Moritz et al., *Ray: A Distributed Framework for Emerging AI Applications*, OSDI 2018
+  ([arXiv:1712.05889](https://arxiv.org/abs/1712.05889)): tasks, actors and the object store of section 1.
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): the library whose names and structure rlcourse follows (`PPOConfig`, `build_algo`,
+  `train`), here in its new API stack's spelling.
+- Sutton, Barto, *Reinforcement Learning: An Introduction*, 2nd edition, MIT Press, 2018
+  ([the book's site](http://incompleteideas.net/book/the-book-2nd.html)): agent, environment,
+  return and discounting, policy and value, the words of section 2.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: the machine is ready, PPO learned CartPole, greedy play and the checkpoint agree.
 assert not [c.name for c in checks if c.status == "FAIL"], checks

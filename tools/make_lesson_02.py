@@ -16,13 +16,15 @@ look at what it hands to the next one, and then find the very same pieces inside
    (terminated, truncated, or continued in the next chunk);
 3. say what an RLModule's `forward_train`, `forward_exploration` and `forward_inference` return,
    and what the action distribution is;
-4. say what an advantage is, compute GAE advantages by hand, and write PPO's clipped surrogate
+4. derive the policy gradient (REINFORCE), say why a baseline keeps it unbiased, and measure how
+   much it lowers the gradient's variance;
+5. say what an advantage is, compute GAE advantages by hand, and write PPO's clipped surrogate
    loss (the two exercises), then run a Learner update on your episodes;
-5. follow the data walk through the source: config → `Algorithm.setup` → `EnvRunnerGroup.sample` →
+6. follow the data walk through the source: config → `Algorithm.setup` → `EnvRunnerGroup.sample` →
    `EnvRunner.sample` → episodes → `LearnerGroup.update` → `Learner.update` → weights →
    `EnvRunnerGroup.sync_weights`.
 
-**Time:** about 60 minutes of study (two exercises); the cells run in about a minute on 2 idle
+**Time:** about 70 minutes of study (two exercises); the cells run in about a minute on 2 idle
 cores (measured there; longer on a busy or 1-CPU machine). Terms and
 notation ($s_t, a_t, r_t, \\gamma, \\lambda, V(s_t), A_t, \\pi_\\theta$) are as in lesson 01 and the
 [glossary](../docs/glossary.md)."""),
@@ -38,7 +40,7 @@ import numpy as np
 import ray
 from IPython.display import display
 
-from rlcourse.course.diagrams import clipped_objective, data_walk, episode_chunk
+from rlcourse.course.diagrams import clipped_objective, data_walk, episode_chunk, gradient_variance
 from rlcourse.utils.resources import init_ray
 
 init_ray(num_cpus=2)
@@ -174,7 +176,102 @@ with torch.no_grad():
         .log_prob(taken).numpy()
 logp_gap = float(np.abs(learner_logp - recorded).max())
 print(f"{len(recorded)} steps: largest |learner log_prob - runner action_logp| = {logp_gap:.2e}")"""),
-    md("""## 6. The Learner: from episodes to a training batch
+    md("""## 6. The policy gradient, derived and measured
+
+What should the Learner do with these episodes? Make the expected return larger. Write
+$\\tau = (s_0, a_0, r_0, s_1, a_1, r_1, \\dots)$ for one episode and $R(\\tau) = \\sum_t \\gamma^t r_t$
+for its return. The objective is the return expected under the policy,
+
+$$J(\\theta) = \\mathbb{E}_{\\tau \\sim \\pi_\\theta}\\left[R(\\tau)\\right] = \\sum_\\tau p_\\theta(\\tau)\\, R(\\tau).$$
+
+Its gradient needs one trick, the **log-derivative trick**
+$\\nabla_\\theta p_\\theta = p_\\theta \\nabla_\\theta \\log p_\\theta$, which turns the gradient of a sum
+over episodes back into an expectation, something we can estimate from sampled episodes:
+
+$$\\nabla_\\theta J(\\theta) = \\sum_\\tau p_\\theta(\\tau)\\, \\nabla_\\theta \\log p_\\theta(\\tau)\\, R(\\tau)
+= \\mathbb{E}_{\\tau \\sim \\pi_\\theta}\\left[\\nabla_\\theta \\log p_\\theta(\\tau)\\, R(\\tau)\\right].$$
+
+An episode's probability is a product of the env's moves, which do not depend on $\\theta$, and the
+policy's choices: $p_\\theta(\\tau) = p(s_0) \\prod_t \\pi_\\theta(a_t \\mid s_t)\\, p(s_{t+1} \\mid s_t, a_t)$.
+Its log is a sum, and the env's terms drop out of the gradient, so **no model of the env is
+needed**: $\\nabla_\\theta \\log p_\\theta(\\tau) = \\sum_t \\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t)$.
+Last, an action cannot change the rewards that came before it, so each term only needs the rewards
+from $t$ on: the return $G_t$. That is **REINFORCE** (Williams, 1992), one episode's estimate of the
+gradient:
+
+$$\\hat g = \\sum_t \\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t)\\, G_t$$
+
+(strictly, the discounted objective weights step $t$ by one more $\\gamma^t$; like most
+implementations, rlcourse's PPO included, we drop it). Averaged over episodes, $\\hat g$ points uphill.
+
+**A baseline.** Subtract from $G_t$ any $b(s_t)$ that does not depend on the action $a_t$:
+$\\hat g_b = \\sum_t \\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t)\\, \\big(G_t - b(s_t)\\big)$. The
+mean does not change, because in every state the term we added has mean zero:
+
+$$\\mathbb{E}_{a \\sim \\pi_\\theta}\\left[\\nabla_\\theta \\log \\pi_\\theta(a \\mid s)\\right] b(s)
+= b(s) \\sum_a \\pi_\\theta(a \\mid s)\\, \\frac{\\nabla_\\theta \\pi_\\theta(a \\mid s)}{\\pi_\\theta(a \\mid s)}
+= b(s)\\, \\nabla_\\theta \\sum_a \\pi_\\theta(a \\mid s) = b(s)\\, \\nabla_\\theta 1 = 0.$$
+
+The spread does change. CartPole pays +1 a step, so every $G_t$ is positive: without a baseline
+every action taken is pushed up, only by different amounts, and each estimate swings with the size
+of $G_t$. With $b$ near the typical return, the actions of better-than-usual moments are pushed up
+and the others down. Let us measure it: whole episodes from our two runners, one REINFORCE
+estimate per episode for every weight of the policy network, with $G_t$ and with $G_t - b$. Here
+$b$ is the simplest baseline, one number: the average $G_t$ over the steps of the *other* half of
+the episodes (so that no episode's baseline saw its own actions)."""),
+    code("""torch.set_num_threads(1)  # many small backward passes: one thread is faster on a shared machine
+pg_episodes = [ep for chunks in ray.get([r.sample.remote(num_timesteps=2000) for r in runners])
+               for ep in chunks if ep.is_terminated and ep.t_started == 0]  # whole episodes only
+policy_weights = [w for name, w in module.named_parameters() if name.startswith("pi.")]
+
+
+def returns_to_go(rewards, gamma):
+    \"\"\"G_t = r_t + gamma * G_{t+1}, backwards from the end of a terminated episode.\"\"\"
+    returns, g = np.zeros(len(rewards), np.float32), 0.0
+    for t in reversed(range(len(rewards))):
+        g = rewards[t] + gamma * g
+        returns[t] = g
+    return returns
+
+
+def reinforce_estimate(episode, psi):
+    \"\"\"One episode's sum_t grad log pi_theta(a_t | s_t) * psi_t, flattened to one vector.\"\"\"
+    logits = module.forward_train({"obs": torch.tensor(episode.observations[:-1])})["action_dist_inputs"]
+    logp = module.get_action_dist(logits).log_prob(torch.as_tensor(episode.actions))
+    grads = torch.autograd.grad((logp * torch.as_tensor(psi)).sum(), policy_weights)
+    return torch.cat([g.flatten() for g in grads]).numpy()
+
+
+returns = [returns_to_go(ep.rewards, config.gamma) for ep in pg_episodes]
+half = len(pg_episodes) // 2
+baselines = [float(np.concatenate(returns[half:] if i < half else returns[:half]).mean())
+             for i in range(len(pg_episodes))]
+estimates = {"$G_t$": np.array([reinforce_estimate(ep, G) for ep, G in zip(pg_episodes, returns)]),
+             "$G_t - b$": np.array([reinforce_estimate(ep, G - b) for ep, G, b
+                                    in zip(pg_episodes, returns, baselines)])}
+variance = {name: float(e.var(axis=0).sum()) for name, e in estimates.items()}
+print(f"{len(pg_episodes)} whole episodes, {sum(map(len, pg_episodes))} steps, "
+      f"{estimates['$G_t$'].shape[1]:,} policy weights; b = {baselines[0]:.2f} and {baselines[-1]:.2f}")
+print(f"variance of one episode's estimate, summed over the weights: with G_t {variance['$G_t$']:,.0f}, "
+      f"with G_t - b {variance['$G_t - b$']:,.0f} ({variance['$G_t$'] / variance['$G_t - b$']:.1f}x lower)")
+gradient_variance(estimates)"""),
+    md("""The left panel is the measurement. The right one shows the estimates along the direction of
+their mean: the baseline narrows the spread, while the means (dashed) stay close, up to sampling
+noise. That they agree exactly in expectation is the identity above, and we can check it on the
+network itself: averaged over all the states we sampled, $\\sum_a \\pi_\\theta(a \\mid s)\\, \\nabla_\\theta
+\\log \\pi_\\theta(a \\mid s)$ should be zero up to float rounding."""),
+    code("""obs_all = torch.as_tensor(np.concatenate([ep.observations[:-1] for ep in pg_episodes]))
+logp_all = torch.log_softmax(module.forward_train({"obs": obs_all})["action_dist_inputs"], dim=-1)
+expected_score = (logp_all.exp().detach() * logp_all).sum() / len(obs_all)  # its gradient: the mean
+score_means = torch.autograd.grad(expected_score, policy_weights)
+score_gap = max(float(g.abs().max()) for g in score_means)
+print(f"{len(obs_all)} states: largest entry of mean_s sum_a pi(a|s) grad log pi(a|s) = {score_gap:.1e}; "
+      f"largest entry of a mean REINFORCE estimate: {np.abs(estimates['$G_t$'].mean(axis=0)).max():.2f}")"""),
+    md("""A constant is the simplest baseline. What real algorithms use is the value network,
+$b(s_t) = V(s_t)$, learned along with the policy: then $G_t - V(s_t)$ says how much better things
+went from $s_t$ than expected, which is exactly the **advantage** of the next section. PPO's loss
+is this estimator, with the advantage $A_t$ in place of $G_t - b(s_t)$, and a clip on top."""),
+    md("""## 7. The Learner: from episodes to a training batch
 
 `PPOLearner.build_batch` (`rlcourse/algorithms/ppo/ppo_learner.py`) flattens the chunks into arrays
 (`flatten_episodes`), computes the value of **every** observation (including each chunk's last one,
@@ -227,10 +324,9 @@ def my_gae(episode, values, gamma, lambda_):
 
 
 my_gae = check_gae(my_gae)  # yours if right, rlcourse's while not attempted"""),
-    md("""## 7. The policy gradient and PPO's clipped objective
+    md("""## 8. PPO's clipped objective
 
-The policy $\\pi_\\theta(a_t \\mid s_t)$ is the network with weights $\\theta$. The **policy gradient**
-says how to change $\\theta$ to make the expected return larger:
+Section 6's gradient, with the advantage $A_t$ of section 7 as the weight of each step:
 
 $$\\nabla_\\theta J(\\theta) = \\mathbb{E}_t\\left[\\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t)\\, A_t\\right]$$
 
@@ -271,7 +367,7 @@ def clipped_surrogate_loss(logp, old_logp, advantages, clip_param):
 
 
 clipped_surrogate_loss = check_clipped_surrogate(clipped_surrogate_loss)"""),
-    md("""## 8. One update
+    md("""## 9. One update
 
 `learner.update(episodes)` builds that batch and runs `num_epochs` passes of minibatch SGD on
 `compute_loss`: the clipped policy loss (your exercise), the value loss
@@ -283,7 +379,7 @@ for name, value in update_stats.items():
     print(f"{name:24s} {value:.4f}")
 changed = [k for k, v in learner.get_weights().items() if not np.allclose(v, before[k])]
 print("weights changed:", len(changed), "of", len(before), "tensors")"""),
-    md("""## 9. Close the loop by hand
+    md("""## 10. Close the loop by hand
 
 Now the runners need the new weights, and we go round again: sync weights → sample → update. This
 is all `Algorithm.training_step` does for PPO. Each runner also counts the episodes that finished
@@ -319,7 +415,7 @@ for title, e in [("terminated (the pole fell)", terminated_ep),
         v = module.compute_values({"obs": torch.tensor(e.observations)}).numpy()
     chunks.append((title, e, v, my_gae(e, v, config.gamma, config.lambda_)))
 chunk_advantages(chunks)"""),
-    md("""## 10. The same pieces inside `Algorithm.train()`
+    md("""## 11. The same pieces inside `Algorithm.train()`
 
 Our hand-built runners have done their job; we stop them and let an `Algorithm` build everything from
 the same config. Its `env_runner_group` holds EnvRunner actors like ours, and its `learner_group`
@@ -381,9 +477,13 @@ print(inspect.getsource(PPO.training_step))"""),
   truncated (a time limit: bootstrap), or cut and continued by the next `sample()` with the same `id_`.
 - The **RLModule**'s forward passes return `action_dist_inputs`; `get_action_dist` makes the
   distribution that actions are sampled from and that the loss takes log-probabilities of.
+- The **policy gradient** comes from the log-derivative trick, needs no model of the env, and is
+  estimated by **REINFORCE**, $\\sum_t \\nabla_\\theta \\log \\pi_\\theta(a_t \\mid s_t) G_t$; subtracting a
+  **baseline** $b(s_t)$ keeps its mean (the score has mean zero in every state) and, as measured
+  here, lowers its variance.
 - An **advantage** $A_t$ says how much better $a_t$ did than $V(s_t)$ expected; GAE mixes one-step
   errors with $\\gamma\\lambda$, and bootstraps from $V(s_n)$ unless the chunk terminated.
-- The **policy gradient** raises $\\log \\pi_\\theta(a_t \\mid s_t)$ in proportion to $A_t$; PPO's
+- PPO's policy gradient raises $\\log \\pi_\\theta(a_t \\mid s_t)$ in proportion to $A_t$; its
   **clipped surrogate** stops rewarding a change once the ratio leaves $[1-\\epsilon_{\\text{clip}}, 1+\\epsilon_{\\text{clip}}]$ in
   the direction the advantage favours.
 - The **Learner** turns chunks into a batch with GAE advantages and updates the weights, which go
@@ -394,8 +494,27 @@ print(inspect.getsource(PPO.training_step))"""),
 - `rlcourse/utils/postprocessing.py`, `flatten_episodes` and `compute_gae`: the Learner's version of your exercise.
 - `rlcourse/algorithms/ppo/ppo_learner.py`, `build_batch` and `compute_loss`.
 - `rlcourse/algorithms/algorithm.py`, `Algorithm.setup`; `rlcourse/algorithms/ppo/ppo.py`, `PPO.training_step`."""),
-    code("""# Lesson check: the pieces fit together, the hand-written loop learned, and the Algorithm is made of them.
+    md("""## Papers
+
+- Williams, *Simple statistical gradient-following algorithms for connectionist reinforcement
+  learning*, Machine Learning 8, 1992 ([doi:10.1007/BF00992696](https://doi.org/10.1007/BF00992696)):
+  REINFORCE and the baseline of section 6.
+- Schulman, Moritz, Levine, Jordan, Abbeel, *High-Dimensional Continuous Control Using Generalized
+  Advantage Estimation*, ICLR 2016 ([arXiv:1506.02438](https://arxiv.org/abs/1506.02438)): GAE,
+  section 7 and your first exercise.
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the clipped surrogate of section 8 and
+  your second exercise.
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): the split into sampling workers and a
+  learner that this lesson takes apart (RLlib's new API stack renamed the pieces EnvRunner and
+  Learner).
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md)."""),
+    code("""# Lesson check: the pieces fit together, the baseline lowered the gradient's variance without
+# moving its mean, the hand-written loop learned, and the Algorithm is made of them.
 assert logp_gap < 1e-4, logp_gap
+assert variance["$G_t - b$"] < variance["$G_t$"] and score_gap < 1e-5, (variance, score_gap)
 assert hand_returns[-1] > 1.5 * hand_returns[0], hand_returns
 assert same_classes
 assert set(result["learners"]["default_policy"]) == set(update_stats)

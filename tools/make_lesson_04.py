@@ -83,8 +83,10 @@ ray.kill(runner)"""),
 
 The lab measures **env steps per second** that an `EnvRunnerGroup` of real runner actors samples,
 for several numbers of runners. Each measurement builds the runners, gives them the weights of a
-freshly built network (two layers of 64, the size the lessons train on CartPole), and times the same
-`EnvRunnerGroup.sample()` call that PPO's training step makes (start-up is not timed). From the
+freshly built network (two layers of 64, the size the lessons train on CartPole), and times the
+runners' `sample()` requests, sent to N runners at once as `EnvRunnerGroup.sample()` sends them in
+PPO's training step (start-up is not timed). One sweep starts its largest number of runners once and
+times the first 1, 2, 4, ... of them: a runner that is not asked to sample waits and uses no CPU. From the
 rates it computes
 
 - **speed-up** = throughput with N runners / throughput with 1 runner, and
@@ -317,6 +319,19 @@ else:
 - `rlcourse/core/learner/learner.py`, `Learner.apply_gradients`: the all-reduce of the gradients.
 - `rlcourse/course/scaling.py`, `measure_throughput`: how the lab measures.
 - `rlcourse/course/envs.py`: the latency-bound env, a wrapper of ten lines."""),
+    md("""
+## Papers
+
+- Moritz et al., *Ray: A Distributed Framework for Emerging AI Applications*, OSDI 2018
+  ([arXiv:1712.05889](https://arxiv.org/abs/1712.05889)): actors with resource requests, the scheduler that places them by what they reserve.
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): scaling RL by adding sampling workers (EnvRunners) around one learning step.
+- Li et al., *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*, VLDB 2020
+  ([arXiv:2006.15704](https://arxiv.org/abs/2006.15704)): data-parallel training by an all-reduce of
+  the gradients, as the Learner actors of section 4 do with `torch.distributed`.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""# Lesson check: every scaling row and both vectorization modes were measured (how much they
 # scale depends on the machine and how busy it is: the tables above say what this one did), and
 # data-parallel learning gave the same weights as one learner.

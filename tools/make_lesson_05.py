@@ -268,6 +268,17 @@ Watch `learners/default_policy/entropy` in the results when you try larger learn
 - `rlcourse/algorithms/impala/learner_thread.py`: the bounded queue, dropped batches and policy lag.
 - `rlcourse/algorithms/impala/vtrace.py` and `rlcourse/algorithms/impala/impala_learner.py`: V-trace and the loss.
 """),
+    md("""
+## Papers
+
+- Espeholt et al., *IMPALA: Scalable Distributed Deep-RL with Importance Weighted Actor-Learner
+  Architectures*, ICML 2018 ([arXiv:1802.01561](https://arxiv.org/abs/1802.01561)): the
+  decoupled actors and learner, policy lag and V-trace, sections 2-4 and the exercise.
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the synchronous baseline of sections 1 and 5.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: both learned, and IMPALA's policy lag grows with the broadcast interval (how much
 # faster it sampled depends on the machine: the chart's title says what this one did).

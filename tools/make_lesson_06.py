@@ -358,6 +358,17 @@ The algorithm code never changes; the config and where the driver runs do.
 - `rlcourse/utils/local_ray.py`: how a Ray on one machine stays on loopback, and its token private.
 - `deploy/`: the image, `cluster.yaml` and `rayjob.yaml`.
 """),
+    md("""
+## Papers
+
+- Moritz et al., *Ray: A Distributed Framework for Emerging AI Applications*, OSDI 2018
+  ([arXiv:1712.05889](https://arxiv.org/abs/1712.05889)): the head node's global control store, a raylet on every node, and the scheduling of
+  actors over nodes that this lesson runs on a local cluster.
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): sampling workers as actors, placed on whichever nodes a cluster has.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: runners used both nodes, came back on the head after worker-1 was lost, the job
 # reached its return, and no process of the cluster is left.

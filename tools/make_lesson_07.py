@@ -355,6 +355,21 @@ command line too: `rlcourse evaluate <checkpoint> --episodes 20`.
   from the command line, `rlcourse tune tuned_examples/ppo/cartpole_ppo_lr_sweep.py --scheduler asha`.
 - `rlcourse/course/tune_plots.py`: how this lesson's plots read the ResultGrid.
 """),
+    md("""
+## Papers
+
+- Liaw et al., *Tune: A Research Platform for Distributed Model Selection and Training*, 2018
+  ([arXiv:1807.05118](https://arxiv.org/abs/1807.05118)): trials, trainables and schedulers.
+- Henderson, Islam, Bachman, Pineau, Precup, Meger, *Deep Reinforcement Learning that Matters*,
+  AAAI 2018 ([arXiv:1709.06560](https://arxiv.org/abs/1709.06560)): why one seed lies, section 2.
+- Li, Jamieson, Rostamizadeh, Gonina, Hardt, Recht, Talwalkar, *A System for Massively Parallel
+  Hyperparameter Tuning*, MLSys 2020 ([arXiv:1810.05934](https://arxiv.org/abs/1810.05934)):
+  ASHA, section 4.
+- Jaderberg et al., *Population Based Training of Neural Networks*, 2017
+  ([arXiv:1711.09846](https://arxiv.org/abs/1711.09846)): PBT, section 5.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: the sweeps ran without errors, the robust pick's mean beats the worst config's,
 # ASHA stopped a trial early, PBT exploited, and the checkpoint evaluates near its trial's return.

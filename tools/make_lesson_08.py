@@ -345,6 +345,17 @@ print(f"{len(ray_processes)} processes of Ray and Serve were running; left now: 
 - `rlcourse/serve/deployment.py` (`@serve.batch`, the 4xx answers), `rlcourse/serve/client.py`, and
   `benchmarks/serve_load.py`.
 """),
+    md("""
+## Papers
+
+- Crankshaw et al., *Clipper: A Low-Latency Online Prediction Serving System*, NSDI 2017
+  ([arXiv:1612.03079](https://arxiv.org/abs/1612.03079)): serving models behind a network API with
+  adaptive batching of concurrent requests, the idea of `@serve.batch` in sections 5 and 6.
+- Moritz et al., *Ray: A Distributed Framework for Emerging AI Applications*, OSDI 2018
+  ([arXiv:1712.05889](https://arxiv.org/abs/1712.05889)): the actors that Serve's replicas and HTTP proxy are.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: the metric came from the runners, evaluation ran, best and latest exist, the resume
 # was exact, the exported and served policies act as the module does, and nothing failed under load.

@@ -6,22 +6,25 @@ NAME = "09_off_policy.ipynb"
 
 CELLS = [
     md(r"""
-# Lesson 09 — Off-policy learning: replay buffers, DQN, SAC and Ape-X
+# Lesson 09 — Off-policy learning: Q-learning, replay buffers, DQN, SAC and Ape-X
 
 **By the end of this lesson you can**
-1. say what makes an algorithm **on-policy** or **off-policy**, and show what it costs and buys
+1. state the **Bellman equation** for $Q$, learn the GridWorld's $Q$-table with **tabular
+   Q-learning** and an **epsilon-greedy** schedule, and say why a network in place of the table
+   needs a **target network** and **replay**;
+2. say what makes an algorithm **on-policy** or **off-policy**, and show what it costs and buys
    with PPO and DQN on CartPole, per env step and per second;
-2. read a **replay buffer**: what a **sum-tree** samples under **prioritized replay**, what the
+3. read a **replay buffer**: what a **sum-tree** samples under **prioritized replay**, what the
    **importance weights** undo, and how **n-step** rows end at an episode's end;
-3. write DQN's **n-step double-Q target** (the exercise) and explain, with a picture, why the
+4. write DQN's **n-step double-Q target** (the exercise) and explain, with a picture, why the
    online network picks the action and the **target network** values it;
-4. train **SAC** on Pendulum and read its learned **entropy temperature** $\alpha$;
-5. draw **Ape-X**'s runners, replay shard and learner, and measure its throughput against DQN's.
+5. train **SAC** on Pendulum and read its learned **entropy temperature** $\alpha$;
+6. draw **Ape-X**'s runners, replay shard and learner, and measure its throughput against DQN's.
 
-**Time:** about 50 minutes of study (one exercise); the cells run in about 90 seconds on 2 idle
+**Time:** about 60 minutes of study (one exercise); the cells run in about 90 seconds on 2 idle
 cores and about two minutes on one (measured there; longer on a busy machine).
 Notation as in the earlier lessons ($s_t, a_t, r_t, \gamma$); $Q(s, a)$ is the return expected
-after taking $a$ in $s$. Terms: see the [glossary](../docs/glossary.md).
+after taking $a$ in $s$ (section 1). Terms: see the [glossary](../docs/glossary.md).
 """),
     code("""
 import time
@@ -61,16 +64,84 @@ def race(config, budget_s, target=450.0):
             break
     return algo, np.array(rows), result
 """),
+    md(r"""
+## 1. The Bellman equation, and Q-learning with a table
+
+First the idea DQN is built on, on a problem small enough to write down: the course's GridWorld
+(lesson 03), 25 cells, a row of pits with one gap, the goal in the bottom-right corner, $-0.01$ a
+step, $+1$ at the goal and $-1$ in a pit (both end the episode). Let $Q^*(s, a)$ be the return
+expected after taking $a$ in $s$ and acting as well as possible afterwards. It satisfies the
+**Bellman optimality equation**: the reward now, plus the discounted value of acting best from
+the next state,
+
+$$Q^*(s_t, a_t) = \mathbb{E}\Big[r_t + \gamma\, (1 - \text{terminated})\, \max_{a'} Q^*(s_{t+1}, a')\Big].$$
+
+Knowing the grid's moves, we could solve it by applying it to every entry again and again (value
+iteration: `optimal_q` does that, to check our answer). Without a model of the env, **Q-learning**
+(Watkins and Dayan, 1992) keeps a table $Q(s, a)$ and, after every step, moves the one entry it
+visited a step $\eta$ (the learning rate, `lr`) toward a sample of the right-hand side:
+
+$$Q(s_t, a_t) \leftarrow Q(s_t, a_t) + \eta\, \Big(r_t + \gamma\, (1 - \text{terminated})\,
+\max_{a'} Q(s_{t+1}, a') - Q(s_t, a_t)\Big).$$
+
+The target takes the **max** over the next actions, whatever the agent will really do next: it
+learns the values of the greedy policy while acting in another way, which is what **off-policy**
+means. How it acts is **epsilon-greedy**: with probability $\epsilon$, the **exploration rate**, a
+random action, otherwise the greedy one, $\arg\max_a Q(s_t, a)$ (this $\epsilon$ is not PPO's clip
+$\epsilon_{\text{clip}}$). A **schedule** lowers $\epsilon$ as the table fills: here from 1.0 (every
+action is tried) in a straight line to 0.05 over the first 5,000 of 10,000 steps
+(`linear_epsilon`). `rlcourse/course/tabular.py` is this page of math as plain functions.
+"""),
+    code("""
+from rlcourse.course import tabular
+from rlcourse.course.envs import GridWorld
+
+grid = GridWorld()
+start = time.perf_counter()
+q_table, grid_returns = tabular.q_learning(grid, num_steps=10_000, gamma=0.99, lr=0.5,
+                                           epsilon=(1.0, 0.05, 5_000), seed=0)
+q_seconds = time.perf_counter() - start
+q_star = tabular.optimal_q(grid, gamma=0.99)  # value iteration, from the grid's known moves
+start_cells = np.array([row * grid.size + col for row, col in grid.start_cells])
+greedy_optimal = tabular.greedy_is_optimal(q_table, q_star, start_cells)
+value_gap = np.abs(q_table.max(axis=1) - q_star.max(axis=1))[start_cells].max()
+replay_diagrams.q_table(grid, q_table, q_star, grid_returns)
+print(f"10,000 steps, {len(grid_returns)} episodes, in {q_seconds:.2f} s; epsilon at steps 0, 2,500, "
+      f"5,000: {[tabular.linear_epsilon(step, 1.0, 0.05, 5_000) for step in (0, 2_500, 5_000)]}")
+print(f"greedy action of the table is optimal in {greedy_optimal.sum()} of {len(start_cells)} cells; "
+      f"largest |max_a Q - max_a Q*|: {value_gap:.3f}")
+"""),
+    md(r"""
+Left, the table after 10,000 steps; middle, the exact answer. Each cell shows its value
+$\max_a Q(s, a)$ and its greedy action: the values fall by about 0.02 a step away from the goal
+($\gamma$ = 0.99 and the step cost of 0.01), and the arrows lead through the gap. Right: while
+$\epsilon$ is high the agent often walks into a pit; as it falls, the returns approach those of
+the greedy policy.
+
+**From a table to a network.** The table has one entry per (cell, action), 100 here. CartPole's
+state is four real numbers: no table can list them, and no state comes back exactly. **DQN** (Mnih
+et al., 2015) replaces the table by a network $Q_\theta(s, a)$ and the update by a regression of
+$Q_\theta(s_t, a_t)$ on the same target. Two things that were harmless with a table then break:
+
+- **The target moves.** Changing one table entry changes nothing else; a gradient step on $\theta$
+  changes $Q$ everywhere, including $Q(s_{t+1}, \cdot)$ inside the target, so the regression
+  chases its own output and errors can feed on themselves. DQN computes targets with a **target
+  network**, a copy of $Q_\theta$ refreshed only now and then, so that for a while they stand
+  still (section 4).
+- **Consecutive steps are alike.** The table does not care in which order it sees steps; a network
+  trained on one episode's steps in order fits that stretch of states and forgets the rest (SGD
+  assumes independent samples). DQN keeps steps in a **replay buffer** and trains on random
+  batches from it, mixing many episodes and reusing every step many times (sections 2 and 3).
+"""),
     md("""
-## 1. On-policy and off-policy
+## 2. On-policy and off-policy
 
 PPO (lessons 01-04) is **on-policy**: its loss is an expectation under the policy being trained, so
 each batch must come from the current weights. It makes a few passes over a batch (`num_epochs`),
 then throws the batch away and samples a new one. **Off-policy** algorithms learn from steps that
-*any* policy took. DQN's runners act **epsilon-greedily**: with probability $\\epsilon$, the
-**exploration rate**, a random action, otherwise the one with the highest $Q(s, a)$ (this $\\epsilon$
-is not PPO's clip $\\epsilon_{\\text{clip}}$). `DQNConfig`'s `epsilon` schedule lowers it from 1.0 to 0.02
-over the first 10,000 env steps. DQN keeps the last `capacity` env steps in a **replay buffer** and learns from
+*any* policy took, as the table of section 1 did. DQN's runners act **epsilon-greedily**, as
+there; `DQNConfig`'s `epsilon` schedule lowers $\\epsilon$ from 1.0 to 0.02 over the first 10,000
+env steps. DQN keeps the last `capacity` env steps in a **replay buffer** and learns from
 batches drawn from it: every step is learned from many times (`training_intensity=8`: 8 env steps
 trained per env step sampled), long after the weights that sampled it are gone.
 """),
@@ -93,7 +164,7 @@ ppo_config = (PPOConfig().environment("CartPole-v1").debugging(seed=0)
 ppo, ppo_curve, _ = race(ppo_config, budget_s=15)
 ppo.stop()
 dqn_config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0).debugging(seed=0)
-dqn, dqn_curve, dqn_result = race(dqn_config, budget_s=15)  # stopped in section 3, which uses it
+dqn, dqn_curve, dqn_result = race(dqn_config, budget_s=15)  # stopped in section 4, which uses it
 curves = {"PPO": ppo_curve, "DQN": dqn_curve}
 replay_diagrams.learning_curves(curves, target=450)
 rates = {name: rows[-1, 1] / rows[-1, 0] for name, rows in curves.items()}
@@ -116,13 +187,13 @@ rates printed above were measured just now): CartPole's
 steps cost microseconds, so what costs time is learning, and DQN makes a gradient step (32 rows) for
 every 4 env steps, PPO 24 (250 rows each) for every 1000, so PPO gets through many more env steps in
 a second. What off-policy learning buys is freedom over where the data comes
-from: older policies, exploring ones, many runners with different epsilons (section 5), logged
+from: older policies, exploring ones, many runners with different epsilons (section 6), logged
 data; and every step keeps serving as long as it is in the buffer. When env steps are expensive (a
 robot, a slow simulator), that reuse is what counts; when they cost microseconds, sampling more is
 cheaper. `benchmarks/dqn_cartpole.py` runs DQN to a return of 450 (72-94k env steps, seeds 0-4, as
 `DQNConfig`'s docstring says), the comparison of whole runs that a lesson has no time for.
 
-## 2. The replay buffer and prioritization
+## 3. The replay buffer and prioritization
 
 rlcourse's buffers keep **whole episodes** (RLlib's new stack does too): a chunk cut between two
 `sample()` calls joins its episode, and the oldest episodes are evicted when `capacity` env steps
@@ -130,7 +201,7 @@ are exceeded. Each stored step has a slot. **Prioritized replay** (Schaul et al.
 $i$ with probability $P(i) = p_i^{\\alpha_{\\text{PER}}} / \\sum_k p_k^{\\alpha_{\\text{PER}}}$, where
 $p_i$ is its last $|$TD error$|$: the steps the network predicts worst are replayed most. The
 exponent $\\alpha_{\\text{PER}}$ (the buffer's `alpha`) sets how much: 0 is uniform sampling. It is
-not SAC's temperature $\\alpha$ of section 4.
+not SAC's temperature $\\alpha$ of section 5.
 
 Drawing from such a distribution fast is the job of a **sum-tree**: each node holds the sum of its
 two children, the root the total. Draw $u$ uniformly in [0, total) and walk down: left if $u$ is
@@ -200,7 +271,7 @@ for ending, episode in episodes.items():
 print("(t, n, terminated) of the terminated episode's rows:", sorted(row_sets["terminated"]))
 """),
     md(r"""
-## 3. DQN's target, and why double Q
+## 4. DQN's target, and why double Q
 
 DQN learns $Q(s, a)$ by regression on a **target** built from the next state:
 
@@ -248,7 +319,7 @@ Write `my_dqn_target(batch, q_online, q_target, gamma)`, one target $y$ per row:
 $$y = G_t^{(n)} + \gamma^{n} (1 - \text{terminated})\, Q_{\text{target}}\big(s', \arg\max_a Q_{\text{online}}(s', a)\big)$$
 
 on torch tensors, as `DQNLearner.compute_loss` does (`rlcourse/algorithms/dqn/dqn_learner.py`).
-Each row has its own $n$ (section 2: rows end early at an episode's end). The checker calls your
+Each row has its own $n$ (section 3: rows end early at an episode's end). The checker calls your
 function on batches of its own, with terminated, truncated and short rows, and compares it with
 the target inside rlcourse's `DQNLearner`; a wrong answer gets a hint naming the mistake. Until you
 write it, it is reported as not attempted. Stuck? `show_solution("dqn_target")`.
@@ -276,7 +347,7 @@ def my_dqn_target(batch, q_online, q_target, gamma):
 my_dqn_target = check_dqn_target(my_dqn_target)  # yours if right, rlcourse's while not attempted
 """),
     md("""
-The same target inside the real learner: a batch from the replay buffer of section 1's DQN, its
+The same target inside the real learner: a batch from the replay buffer of section 2's DQN, its
 Q-networks as they are after 15 seconds of training, and `DQNLearner.compute_loss`, which returns
 each row's TD error $Q(s, a) - y$. The buffer's rows do not record truncations, and need not: a
 truncated row bootstraps like any other.
@@ -299,13 +370,13 @@ print("largest |your y - the learner's y|:", float((y_yours - y_learner).abs().m
 dqn.stop()
 """),
     md(r"""
-## 4. SAC: off-policy with continuous actions and an entropy temperature
+## 5. SAC: off-policy with continuous actions and an entropy temperature
 
 DQN needs a finite set of actions to take a max over. **SAC** (soft actor-critic, Haarnoja et al.,
 2018) learns from the same kind of replay buffer with **continuous** actions: a policy network
 outputs a Gaussian (squashed by tanh into the action bounds), twin Q-networks value its actions,
 and the objective adds the policy's entropy to the return, weighted by a **temperature** $\alpha$
-(SAC's $\alpha$; section 2's prioritized-replay exponent is written $\alpha_{\text{PER}}$):
+(SAC's $\alpha$; section 3's prioritized-replay exponent is written $\alpha_{\text{PER}}$):
 
 $$\max_\pi\ \mathbb{E}\Big[\sum_t \gamma^t \big(r_t + \alpha\, \mathcal{H}(\pi(\cdot \mid s_t))\big)\Big]$$
 
@@ -354,7 +425,7 @@ seed. One difference from the rest of the course: SAC's `episode_return_mean` av
 episodes, not 100 (`SACConfig` sets `metrics_num_episodes_for_smoothing=5`, as RLlib's tuned
 Pendulum example does: a Pendulum episode is 200 steps, so 100 of them would span the whole run).
 
-## 5. Ape-X: many runners, a replay shard, one learner
+## 6. Ape-X: many runners, a replay shard, one learner
 
 In DQN's `training_step` the runners and the learner take turns: sample, store, replay, update,
 sync. Off-policy learning does not need that: the learner can train on whatever is in the buffer
@@ -370,7 +441,7 @@ replay_diagrams.apex(num_runners=2, num_shards=1)
 """),
     md("""
 Two runners and one shard, for 15 seconds (Ray starts first: the runners and the shard are actors).
-The baseline is section 1's DQN: one runner in this process, taking turns with its learner. Parallel
+The baseline is section 2's DQN: one runner in this process, taking turns with its learner. Parallel
 runners need cores to run on: with one core (Binder's), two runners and a learner take turns on it,
 and Ape-X cannot sample faster than DQN's single loop; the bars below say what this machine did.
 """),
@@ -392,7 +463,7 @@ for name, rows in (("DQN", dqn_curve), ("Ape-X", apex_curve)):
           f"on, in {rows[-1, 0]:4.1f} s; return {rows[-1, 2]:5.1f}")
 print(f"on {cores:g} usable CPUs, Ape-X sampled {rates['Ape-X'] / rates['DQN']:.1f}x the env steps per "
       "second of DQN's single runner")
-replay_diagrams.throughput({"DQN, 1 local runner\\n(section 1)": rates["DQN"],
+replay_diagrams.throughput({"DQN, 1 local runner\\n(section 2)": rates["DQN"],
                             "Ape-X, 2 runners\\n+ 1 replay shard": rates["Ape-X"]})
 ray.shutdown()
 """),
@@ -412,6 +483,10 @@ env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 
 ## Summary
 
+- The Bellman optimality equation says $Q^*(s, a)$ is the reward plus the discounted best value of
+  the next state; tabular Q-learning moves one entry at a time toward a sample of it, acting
+  epsilon-greedily, and here found the grid's best action in every cell. A network in place of
+  the table needs a target network (the target would move) and replay (consecutive steps are alike).
 - On-policy methods (PPO) learn from the current policy's steps once; off-policy methods (DQN, SAC)
   keep a replay buffer and learn from every step many times: fewer env steps, more compute each.
 - A sum-tree samples slot $i$ with probability $p_i$/total in log time; importance weights
@@ -425,22 +500,52 @@ env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 - Ape-X decouples sampling and learning: runners, replay shards and a learner, all asynchronous.
 
 **Read next in the source**
+- `rlcourse/course/tabular.py`: Q-learning, epsilon-greedy and value iteration, one page.
 - `rlcourse/algorithms/dqn/dqn.py`, `DQN.training_step`: sample, store, replay
   (`training_intensity`), priorities, sync; `rlcourse/algorithms/dqn/dqn_learner.py`,
   `compute_loss`: the target of the exercise, the Huber loss, the importance weights.
 - `rlcourse/utils/replay_buffers/prioritized_episode_replay_buffer.py` (`SumTree`, the walk of
-  section 2; priorities, weights) and
+  section 3; priorities, weights) and
   `rlcourse/utils/replay_buffers/episode_replay_buffer.py`, `_n_step_transitions` (n-step rows).
 - `rlcourse/algorithms/sac/sac_learner.py`: the twin critics, the policy loss and the loss of
   $\\alpha$.
 - `rlcourse/algorithms/apex_dqn/apex_dqn.py` (the asynchronous `training_step`) and
   `rlcourse/algorithms/apex_dqn/replay_actor.py` (a replay shard); `benchmarks/dqn_cartpole.py`.
 """),
+    md("""
+## Papers
+
+- Watkins, Dayan, *Q-learning*, Machine Learning 8, 1992
+  ([doi:10.1007/BF00992698](https://doi.org/10.1007/BF00992698)): tabular Q-learning, section 1.
+- Sutton, Barto, *Reinforcement Learning: An Introduction*, 2nd edition, MIT Press, 2018
+  ([the book's site](http://incompleteideas.net/book/the-book-2nd.html)): the Bellman equations,
+  epsilon-greedy, n-step returns.
+- Mnih et al., *Human-level control through deep reinforcement learning*, Nature 518, 2015
+  ([doi:10.1038/nature14236](https://doi.org/10.1038/nature14236)): DQN, its replay buffer and
+  target network.
+- van Hasselt, Guez, Silver, *Deep Reinforcement Learning with Double Q-learning*, AAAI 2016
+  ([arXiv:1509.06461](https://arxiv.org/abs/1509.06461)): double Q, section 4.
+- Schaul, Quan, Antonoglou, Silver, *Prioritized Experience Replay*, ICLR 2016
+  ([arXiv:1511.05952](https://arxiv.org/abs/1511.05952)): priorities and importance weights, section 3.
+- Wang, Schaul, Hessel, van Hasselt, Lanctot, de Freitas, *Dueling Network Architectures for Deep
+  Reinforcement Learning*, ICML 2016 ([arXiv:1511.06581](https://arxiv.org/abs/1511.06581)):
+  dueling heads, section 4.
+- Haarnoja, Zhou, Abbeel, Levine, *Soft Actor-Critic: Off-Policy Maximum Entropy Deep Reinforcement
+  Learning with a Stochastic Actor*, ICML 2018 ([arXiv:1801.01290](https://arxiv.org/abs/1801.01290)),
+  and Haarnoja et al., *Soft Actor-Critic Algorithms and Applications*, 2018
+  ([arXiv:1812.05905](https://arxiv.org/abs/1812.05905)): SAC and its learned temperature, section 5.
+- Horgan, Quan, Budden, Barth-Maron, Hessel, van Hasselt, Silver, *Distributed Prioritized
+  Experience Replay*, ICLR 2018 ([arXiv:1803.00933](https://arxiv.org/abs/1803.00933)): Ape-X,
+  section 6.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
-# Lesson check: both algorithms trained; the sum-tree sampled in proportion to priority
+# Lesson check: the Q-table's greedy policy is optimal; both algorithms trained; the sum-tree sampled in proportion to priority
 # and the weights undid it; n-step rows stopped only at the termination; double Q removed the max's
 # bias and your target is the learner's; SAC's alpha fell; Ape-X trained. (Env steps per second
 # depend on the machine and how busy it is: the printed rates say what this one did.)
+assert greedy_optimal.all() and value_gap < 0.05, (greedy_optimal, value_gap)
 assert dqn_result["replay_buffer"]["num_env_steps_stored"] > 0 and np.isfinite(ppo_curve[:, 2]).any()
 assert np.allclose(frequency, probability, atol=0.015), (frequency, probability)
 assert np.allclose(weights[1.0] * probability, (weights[1.0] * probability)[0]) and weights[0.0].min() == 1.0

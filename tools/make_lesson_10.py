@@ -293,6 +293,22 @@ modules that share layers inside a MultiRLModule, adding and removing modules wh
 **Next:** [lesson 11, diagnosing a run](11_diagnosing_a_run.ipynb): what a run's metrics say, and
 runs broken on purpose.
 """),
+    md("""
+## Papers
+
+- Liang et al., *RLlib: Abstractions for Distributed Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.09381](https://arxiv.org/abs/1712.09381)): multi-agent environments, and the mapping of agents to policies, as RLlib has it.
+- Bansal, Pachocki, Sidor, Sutskever, Mordatch, *Emergent Complexity via Multi-Agent Competition*,
+  ICLR 2018 ([arXiv:1710.03748](https://arxiv.org/abs/1710.03748)): self-play against older
+  snapshots of the policy rather than only its latest self, section 3.
+- Vinyals et al., *Grandmaster level in StarCraft II using multi-agent reinforcement learning*,
+  Nature 575, 2019: a league of past and specialised players, the idea behind the league of
+  section 3 at a much larger scale.
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the algorithm each module learns with.
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
+"""),
     code("""
 # Lesson check: the envs returned dicts; both MeetingGrid setups learned to meet; the self-play
 # player, which never played the heuristic, beat it more often than the untrained policy did.

@@ -211,3 +211,26 @@ def gridworld_policy(grid, greedy_actions, path, episode_return: float,
     for ax in axes:
         ax.axis("off")
     return finish(fig, show)
+
+
+def gradient_variance(estimates: dict, show: bool = True) -> Figure | None:
+    """Per-episode policy-gradient estimates (`estimates`: label -> array [episodes, parameters])
+    compared: the total variance of one episode's estimate (the sum over parameters), and the spread
+    of the estimates along the direction of their common mean."""
+    labels = list(estimates)
+    direction = np.mean([e.mean(axis=0) for e in estimates.values()], axis=0)
+    direction /= np.linalg.norm(direction)
+    colors = ["C0", "C2", "C1"][:len(labels)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    left.bar(labels, [e.var(axis=0).sum() for e in estimates.values()], color=colors)
+    left.set_title("variance of one episode's gradient estimate")
+    left.set_ylabel("sum over the weights")
+    bins = np.histogram_bin_edges(np.concatenate([e @ direction for e in estimates.values()]), 40)
+    for i, (label, e) in enumerate(estimates.items()):
+        projected = e @ direction
+        right.hist(projected, bins=bins, alpha=0.55, color=colors[i], label=label)
+        right.axvline(projected.mean(), color=colors[i], ls="--")
+    right.set_title("estimates along their mean's direction (dashed: means)")
+    right.set_xlabel("component of the estimate")
+    right.legend()
+    return finish(fig, show)

@@ -1,5 +1,6 @@
-"""Lesson 09's pictures: on- and off-policy data flow, the sum-tree, n-step rows, Ape-X, and the plots
-of its measurements (learning curves, sampling frequencies, overestimation, SAC's temperature)."""
+"""Lesson 09's pictures: a Q-table on the GridWorld, on- and off-policy data flow, the sum-tree,
+n-step rows, Ape-X, and the plots of its measurements (learning curves, sampling frequencies,
+overestimation, SAC's temperature)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -8,6 +9,34 @@ from matplotlib.figure import Figure
 from rlcourse.course.diagrams import BLUE, GREEN, GREY, RED, SAND, arrow, box, finish
 
 PATH = "#d63031"  # the sum-tree's walk
+
+
+def q_table(grid, q: np.ndarray, q_star: np.ndarray, returns: list[float],
+            show: bool = True) -> Figure | None:
+    """A GridWorld's learned table `q` beside the exact `q_star`: max_a Q(s, a) as colour and the
+    greedy action as an arrow in every cell (none on pits and the goal); then the episodes' returns."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1, 1, 1.3]})
+    rows, cols = np.divmod(np.arange(grid.size**2), grid.size)
+    shown = ~grid.pits[rows, cols] & ((rows, cols) != np.array(grid.goal)[:, None]).any(axis=0)
+    arrows = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]])  # (x, y) of up, right, down, left
+    for ax, table, title in ((axes[0], q, "Q-learning's table"), (axes[1], q_star, "exact Q*")):
+        values = np.ma.masked_array(table.max(axis=1), ~shown).reshape(grid.size, grid.size)
+        image = ax.imshow(values, cmap="viridis", vmin=q_star[shown].max(axis=1).min() - 0.1,
+                          vmax=1.0)
+        ax.imshow(np.ma.masked_array(grid.pits, ~grid.pits), cmap="Blues", vmin=0, vmax=1.3)
+        ax.text(*grid.goal[::-1], "goal", ha="center", va="center", fontsize=9)
+        ax.quiver(cols[shown], rows[shown], *arrows[table[shown].argmax(axis=1)].T, pivot="middle",
+                  color="white", scale=12)
+        for row, col in zip(rows[shown], cols[shown], strict=True):
+            ax.text(col, row + 0.33, f"{table[row * grid.size + col].max():.2f}", ha="center",
+                    fontsize=7, color="white")
+        ax.set(title=f"{title}: max$_a$ Q(s, a), greedy a", xticks=[], yticks=[])
+    fig.colorbar(image, ax=axes[1], fraction=0.046)
+    window = min(50, len(returns))
+    axes[2].plot(np.convolve(returns, np.ones(window) / window, mode="valid"))
+    axes[2].set(xlabel="episode", ylabel=f"return (mean of {window})",
+                title="returns while epsilon falls")
+    return finish(fig, show)
 
 
 def on_off_policy(show: bool = True) -> Figure | None:

@@ -2,15 +2,19 @@
 
 `measure_throughput(config)` builds the config's EnvRunnerGroup (real Ray actors), gives it the
 weights of a freshly built module, and times synchronous `sample()` calls, the call PPO's
-`training_step` makes. `sweep()` does that for several runner counts and returns rows with the
-speed-up over one runner and the scaling efficiency (speed-up / runners; 1.0 is perfect).
+`training_step` makes. `sweep()` measures several runner counts with one group of the largest count
+(N runners: the first N sample at once, as `EnvRunnerGroup.sample()` asks them; the others wait and
+use no CPU), so each runner process starts once, and returns rows with the speed-up over one runner
+and the scaling efficiency (speed-up / runners; 1.0 is perfect).
 
 On a 2-core machine CPU-bound CartPole stops gaining at about 2 runners, while an env that mostly
 waits (`rlcourse.course.envs.LatencyBoundCartPole`) keeps gaining: waiting runners need no core.
 """
 
+import contextlib
+import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,27 +79,51 @@ def measure_throughput(config: AlgorithmConfig, duration_s: float = 2.0) -> floa
     Start-up and a warm-up call are not timed. The call size is calibrated so that one call takes
     about TARGET_CALL_S, so slow and fast envs alike pay Ray's per-call cost only a little.
     """
+    if config.num_env_runners < 1:
+        raise ValueError(f"num_env_runners={config.num_env_runners}: the lab measures runner actors; "
+                         "give 1 or more.")
+    with started_group(config, duration_s) as group:
+        return time_sampling(sampler(group.remote_env_runners),
+                             config.num_env_runners * config.num_envs_per_env_runner, duration_s)
+
+
+@contextlib.contextmanager
+def started_group(config: AlgorithmConfig, duration_s: float) -> Iterator[EnvRunnerGroup]:
+    """The config's EnvRunnerGroup, its actors up and holding fresh weights; stopped afterwards."""
     if duration_s <= 0:
         raise ValueError(f"duration_s={duration_s}: measure for a positive number of seconds.")
     config.validate()
     init_ray()
-    if config.num_env_runners > 0:
-        check_cpus(config)  # Ray would wait forever for CPUs it does not have
+    check_cpus(config)  # Ray would wait forever for CPUs it does not have
     weights = fresh_weights(config)
     group = EnvRunnerGroup(config, config.get_env_creator())
     try:
         group.wait_until_ready()
-        group.sync_weights(weights)
-        sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
-        group.sample(num_timesteps=sub_envs)  # warm-up: resets the envs
-        fragment = calibrate_fragment(lambda n: group.sample(num_timesteps=n * sub_envs))
-        steps, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < duration_s:
-            _, metrics = group.sample(num_timesteps=fragment * sub_envs)
-            steps += sum(m["num_env_steps_sampled"] for m in metrics)
-        return steps / elapsed
+        group.sync_weights(weights)  # Ray runs it before each actor's next request
+        yield group
     finally:
         group.stop()
+
+
+def sampler(runners: Sequence[ray.actor.ActorHandle]) -> Callable[[int], list[int]]:
+    """`sample(steps)`: all `runners` sample `steps` env steps together, each its share, in one
+    round of requests as `EnvRunnerGroup.sample()` makes them; returns each runner's env steps."""
+    def sample(steps: int) -> list[int]:
+        share = math.ceil(steps / len(runners))
+        episodes = ray.get([runner.sample.remote(num_timesteps=share) for runner in runners])
+        return [sum(map(len, chunks)) for chunks in episodes]
+    return sample
+
+
+def time_sampling(sample: Callable[[int], list[int]], sub_envs: int, duration_s: float) -> float:
+    """Env steps per second of `sample(steps)` calls over `duration_s`, after a warm-up call that
+    resets the envs and calls sized by `calibrate_fragment`."""
+    sample(sub_envs)
+    fragment = calibrate_fragment(lambda n: sample(n * sub_envs))
+    steps, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < duration_s:
+        steps += sum(sample(fragment * sub_envs))
+    return steps / elapsed
 
 
 def calibrate_fragment(sample: Callable[[int], Any]) -> int:
@@ -142,14 +170,16 @@ def sweep(workers: Sequence[int] = (1, 2, 4, 8), *, num_envs_per_env_runner: int
     init_ray()
     if num_cpus_per_env_runner is None:
         num_cpus_per_env_runner = min(1.0, ray.cluster_resources()["CPU"] / max(workers))
+    config = scaling_config(max(workers), num_envs_per_env_runner=num_envs_per_env_runner,
+                            env_kind=env_kind, gym_env_vectorize_mode=gym_env_vectorize_mode,
+                            num_cpus_per_env_runner=num_cpus_per_env_runner)
     throughputs = {}
-    for n in sorted(set(workers)):
-        config = scaling_config(n, num_envs_per_env_runner=num_envs_per_env_runner,
-                                env_kind=env_kind, gym_env_vectorize_mode=gym_env_vectorize_mode,
-                                num_cpus_per_env_runner=num_cpus_per_env_runner)
-        throughputs[n] = measure_throughput(config, duration_s)
-        if on_measured is not None:
-            on_measured(n, throughputs[n])
+    with started_group(config, duration_s) as group:
+        for n in sorted(set(workers)):
+            throughputs[n] = time_sampling(sampler(group.remote_env_runners[:n]),
+                                           n * num_envs_per_env_runner, duration_s)
+            if on_measured is not None:
+                on_measured(n, throughputs[n])
     return scaling_rows(throughputs)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ray import serve
 from ray.serve import Application
 
+from rlcourse.serve.body_limit import PROXY_CALLBACK, PROXY_CALLBACK_ENV
 from rlcourse.serve.deployment import (
     DEFAULT_BATCH_WAIT_TIMEOUT_S,
     DEFAULT_MAX_BATCH_SIZE,
@@ -19,6 +20,9 @@ from rlcourse.utils.resources import init_ray
 
 APP_NAME = "policy"
 DEFAULT_PORT = 8000
+# The controller's environment, which its proxy inherits: the proxy refuses an oversized body
+# while it streams (body_limit.py), before it has queued it for a replica.
+CONTROLLER_OPTIONS = {"runtime_env": {"env_vars": {PROXY_CALLBACK_ENV: PROXY_CALLBACK}}}
 
 
 def policy_app(checkpoint: str | os.PathLike, allowed: Iterable[Any] = (), num_replicas: int = 1,
@@ -36,7 +40,8 @@ def start(app: Application, port: int = DEFAULT_PORT) -> str:
     # logger in this process, which would announce every start and deployment.
     logging.getLogger("ray.serve").setLevel(logging.WARNING)
     serve.start(http_options={"host": LOOPBACK, "port": port},
-                logging_config={"log_level": "WARNING", "enable_access_log": False})
+                logging_config={"log_level": "WARNING", "enable_access_log": False},
+                controller_options=CONTROLLER_OPTIONS)
     deploy(app)
     return f"http://{LOOPBACK}:{port}/"
 

@@ -37,8 +37,14 @@ async def read_body(request: Any) -> bytes:
 
 def check_size(num_bytes: int) -> None:
     if num_bytes > MAX_BYTES:
-        raise BadRequest(413, f"the body is {num_bytes} bytes, at most {MAX_BYTES} are accepted: "
-                              f"send at most {MAX_ROWS} observations per request.")
+        raise too_large(num_bytes)
+
+
+def too_large(num_bytes: int, at_least: bool = False) -> BadRequest:
+    """The 413 for a body of `num_bytes` (`at_least`: the bytes read so far of a longer one)."""
+    size = f"at least {num_bytes}" if at_least else f"{num_bytes}"
+    return BadRequest(413, f"the body is {size} bytes, at most {MAX_BYTES} are accepted: "
+                           f"send at most {MAX_ROWS} observations per request.")
 
 
 def parse_body(body: bytes, space: gym.Space) -> np.ndarray:

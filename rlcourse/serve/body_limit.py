@@ -1,0 +1,88 @@
+"""BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a request body past MAX_BYTES
+as it streams in, with a 413 naming the limit, and stops reading it. Serve's proxy copies a body
+into an unbounded queue as fast as it arrives (`proxy_asgi_receive` in
+ray/serve/_private/proxy.py), so a limit the replica checks comes after the proxy has held the
+flood; here the proxy never holds more than the limit. tests/test_serve.py measures the proxy's
+and replicas' memory under floods."""
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.middleware import Middleware
+
+from rlcourse.serve.observations import MAX_BYTES, too_large
+
+# Serve's proxy calls the function this environment variable names and wraps itself in the
+# middlewares it returns (configure_http_middlewares in ray/serve/_private/http_util.py).
+PROXY_CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
+PROXY_CALLBACK = "rlcourse.serve.body_limit.proxy_middlewares"
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def proxy_middlewares() -> list[Middleware]:
+    """The middlewares of the course's proxy (PROXY_CALLBACK): the body limit."""
+    return [Middleware(BodyLimit)]
+
+
+class BodyLimit:
+    """Refuse an HTTP request whose Content-Length, or whose body as it streams, passes
+    MAX_BYTES: a 413 with {"error": ...} and `Connection: close`, sent in place of whatever the
+    app would answer; the app is told the client left, so it stops reading and its replica call
+    is cancelled."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > MAX_BYTES:
+            await _refuse(send, int(declared), at_least=False)
+            return
+        received = 0
+        refused = False
+        started = False
+        done = asyncio.Event()
+
+        async def limited_receive() -> Message:
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BYTES:
+                    refused = True
+                    if started:  # the app answered already: let its answer end, then the socket
+                        await done.wait()
+                    else:
+                        await _refuse(send, received, at_least=message.get("more_body", False))
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if refused and not started:
+                return  # the 413 went out in the app's place
+            started = True
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                done.set()
+
+        await self.app(scope, limited_receive, guarded_send)
+
+
+async def _refuse(send: Send, num_bytes: int, at_least: bool) -> None:
+    body = json.dumps({"error": too_large(num_bytes, at_least).message}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

@@ -21,18 +21,12 @@ CELLS = [
    and the TensorBoard event files without TensorBoard;
 4. name the bugs of three runs from their metrics alone (the exercise).
 
-**Time:** about 40 minutes of study (one exercise); the cells run in about a minute and a half
-(measured on 2 cores shared with other work; each run is 15,000 env steps, so the results do not
+**Time:** about 40 minutes of study (one exercise); the cells ran in 30 to 100 seconds
+on 2 cores shared with other work (measured there; each run is 15,000 env steps, so the results do not
 depend on the machine's speed, only the time does).
 Terms: see the [glossary](../docs/glossary.md).
 
-**Papers.** PPO's loss and its clipping: Schulman et al. 2017, *Proximal Policy Optimization
-Algorithms* (arXiv:1707.06347). The value targets and advantages (GAE): Schulman et al. 2016,
-*High-Dimensional Continuous Control Using Generalized Advantage Estimation* (ICLR). Which
-settings matter and how they fail: Andrychowicz et al. 2021, *What Matters in On-Policy
-Reinforcement Learning? A Large-Scale Empirical Study* (ICLR), and Engstrom et al. 2020,
-*Implementation Matters in Deep Policy Gradients* (ICLR). Time limits: Pardo et al. 2018, *Time
-Limits in Reinforcement Learning* (ICML).
+The papers behind it are listed at the end.
 """),
     code("""
 import json
@@ -434,6 +428,28 @@ diagnosis = check_diagnosis(diagnose, mystery)
 - `rlcourse/utils/postprocessing.py`, `compute_gae`: terminated against truncated, the bootstrap.
 - `rlcourse/connectors/env_to_module/mean_std_filter.py`: the running statistics and their merge.
 - `rlcourse/course/event_files.py`: an event file, record by record.
+"""),
+    md("""
+## Papers
+
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the clipped loss whose entropy, KL,
+  policy and value terms the metrics report.
+- Schulman, Moritz, Levine, Jordan, Abbeel, *High-Dimensional Continuous Control Using Generalized
+  Advantage Estimation*, ICLR 2016 ([arXiv:1506.02438](https://arxiv.org/abs/1506.02438)): the
+  value targets and advantages that `vf_loss` and `vf_explained_var` measure the critic against.
+- Andrychowicz et al., *What Matters in On-Policy Reinforcement Learning? A Large-Scale Empirical
+  Study*, ICLR 2021 ([arXiv:2006.05990](https://arxiv.org/abs/2006.05990)): which of PPO's
+  choices matter, observation normalization, batch sizes and value-loss clipping among them.
+- Engstrom, Ilyas, Santurkar, Tsipras, Janoos, Rudolph, Madry, *Implementation Matters in Deep
+  Policy Gradients: A Case Study on PPO and TRPO*, ICLR 2020
+  ([arXiv:2005.12729](https://arxiv.org/abs/2005.12729)): reward scaling, value clipping and other
+  code-level details that change PPO's results.
+- Pardo, Tavakoli, Levdik, Kormushev, *Time Limits in Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.00378](https://arxiv.org/abs/1712.00378)): bootstrapping at a time limit, and the
+  bias of treating it as a termination (section 2.3).
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
     code("""
 # Lesson check: each broken run's tell moved from its healthy run's in the expected direction (the

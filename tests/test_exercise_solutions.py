@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import gymnasium as gym
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 
 from rlcourse.course import exercises
@@ -42,7 +43,9 @@ CONTEXT = {
     "pole_wobble": ("08_serving_a_policy.ipynb", {}),
     "dqn_target": ("09_off_policy.ipynb", {}),
     "self_play_mapping": ("10_multi_agent.ipynb", {}),
-    "time_to_return": ("11_graduating_to_rllib.ipynb", {}),
+    "diagnose_runs": ("11_diagnosing_a_run.ipynb", {"mystery": {name: pd.DataFrame()
+                                                                for name in "ABC"}}),
+    "time_to_return": ("15_graduating_to_rllib.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__
             if hasattr(getattr(exercises, name), "exercise_name")}

@@ -1,4 +1,4 @@
-"""The time_to_return checker (lesson 11) accepts right answers and names the typical mistakes."""
+"""The time_to_return checker (lesson 15) accepts right answers and names the typical mistakes."""
 
 import numpy as np
 import pytest

@@ -32,6 +32,7 @@ DIFFERENCES = {
     "02_anatomy_of_an_algorithm.ipynb": {"model_config"},  # shows RLlib's default network
     "04_scaling.ipynb": {"num_epochs"},  # 4 iterations that only show two learners agree
     "07_ray_tune.ipynb": {"num_epochs"},  # many short trials, each sweep setting its own lr
+    "11_diagnosing_a_run.ipynb": {"use_kl_loss"},  # measures each update's KL (kl_coeff=0.0)
 }
 
 

@@ -1,4 +1,4 @@
-"""The side-by-side helper of lesson 11: the same config function on rlcourse and on RLlib."""
+"""The side-by-side helper of lesson 15: the same config function on rlcourse and on RLlib."""
 
 import math
 

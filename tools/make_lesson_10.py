@@ -289,6 +289,9 @@ modules that share layers inside a MultiRLModule, adding and removing modules wh
 - `rlcourse/core/learner/multi_agent_batch.py` (each module's episodes) and
   `rlcourse/core/learner/multi_agent_learner.py` (one optimizer per module).
 - `rlcourse/course/self_play.py`: the league, the callback and the win rate.
+
+**Next:** [lesson 11, diagnosing a run](11_diagnosing_a_run.ipynb): what a run's metrics say, and
+runs broken on purpose.
 """),
     md("""
 ## Papers

@@ -1,460 +1,485 @@
-"""Writes lessons/11_graduating_to_rllib.ipynb (outputs stripped): python tools/make_lesson_11.py"""
+"""Writes lessons/11_diagnosing_a_run.ipynb (outputs stripped): python tools/make_lesson_11.py"""
 
 from lesson_cells import code, md, write_lesson
 
-NAME = "11_graduating_to_rllib.ipynb"
+NAME = "11_diagnosing_a_run.ipynb"
 
 CELLS = [
     md(r"""
-# Lesson 11 — Graduating to RLlib: the same experiments, side by side
+# Lesson 11 — Diagnosing a run: what PPO's metrics say, and runs broken on purpose
 
 **By the end of this lesson you can**
-1. take a config written for rlcourse to RLlib by changing its **import** line, and say which
-   settings you must write out because the **defaults** (RLlib's, in both) are made for big runs;
-2. run PPO on CartPole, IMPALA, and a **custom env** in both libraries on this machine, and read
-   both learning curves against env steps and against wall time;
-3. compute when a run first reached a return (the exercise) and the **wall-time ratio** between
-   the two libraries from it;
-4. find any rlcourse file's counterpart in RLlib's source, with its settings and result keys, and
-   say what RLlib has that the course leaves out.
+1. say what each metric of a PPO result reports, under RLlib's names: **entropy**, the **KL**
+   of an update (`mean_kl_loss`) and its coefficient (`curr_kl_coeff`), the policy and value
+   losses, **`vf_explained_var`**, the gradient norm, the episode length, and the smoothed
+   training return (with its lag) against the evaluation return;
+2. recognize six common bugs from those metrics, each shown in a run broken on purpose beside a
+   healthy one, and see the metric recover when the bug is fixed: a learning rate too high, a
+   clipped value loss, no bootstrap at a time limit, unnormalized observations, a reward scale
+   that swamps the value loss, and too few env steps per update;
+3. read a run from its results folder: Ray Tune's `progress.csv` and `result.json` as a dataframe,
+   and the TensorBoard event files without TensorBoard;
+4. name the bugs of three runs from their metrics alone (the exercise).
 
-**Time:** about 30 minutes of study (one exercise); the cells run in about 90 seconds on 2 idle
-cores (measured there; longer on a busy or 1-CPU machine).
+**Time:** about 40 minutes of study (one exercise); the cells ran in 30 to 100 seconds
+on 2 cores shared with other work (measured there; each run is 15,000 env steps, so the results do not
+depend on the machine's speed, only the time does).
 Terms: see the [glossary](../docs/glossary.md).
+
+The papers behind it are listed at the end.
 """),
     code("""
-import time
+import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import ray
 import torch
-from IPython.display import Markdown, display
+from IPython.display import display
 
-from rlcourse.course import side_by_side
-from rlcourse.course.doctor import usable_cpus
-from rlcourse.utils.resources import init_ray
+from rlcourse import PPOConfig
+from rlcourse.course import diagnosing
+from rlcourse.course.diagnosing import (BUGS, METRICS, START_VALUE, TIME_LIMIT, break_config,
+                                        column, compare, late, normalize_observations, record,
+                                        summary)
+from rlcourse.course.diagnosing_envs import broken_cartpole
+from rlcourse.course.event_files import find_event_files, read_scalars
 
 ray.shutdown()  # a re-run starts from a clean slate
 torch.set_num_threads(1)  # small networks: one torch thread is fastest (Binder has one CPU)
-start = time.perf_counter()
-import ray.rllib.algorithms.ppo  # timed: what importing RLlib costs a kernel
-
-rllib_import_s = time.perf_counter() - start
-init_ray()  # one small local Ray (loopback, no dashboard) for both libraries: RLlib joins it
-print(f"this machine: {usable_cpus():g} usable CPUs; Ray {ray.__version__}; "
-      f"importing RLlib's PPO took {rllib_import_s:.1f} s in this kernel")
+pd.set_option("display.precision", 3)
+ENV_STEPS = 15_000  # every run's budget: runs are compared at the same env steps, never seconds
 """),
     md("""
-## 1. What stays the same
+## 1. What a PPO result reports
 
-rlcourse was built with RLlib's names, so most of a program does not change:
+A healthy run first: PPO on CartPole with the settings of `tuned_examples/ppo/cartpole_ppo.py`,
+written out, with one runner in this process (`num_env_runners=0`). They differ from the tuned
+example's in one setting: `use_kl_loss=True` with `kl_coeff=0.0` *measures* the KL of every
+update (RLlib reports 0 when the KL loss is off) while its penalty, weighted by 0, changes
+nothing. Every second iteration, `evaluation` plays 5 episodes with the greedy policy.
 
-- the config: `PPOConfig()`, `IMPALAConfig()`, and the fluent setters `environment()`,
-  `env_runners()`, `learners()`, `training()`, `rl_module()`, `evaluation()`, `callbacks()`,
-  `multi_agent()`, `debugging()`, each returning the config;
-- the algorithm: `config.build_algo()`, `algo.train()` (one iteration, a result dict),
-  `algo.evaluate()`, `algo.save_to_path()` / `Algorithm.from_checkpoint()`, `algo.stop()`;
-- envs: gymnasium ids, `gymnasium.Env` classes, and names given to `register_env(name, creator)`
-  with the creator getting `env_config`;
-- the result keys lessons read: `result["env_runners"]["episode_return_mean"]`,
-  `result["num_env_steps_sampled_lifetime"]`, `result["learners"]["default_policy"]["policy_loss"]`.
-
-Below, every experiment is a function that builds a config from the classes it takes as
-parameters. `side_by_side.run(fn, "rlcourse")` passes rlcourse's `PPOConfig`,
-`side_by_side.run(fn, "ray.rllib")` passes RLlib's, so both libraries train *the same code*.
-`side_by_side.program(fn, package)` prints the program a learner would write for each, and the diff
-between the two is the proof that only the import differs:
+`record(config, env_steps)` (`rlcourse/course/diagnosing.py`) trains until the budget and keeps
+each iteration's result flattened as Ray Tune flattens it, `learners/default_policy/entropy`: the
+columns of the `progress.csv` that section 3 reads from disk.
 """),
     code("""
-def ppo_cartpole(PPOConfig):
-    return (PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
-            .learners(num_learners=0)
-            .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
-                      gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0,
-                      vf_loss_coeff=0.5, entropy_coeff=0.0, use_kl_loss=False, grad_clip=0.5)
-            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
-            .reporting(metrics_num_episodes_for_smoothing=20)
-            .debugging(seed=0))
+healthy_config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+    .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
+              gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=1000.0, vf_loss_coeff=0.5,
+              use_kl_loss=True, kl_coeff=0.0, grad_clip=0.5)
+    .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
+                             "vf_share_layers": False})
+    .debugging(seed=0))
 
-
-print(side_by_side.program(ppo_cartpole, "ray.rllib"))
-ppo_diff = side_by_side.code_diff(ppo_cartpole)
-display(Markdown(side_by_side.diff_markdown(ppo_cartpole)))
-"""),
-    md("""
-## 2. Write out the settings that matter: the defaults are for big runs
-
-Why so many settings in a CartPole config? Because a setting left out takes the library's
-**default**, and RLlib's defaults are chosen for large runs on many machines: a small learning
-rate, big batches, many epochs, two 256 x 256 networks. rlcourse's `PPOConfig` and `IMPALAConfig`
-take the same defaults as RLlib 2.60, so an RLlib example runs here with only its import changed
-(`tests/test_rllib_drift.py` compares them with RLlib's on every CI run). On CartPole those
-defaults learn slowly; `ppo_cartpole` writes out the course's CartPole settings (found with the
-sweeps described in `tuned_examples/ppo/cartpole_ppo.py`). The table is read from fresh configs of
-both libraries, here and now, beside what `ppo_cartpole` sets:
-"""),
-    code("""
-import dataclasses
-
-from ray.rllib.algorithms.ppo import PPOConfig as RLlibPPOConfig
-from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-
-from rlcourse import PPOConfig
-
-PPO_SETTINGS = ["lr", "train_batch_size_per_learner", "minibatch_size", "num_epochs", "gamma",
-                "lambda_", "clip_param", "vf_clip_param", "vf_loss_coeff", "entropy_coeff",
-                "use_kl_loss", "grad_clip", "metrics_num_episodes_for_smoothing"]
-ppo_defaults = side_by_side.defaults("PPOConfig", PPO_SETTINGS)
-ours_for_cartpole = ppo_cartpole(PPOConfig)
-rows = [f"| `{name}` | {ours} | {theirs} | {getattr(ours_for_cartpole, name)} |"
-        for name, ours, theirs in ppo_defaults]
-rllib_model = {**dataclasses.asdict(DefaultModelConfig()), **RLlibPPOConfig().model_config}
-for key in ("fcnet_hiddens", "vf_share_layers"):
-    rows.append(f"| `model_config['{key}']` | {PPOConfig().model_config[key]} | {rllib_model[key]} | "
-                f"{ours_for_cartpole.model_config[key]} |")
-display(Markdown("| PPOConfig setting | rlcourse default | RLlib default | `ppo_cartpole` |\\n"
-                 "|---|---|---|---|\\n" + "\\n".join(rows)))
-different = [name for name, ours, theirs in ppo_defaults if ours != theirs]
-print("defaults that differ between the two libraries:", different or "none")
-"""),
-    md("""
-`ppo_cartpole` sets every one of them (and the network), so both libraries train the same algorithm
-with the same settings and the same network shape: separate 64 x 64 policy and value networks
-(`vf_share_layers=False`, PPO's default in both; RLlib's `DefaultModelConfig` and IMPALA share one
-encoder between the two heads). What cannot be made the same: the two libraries draw different
-random numbers from the same seed.
-
-One result key has the same name and the same default window but not the same meaning:
-`episode_return_mean`. rlcourse's is the mean of the last `metrics_num_episodes_for_smoothing`
-episodes (100 by default), however many iterations back they go. RLlib 2.60's follows the episodes
-of the latest iteration, so its curve changes little with the window. With 100, rlcourse's mean
-trails several iterations behind RLlib's, so rlcourse would "reach" a target later with a policy
-no worse. `ppo_cartpole` therefore sets the window to 20 in both, a few iterations of CartPole
-episodes at these returns (a 1,000-step iteration holds 5 to 10 episodes of 100 to 200 steps).
-
-Both runs use `num_env_runners=0` (the env runs in this process) and `num_learners=0` (one Learner
-in this process): the size of Binder's one CPU and 2 GiB, for both libraries alike.
-
-## 3. PPO on CartPole, side by side
-
-Each library trains until the mean return reaches **200** (of CartPole's 500), or 40,000 env steps
-pass: a budget in env steps, not seconds, so a slow machine takes longer but learns the same.
-The target is 200 rather than 450 to keep the lesson within its two minutes; both curves keep
-rising past it. The clock starts just before `build_algo()` (building is part of the cost) and
-after Ray has started (both share it).
-"""),
-    code("""
-TARGET = 200.0
-line = display("starting...", display_id=True)
-ppo_runs = {package: side_by_side.run(ppo_cartpole, package, target_return=TARGET,
-                                      max_env_steps=40_000, progress=line.update)
-            for package in side_by_side.PACKAGES}
-side_by_side.plot_runs(list(ppo_runs.values()), target=TARGET, title="PPO on CartPole-v1")
-"""),
-    md("""
-Left: return against env steps, how much each library learns from the same data. Right: return
-against wall seconds, how fast each gets there on this machine. To turn the curves into one number
-you need the moment each run first reached the target.
-
-### Exercise: when did a run first reach a return?
-
-Write `time_to_return(rows, target)`. `rows` is a NumPy array with one row per iteration:
-(env steps so far, wall seconds so far, mean return), as `ppo_runs["rlcourse"].rows`. Return the
-env steps and seconds of the **first** row whose return is at least `target`, as a tuple, or
-`None` if no row reaches it. Mind the first rows: before any episode ends the return is NaN. Until
-you write it, `check_time_to_return` reports it as not attempted and the lesson uses rlcourse's.
-Stuck? `show_solution("time_to_return")`.
-"""),
-    code("""
-from rlcourse.course.exercises import check_time_to_return, show_solution
-
-
-def time_to_return(rows, target):
-    raise NotImplementedError("TODO: (env steps, seconds) of the first row at the target, or None")
-
-
-time_to_return = check_time_to_return(time_to_return)  # yours if right, rlcourse's while not attempted
-"""),
-    code("""
-def compare(runs, target):
-    \"\"\"Print when each run reached `target`, and RLlib's wall time over rlcourse's.\"\"\"
-    reached = {package: time_to_return(one.rows, target) for package, one in runs.items()}
-    for package, one in runs.items():
-        at = reached[package]
-        where = (f"reached {target:g} at {at[0]:,} env steps, {at[1]:.1f} s" if at else
-                 f"did not reach {target:g}: {one.env_steps[-1]:,.0f} env steps, "
-                 f"return {one.returns[-1]:.2f} after {one.seconds[-1]:.1f} s")
-        timers = {name: one.last_result["timers"].get(key) for name, key in (
-            ("sampling", "env_runner_sampling_timer"), ("learner update", "learner_update_timer"))}
-        print(f"{package:>9}: {where}; build {one.build_seconds:.2f} s, "
-              f"{one.env_steps[-1] / one.seconds[-1]:,.0f} env steps/s over the run"
-              + "".join(f"; {name} {s:.3f} s per iteration" for name, s in timers.items() if s))
-    if reached["rlcourse"] and reached["ray.rllib"]:
-        ratio = reached["ray.rllib"][1] / reached["rlcourse"][1]
-        print(f"wall time to {target:g}, RLlib / rlcourse: {ratio:.1f}x (this run, this machine)")
-        return ratio
-    return None
-
-
-ppo_ratio = compare(ppo_runs, TARGET)
-"""),
-    md("""
-The lines above are this run's measurement, on this machine; the ratio is what it printed, not
-a promise. Where does the time go? Per iteration both libraries do the same work: sample 1,000 env
-steps, then 6 epochs of 4 minibatches; both report it under the same `timers` keys, printed above
-(RLlib's are smoothed over recent iterations, rlcourse's are the last one). Read which of the two,
-sampling or the learner update, makes the difference in this run. RLlib runs each env step through
-its **connector pipelines** (env-to-module, module-to-env; then learner connectors that build the
-batch and compute GAE), general pieces that handle every case it supports (multi-agent, recurrent
-state, frame stacking, ...), a torch module forward pass and many more metrics; rlcourse runs only
-what the course needs, with its default network in NumPy. The ratio is of wall time to the same
-return, so it also carries how many env steps each library needed: the left plot shows that, and
-the env steps per second printed above show the cost per step alone. With the same settings the
-two still differ in their random numbers and in details of their implementations, so they need
-not need the same number of env steps; one seed is one sample (lesson 07 says why).
-`benchmarks/rllib_side_by_side.py` runs this config for several seeds and prints, per seed, both
-libraries' env steps and wall time to the target and the ratio.
-
-## 4. IMPALA
-
-The same function with `IMPALAConfig`. Again the course's CartPole settings are written out
-(`tuned_examples/impala/cartpole_impala.py`), the network included: IMPALA's default model, in both
-libraries, shares one encoder between the policy and the value head.
-"""),
-    code("""
-def impala_cartpole(IMPALAConfig):
-    return (IMPALAConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=50,
-                         max_requests_in_flight_per_env_runner=2)
-            .learners(num_learners=0)
-            .training(lr=1e-3, train_batch_size_per_learner=500, gamma=0.99, grad_clip=40.0,
-                      vtrace=True, vf_loss_coeff=0.5, entropy_coeff=0.01, learner_queue_size=4,
-                      broadcast_interval=1)
-            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
-                                     "vf_share_layers": False})
-            .debugging(seed=0))
-
-
-impala_diff = side_by_side.code_diff(impala_cartpole)
-display(Markdown(side_by_side.diff_markdown(impala_cartpole)))
-IMPALA_SETTINGS = ["lr", "learner_queue_size", "max_requests_in_flight_per_env_runner",
-                   "min_time_s_per_iteration"]
-for name, ours, theirs in side_by_side.defaults("IMPALAConfig", IMPALA_SETTINGS):
-    print(f"{name:>38}: rlcourse {ours!s:>22} | RLlib {theirs}")
-"""),
-    md("""
-One RLlib setting has no rlcourse counterpart: `min_time_s_per_iteration`. RLlib's IMPALA
-makes each `train()` last at least 10 s (it collects results over that time); rlcourse's returns
-after each learner update. The shared code cannot set it (rlcourse refuses a setting it does not
-have), so RLlib reports once per 10 s, and the time at which it reached a target is known only to
-within 10 s. So IMPALA gets a **budget** rather than a ratio alone: rlcourse until the mean return
-reaches 150 (or 150,000 env steps), RLlib until 150 or 20 s (two of its iterations), and then we compare what
-each did in its time: env steps per second, and the return reached.
-"""),
-    code("""
-IMPALA_TARGET = 150.0
-line = display("starting...", display_id=True)
-impala_runs = {
-    "rlcourse": side_by_side.run(impala_cartpole, "rlcourse", target_return=IMPALA_TARGET,
-                                 max_env_steps=150_000, progress=line.update),
-    "ray.rllib": side_by_side.run(impala_cartpole, "ray.rllib", target_return=IMPALA_TARGET,
-                                  max_seconds=20, progress=line.update)}
-side_by_side.plot_runs(list(impala_runs.values()), target=IMPALA_TARGET, title="IMPALA on CartPole-v1")
-impala_ratio = compare(impala_runs, IMPALA_TARGET)
-for package, one in impala_runs.items():
-    learner = one.last_result["learners"]["default_policy"]
-    # rlcourse's vf_loss is a mean over the batch; RLlib's IMPALA logs a sum, its mean is mean_vf_loss
-    vf_loss = learner.get("mean_vf_loss", learner["vf_loss"])
-    print(f"{package:>9}: last learner update: policy entropy {float(learner['entropy']):.3f} "
-          f"(a uniform policy over CartPole's 2 actions: {np.log(2):.3f}), "
-          f"mean value loss {float(vf_loss):.1f}")
+healthy = record(healthy_config.copy().evaluation(evaluation_interval=2, evaluation_duration=5),
+                 ENV_STEPS)
+rows = [{"metric": short, "result key": key, "first": column(healthy, short).dropna().iloc[0],
+         "last": column(healthy, short).dropna().iloc[-1], "what it says": what}
+        for short, (key, what) in METRICS.items()]
+display(pd.DataFrame(rows).set_index("metric"))
 """),
     md(r"""
-Read the printed lines: the env steps per second of each library, where each got in its budget,
-and the policy's entropy at the end (near $\ln 2$ means the policy still picks both actions about
-equally, as an untrained one does). With `num_env_runners=0` IMPALA loses what makes it IMPALA
-(runners sampling while the learner learns, lesson 05): both libraries here sample and learn in
-turn in one process, the Binder-sized setting. RLlib's 20 s are two of its 10-second iterations,
-so it may not reach the target in its budget even where it learns at the same rate per env step;
-compare the returns at equal env steps in the left plot.
+How to read them, with $\pi_\theta$ the policy and $V(s_t)$ the critic's value:
 
-`"vf_share_layers": False` matters here. Left out, RLlib's IMPALA shares one encoder between the
-two heads (its default model) while `impala_cartpole` asks for two networks, and the two libraries
-no longer train the same network: one 20 s run of RLlib's without it stayed below a return of 30. A default you did not write down can change what you compare.
-Note also a result key with the same name and another meaning: RLlib's IMPALA logs `vf_loss` summed
-over the batch (its mean is `mean_vf_loss`, and the policy loss is `pi_loss`), rlcourse's is the mean.
-
-## 5. A custom env
-
-Your own env works in both, given as a class or registered by name. The observation of lesson 03's
-`GridWorld` is a cell number (`Discrete`). rlcourse's default network one-hot encodes it; RLlib's
-default network takes only `Box` observations, so the env of this section one-hot encodes the cell
-itself (a gymnasium `ObservationWrapper`) and works unchanged in both. `register_env` comes from
-`rlcourse` in one program and from `ray.tune.registry` in the other: two import lines differ.
+- **entropy** of $\pi_\theta(\cdot \mid s_t)$, averaged over the batch: CartPole's two actions
+  start at $\ln 2 \approx 0.69$ (a coin flip) and it falls as the policy becomes sure. A slow fall
+  is healthy; a fall to 0 within a few updates means the policy stopped exploring.
+- **mean_kl_loss**: $\mathrm{KL}(\pi_{old} \,\|\, \pi_\theta)$, how far one update moved the
+  policy; PPO's clipping (Schulman et al. 2017) keeps it small, in the hundredths on CartPole.
+  **curr_kl_coeff** is the weight of RLlib's KL penalty: with `kl_coeff > 0` it grows 1.5x after
+  an update whose KL exceeded twice `kl_target`, halves after one below half of it.
+- **policy_loss**: minus the clipped surrogate. The advantages are normalized per batch, so it
+  stays near 0 and says little by itself: a trend in it is not progress.
+- **vf_loss**: the squared error of $V(s_t)$ against the GAE value targets (Schulman et al. 2016),
+  each sample's error clipped at `vf_clip_param`; **vf_loss_unclipped** is the same unclipped. A
+  gap between the two means the clip is cutting gradients.
+- **vf_explained_var**: $1 - \mathrm{Var}(\text{target} - V) / \mathrm{Var}(\text{target})$: 1
+  when the critic predicts its targets, 0 when it does no better than their mean.
+- **gradients_default_optimizer_global_norm**: the gradient's norm before `grad_clip` scales it
+  down; the value loss usually dominates it.
+- **episode_len_mean** and **episode_return_mean**: means over the last 100 episodes
+  (`metrics_num_episodes_for_smoothing`). Smoothing lags: early episodes are short, so 100 of them
+  span several iterations, and the exploring policy's return trails the greedy one. The
+  **evaluation** return (greedy, fresh episodes) shows where the policy is now:
 """),
     code("""
-import gymnasium as gym
-
-from rlcourse.course.envs import GridWorld
-
-
-class OneHotGridWorld(gym.ObservationWrapper):
-    \"\"\"Lesson 03's GridWorld with the agent's cell as a one-hot float vector.\"\"\"
-
-    def __init__(self, env_config):
-        super().__init__(GridWorld(env_config))
-        cells = self.env.observation_space.n
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (cells,), np.float32)
-
-    def observation(self, cell):
-        return np.eye(self.observation_space.shape[0], dtype=np.float32)[cell]
-
-
-def grid_world_ppo(PPOConfig, register_env):
-    register_env("OneHotGridWorld", lambda env_config: OneHotGridWorld(env_config))
-    return (PPOConfig()
-            .environment("OneHotGridWorld", env_config={"size": 5})
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
-            .learners(num_learners=0)
-            .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
-                      gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=10.0,
-                      vf_loss_coeff=0.5, entropy_coeff=0.01, use_kl_loss=False, grad_clip=0.5)
-            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
-            .debugging(seed=0))
-
-
-grid_diff = side_by_side.code_diff(grid_world_ppo)
-display(Markdown(side_by_side.diff_markdown(grid_world_ppo)))
-GRID_TARGET = 0.9  # the goal, reached in a few steps from most starting cells (1 - 0.01 per step)
-line = display("starting...", display_id=True)
-grid_runs = {package: side_by_side.run(grid_world_ppo, package, target_return=GRID_TARGET,
-                                       max_env_steps=40_000, progress=line.update)
-             for package in side_by_side.PACKAGES}
-side_by_side.plot_runs(list(grid_runs.values()), target=GRID_TARGET, title="PPO on a custom GridWorld")
-grid_ratio = compare(grid_runs, GRID_TARGET)
+compare({"healthy: training (smoothed)": healthy}, ["return", "eval_return", "entropy", "kl"],
+        title="the healthy run")
+compare({"healthy": healthy}, ["vf_loss", "vf_explained_var", "grad_norm", "episode_len"])
+evaluated = healthy.dropna(subset=[METRICS["eval_return"][0]])
+ahead = (column(evaluated, "eval_return") - column(evaluated, "return")).to_numpy()
+print(f"at the {len(evaluated)} evaluations, the greedy return was above the smoothed training "
+      f"return {np.mean(ahead > 0):.0%} of the time, by {np.median(ahead):.0f} (median)")
 """),
     md("""
-## 6. The result keys, checked
+## 2. Runs broken on purpose
 
-The lessons read a handful of result keys. Both libraries' last PPO results are here, so the
-check is direct: every key the course reads, present (or not) in each.
+Each run below is the healthy one with one thing broken (`BUGS` in `diagnosing.py` says what;
+`break_config` makes it), trained for the same env steps on the same seed. Each shows the symptom in
+its metrics, then the fix and the metric recovering. One seed is one sample; each symptom here was
+checked on seeds 0-2 when the lesson was written, and the final cell checks the direction of each
+one, not its size.
+
+### 2.1 A learning rate too high: entropy collapses, the KL spikes
+
+With `lr=0.1` each update moves the policy so far that it becomes almost deterministic before it
+has learned to balance: the entropy falls to about 0, and with it the exploration that could fix
+it. A third run keeps the high `lr` but turns on RLlib's default KL penalty (`kl_coeff=0.2`): watch
+`curr_kl_coeff` climb as the penalty fights the oversized steps. (Once a policy is deterministic its
+updates no longer move it: the KL drops to 0, below the log-scale panel.) The fix is the healthy
+`lr=3e-3`.
 """),
     code("""
-COURSE_KEYS = ["env_runners/episode_return_mean", "env_runners/episode_len_mean",
-               "env_runners/num_episodes", "num_env_steps_sampled_lifetime",
-               "learners/default_policy/policy_loss", "learners/default_policy/vf_loss",
-               "learners/default_policy/entropy", "training_iteration"]
-
-
-def has_key(result, path):
-    for part in path.split("/"):
-        if not isinstance(result, dict) or part not in result:
-            return False
-        result = result[part]
-    return True
-
-
-key_table = {key: {package: has_key(one.last_result, key) for package, one in ppo_runs.items()}
-             for key in COURSE_KEYS}
-for key, present in key_table.items():
-    print(f"{key:>38}: " + ", ".join(f"{p} {'yes' if ok else 'NO'}" for p, ok in present.items()))
-only_rllib = sorted(set(ppo_runs["ray.rllib"].last_result) - set(ppo_runs["rlcourse"].last_result))
-print("top-level keys only RLlib reports:", ", ".join(only_rllib))
+print(BUGS["lr_too_high"].what)
+runs = {"healthy": healthy}
+runs["lr_too_high"] = record(break_config(healthy_config, "lr_too_high"), ENV_STEPS)
+runs["lr_too_high, KL penalty on"] = record(
+    break_config(healthy_config, "lr_too_high").training(kl_coeff=0.2), ENV_STEPS)
+compare(runs, ["entropy", "kl", "kl_coeff", "return"], log=("kl",))
+lowest = lambda metric: lambda run: column(run, metric).min()  # noqa: E731
+highest = lambda metric: lambda run: column(run, metric).max()  # noqa: E731
+lr_table = summary(runs, {"lowest entropy": lowest("entropy"), "highest KL": highest("kl"),
+                         "highest curr_kl_coeff": highest("kl_coeff"),
+                         "final return": lambda run: column(run, "return").iloc[-1]})
+display(lr_table)
 """),
     md("""
-## 7. The name map: rlcourse file → RLlib file
+### 2.2 The value loss clipped at 10: the critic learns slowly
 
-Paths in RLlib are under `ray/rllib/` in the installed package (or `rllib/` in Ray's repository).
+RLlib's default `vf_clip_param=10` clips each sample's *squared* value error at 10. On CartPole
+returns reach the hundreds, so most errors are above 10 and a clipped error has no gradient: the
+critic learns only from the few samples it already predicts well. This is what held the course's
+first CartPole settings back (`tuned_examples/ppo/cartpole_ppo.py` records the sweep that found
+it). The symptom: `vf_loss` small and flat, near `vf_clip_param`, while `vf_loss_unclipped` is
+many times larger, and a small gradient norm (the value loss, which dominates it, has lost most
+of its gradient). `vf_explained_var` is often lower too, but not on every seed: it is measured on
+the samples of one batch and is noisy, so read it beside the two losses. The fix is
+`vf_clip_param=1000`, the healthy run's.
+"""),
+    code("""
+print(BUGS["value_loss_clipped"].what)
+runs = {"healthy": healthy,
+        "value_loss_clipped": record(break_config(healthy_config, "value_loss_clipped"), ENV_STEPS)}
+compare(runs, ["vf_loss", "vf_loss_unclipped", "vf_explained_var", "grad_norm"],
+        log=("vf_loss", "vf_loss_unclipped"))
+clip_table = summary(runs, {
+    "vf_loss": lambda run: late(run, "vf_loss"),
+    "vf_loss_unclipped": lambda run: late(run, "vf_loss_unclipped"),
+    "unclipped / clipped": lambda run: late(run, "vf_loss_unclipped") / late(run, "vf_loss"),
+    "vf_explained_var": lambda run: late(run, "vf_explained_var"),
+    "grad_norm": lambda run: late(run, "grad_norm")})
+display(clip_table)
+print("(means over the second half of each run)")
+"""),
+    md(r"""
+### 2.3 No bootstrap at a time limit: the critic's values biased low
 
-| rlcourse | RLlib | notes |
-|---|---|---|
-| `rlcourse/algorithms/algorithm_config.py` | `algorithms/algorithm_config.py` | same setters and setting names; RLlib has many more settings |
-| `rlcourse/algorithms/algorithm.py`, `evaluation.py`, `trained_module.py`, `algorithm_state.py` | `algorithms/algorithm.py` | RLlib's `Algorithm` *is* a Tune `Trainable`; rlcourse builds one on demand (`rlcourse/tune/`); RLlib writes evaluation, `get_module` and `get_state` in that one file |
-| `rlcourse/algorithms/checkpointable.py` | `utils/checkpoints.py` (`Checkpointable`) | the same base class: `get_state` / `set_state` to write, `save_to_path`, `restore_from_path`, `from_checkpoint` given |
-| `rlcourse/core/__init__.py` | `core/__init__.py` | `DEFAULT_MODULE_ID`, `ALL_MODULES` |
-| `rlcourse/algorithms/ppo/ppo.py`, `ppo_learner.py` | `algorithms/ppo/ppo.py`, `ppo/torch/ppo_torch_learner.py` | same loss terms and settings |
-| `rlcourse/utils/postprocessing.py` (GAE) | `connectors/learner/general_advantage_estimation.py` | a function here, a learner connector there |
-| `rlcourse/algorithms/impala/impala.py`, `learner_thread.py` | `algorithms/impala/impala.py`, `impala_learner.py` | RLlib: aggregator actors, a circular buffer, `min_time_s_per_iteration` |
-| `rlcourse/algorithms/impala/vtrace.py` | `algorithms/impala/torch/vtrace_torch_v2.py` | the same V-trace |
-| `rlcourse/algorithms/dqn/dqn.py`, `rlcourse/algorithms/sac/sac.py` | `algorithms/dqn/dqn.py`, `algorithms/sac/sac.py` | |
-| `rlcourse/algorithms/apex_dqn/apex_dqn.py` | none in the new API stack | Ape-X was RLlib's old-stack algorithm |
-| `rlcourse/env/env_runner.py`, `rlcourse/env/single_agent_env_runner.py` | `env/env_runner.py`, `env/single_agent_env_runner.py` | RLlib's runs torch modules and connector pipelines |
-| `rlcourse/env/env_runner_group.py`, `async_sampling.py` | `env/env_runner_group.py` | |
-| `rlcourse/env/single_agent_episode.py`, `rlcourse/env/multi_agent_episode.py` | `env/single_agent_episode.py`, `env/multi_agent_episode.py` | |
-| `rlcourse/env/registry.py` (`register_env`) | Ray Tune's `ray/tune/registry.py` (`register_env`) | outside RLlib: Tune's registry |
-| `rlcourse/core/rl_module/rl_module.py` | `core/rl_module/rl_module.py`, `algorithms/ppo/default_ppo_rl_module.py` | rlcourse's runners use `numpy_mlp.py` instead of torch |
-| `rlcourse/core/learner/learner.py`, `learner_group.py` | `core/learner/learner.py`, `learner_group.py` | |
-| `rlcourse/connectors/env_to_module/` | `connectors/env_to_module/` | a list of callables here; pipelines with many more pieces there |
-| `rlcourse/utils/replay_buffers/` | `utils/replay_buffers/episode_replay_buffer.py`, `prioritized_episode_buffer.py` | |
-| `rlcourse/callbacks/callbacks.py` | `callbacks/callbacks.py` | same hook names |
-| `rlcourse/utils/metrics/metrics_logger.py` | `utils/metrics/metrics_logger.py` | |
-| `rlcourse/utils/checkpoints.py` | `utils/checkpoints.py` | rlcourse's checkpoints are not RLlib's and do not load there |
+gymnasium separates `terminated` (the MDP ended: the pole fell) from `truncated` (a time limit
+cut the episode short). After a termination the value target of the last step is its reward
+alone; after a truncation the learner must *bootstrap*, add $\gamma V(s_{T})$ for the state where
+it was cut off, because the task would have gone on (Pardo et al. 2018). The classic bug is
+`done = terminated or truncated`: here an env wrapper (`TruncationAsTermination` in
+`rlcourse/course/diagnosing_envs.py`) reports the limit as a termination, on CartPole with a
+100-step limit that the policy soon reaches. The engine is unchanged: rlcourse bootstraps
+truncated episodes (`rlcourse/utils/postprocessing.py`, `compute_gae`), the env lied to it.
 
-**Settings** keep their names (section 2 read both libraries' values of the same names), with
-these exceptions met in this course: RLlib's `min_time_s_per_iteration`,
-`circular_buffer_num_batches` / `circular_buffer_iterations_per_batch` (IMPALA),
-and `num_aggregator_actors_per_learner` have no rlcourse counterpart (rlcourse refuses them by
-name). RLlib's old names fail in rlcourse with the new name to use; RLlib 2.60
-itself refuses some (`num_rollout_workers`, `sgd_minibatch_size`) but only warns about others and
-goes on (`num_sgd_iter`). **Result keys**: section 6
-printed them; the course reads only keys RLlib also reports, at the same paths (IMPALA's learner
-keys aside: RLlib's `pi_loss`, `vf_loss` summed and `mean_vf_loss`, against rlcourse's
-`policy_loss` and `vf_loss` as means). RLlib also reports what Tune reads (`time_total_s`,
-`time_this_iter_s`, `done`, `trial_id`, ...): for rlcourse, Tune adds them when it runs an
-algorithm as a trainable (`rlcourse/tune/`).
+The observation does not show how many steps are left, so the same state gets a target near
+$1/(1-\gamma) = 100$ early in an episode and near 1 at the limit: `vf_loss` stays high, and the
+critic's value of the start states, $V(s_0)$, settles far below what a policy that keeps the pole
+up collects. `record(..., probe_start_value=True)` adds $V(s_0)$, averaged over CartPole's start
+states, to each row. The fix is the same env without the wrapper.
+"""),
+    code("""
+print(BUGS["no_bootstrap_at_truncation"].what)
+limited = healthy_config.copy().environment(broken_cartpole,
+                                            env_config={"max_episode_steps": TIME_LIMIT})
+runs = {"healthy (100-step limit)": record(limited, ENV_STEPS, probe_start_value=True),
+        "no_bootstrap_at_truncation": record(break_config(healthy_config,
+                                                          "no_bootstrap_at_truncation"),
+                                             ENV_STEPS, probe_start_value=True)}
+compare(runs, ["episode_len", "vf_loss", START_VALUE, "return"])
+gamma = healthy_config.gamma
+print(f"a policy that never drops the pole collects 1/(1-gamma) = {1 / (1 - gamma):.0f} in "
+      f"discounted rewards from s_0 if the task goes on, {(1 - gamma**TIME_LIMIT) / (1 - gamma):.1f}"
+      f" if it truly ended after {TIME_LIMIT} steps")
+truncation_table = summary(runs, {
+    "episode_len": lambda run: late(run, "episode_len"),
+    "vf_loss": lambda run: late(run, "vf_loss"),
+    "V(s_0) at the end": lambda run: column(run, START_VALUE).iloc[-1]})
+display(truncation_table)
+"""),
+    md("""
+### 2.4 Unnormalized observations: nothing is learned
 
-## 8. What RLlib has that the course leaves out
+Here the cart's encoder reports its position in millimetres from the track's left end and its
+velocity in millimetres per second, while the pole's angle and angular velocity stay in radians.
+The input that matters most is below 1 beside one in the thousands: the tanh units saturate, and
+the network cannot see the pole. The metrics show *that* nothing is learned (a flat return,
+`vf_explained_var` near 0); the observations themselves show *why*:
+"""),
+    code("""
+print(BUGS["unnormalized_observations"].what)
+env = broken_cartpole({"sensor_units": True})
+env.action_space.seed(0)  # random actions, the same on a re-run
+observations = [env.reset(seed=0)[0]]
+for _ in range(500):
+    obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+    observations.append(env.reset()[0] if terminated or truncated else obs)
+observations = np.array(observations)
+display(pd.DataFrame({"mean": observations.mean(0), "std": observations.std(0)},
+                     index=["cart position (mm)", "cart velocity (mm/s)", "pole angle (rad)",
+                            "pole angular velocity (rad/s)"]))
+"""),
+    md("""
+The fix is a **MeanStdFilter** between the env and the module, RLlib's connector
+(`rlcourse/connectors/env_to_module/mean_std_filter.py`): it keeps running means and standard
+deviations of the observations and feeds the network $(o - \\mu) / \\sigma$, the same on every
+runner. Andrychowicz et al. 2021 found observation normalization among the choices that matter
+most.
+"""),
+    code("""
+unnormalized = break_config(healthy_config, "unnormalized_observations")
+runs = {"healthy": healthy,
+        "unnormalized_observations": record(unnormalized, ENV_STEPS),
+        "fixed: MeanStdFilter": record(normalize_observations(unnormalized), ENV_STEPS)}
+compare(runs, ["return", "vf_explained_var", "entropy"])
+observation_table = summary(runs, {"return": lambda run: late(run, "return"),
+                                   "vf_explained_var": lambda run: late(run, "vf_explained_var")})
+display(observation_table)
+"""),
+    md("""
+### 2.5 A reward scale that swamps the value loss
 
-rlcourse is a teaching copy of the new API stack's core loop. RLlib also has:
+Multiply every reward by 100 and the value targets reach the thousands: every squared error is
+far above `vf_clip_param=1000`, the clipped value loss sits exactly at the clip with no gradient,
+and the critic never learns. The return still rises, because PPO normalizes the advantages per
+batch and the policy learns from Monte Carlo-like returns: **a healthy-looking return can hide a
+dead critic.** The tells: the return per step of episode (CartPole pays 1), `vf_loss` pinned at
+`vf_clip_param`, `vf_loss_unclipped` in the millions and `vf_explained_var` at 0. The fix is to put
+the rewards back on a scale where returns are tens to hundreds (divide them in the env; on other
+envs `config.environment(clip_rewards=...)` or normalized value targets): here that is the healthy
+run.
+"""),
+    code("""
+print(BUGS["reward_scale_too_large"].what)
+runs = {"healthy": healthy,
+        "reward_scale_too_large": record(break_config(healthy_config, "reward_scale_too_large"),
+                                         ENV_STEPS)}
+compare(runs, ["vf_loss", "vf_loss_unclipped", "vf_explained_var", "episode_len"],
+        log=("vf_loss", "vf_loss_unclipped"))
+reward_table = summary(runs, {
+    "return per step": lambda run: late(run, "return") / late(run, "episode_len"),
+    "vf_loss": lambda run: late(run, "vf_loss"),
+    "vf_loss_unclipped": lambda run: late(run, "vf_loss_unclipped"),
+    "vf_explained_var": lambda run: late(run, "vf_explained_var")})
+display(reward_table)
+"""),
+    md("""
+### 2.6 Too few env steps per update
 
-- the **old API stack** (`Policy`, `RolloutWorker`, `SampleBatch`, `ModelV2`), still in many
-  tutorials and in `api_stack(enable_rl_module_and_learner=False, ...)`;
-- **TensorFlow** (old stack) and JAX pieces; rlcourse is PyTorch only;
-- **offline RL** on `ray.data` (BC, MARWIL, CQL, IQL), reading and writing experiences;
-- the **connector pipelines** in full: frame stacking, recurrent state, prev. actions and rewards,
-  agent-to-module mapping, custom learner connectors;
-- **many more algorithms**: APPO, DreamerV3, TQC, CQL, IQL, MARWIL, BC, and more;
-- **Tune integration** details: `Algorithm` as a `Trainable` directly, `tune.Tuner(PPO, ...)`,
-  its own checkpoint format (`Checkpointable`), Tune's loggers and callbacks;
-- **several GPUs per learner** and aggregator actors (lesson 04 showed GPU learners joined by NCCL
-  and `num_gpus_per_env_runner`);
-- external envs (a policy server clients connect to), `PettingZoo` / `OpenSpiel` wrappers,
-  vision networks (CNN encoders), LSTM/attention models (lesson 10 showed action masking with a
-  custom module).
+With 64 env steps per update (16 per sub-env) instead of 1000, each batch holds less than one
+episode and its advantages are estimated from a handful of steps: every update follows noise,
+6 epochs on 64 samples fit that noise, and the policy drifts. It shows as an entropy that falls
+early and KL values well above the healthy run's, with a return that climbs unevenly (Andrychowicz
+et al. 2021 on batch sizes). Unlike a too-high lr it is not a collapse in a few updates; the
+result's `env_runners/num_env_steps_sampled` says how many steps each iteration sampled. The fix is
+the healthy batch of 1000 env steps.
+"""),
+    code("""
+print(BUGS["too_few_env_steps_per_update"].what)
+runs = {"healthy": healthy,
+        "too_few_env_steps_per_update": record(break_config(healthy_config,
+                                                            "too_few_env_steps_per_update"),
+                                               ENV_STEPS)}
+compare(runs, ["entropy", "kl", "return"], log=("kl",))
+batch_table = summary(runs, {
+    "env steps per iteration": lambda run: column(run, "env_runners/num_env_steps_sampled").mean(),
+    "episodes per iteration": lambda run: column(run, "env_runners/num_episodes").mean(),
+    "lowest entropy": lowest("entropy"), "highest KL": highest("kl"),
+    "final return": lambda run: column(run, "return").iloc[-1]})
+display(batch_table)
+"""),
+    md("""
+## 3. Reading a run from its results folder
 
+A run you did not watch is read from disk. Ray Tune writes, per trial, `params.json` (the
+config), `result.json` (one JSON line per iteration, nested as the result dict), `progress.csv`
+(the same, flattened: the columns `record` produced) and, because `tensorboardX` is installed, an
+`events.out.tfevents.*` file for TensorBoard. Here the healthy config runs as one small Tune trial
+(`PPO.as_trainable()`, lesson 07); Ray starts for it, small and local.
+"""),
+    code("""
+from ray import tune  # Tune's import costs about a second: only now
+
+from rlcourse.algorithms.ppo.ppo import PPO
+
+STORAGE = Path(tempfile.mkdtemp(prefix="rlcourse-diagnosing-"))  # a fresh folder per run
+trainable = PPO.as_trainable()  # starts the course's small Ray if none runs
+grid = tune.Tuner(
+    trainable,
+    param_space=healthy_config.copy().resources(num_cpus_for_main_process=1),
+    run_config=tune.RunConfig(name="healthy", storage_path=str(STORAGE), verbose=0,
+                              stop={"num_env_steps_sampled_lifetime": 8000}),
+).fit()
+trial_dir = Path(grid[0].path)
+for path in sorted(trial_dir.iterdir()):
+    print(f"{path.name:48} {'folder' if path.is_dir() else f'{path.stat().st_size:,} bytes'}")
+"""),
+    code("""
+progress = pd.read_csv(trial_dir / "progress.csv")
+with open(trial_dir / "result.json") as file:
+    results = [json.loads(line) for line in file]
+print(f"progress.csv: {progress.shape[0]} rows x {progress.shape[1]} columns; result.json: "
+      f"{len(results)} lines, nested: results[-1]['learners']['default_policy']['entropy'] = "
+      f"{results[-1]['learners']['default_policy']['entropy']:.3f}")
+display(progress[[diagnosing.STEPS] + [METRICS[m][0] for m in
+                                       ("return", "entropy", "kl", "vf_explained_var")]].tail(4))
+in_process = column(healthy, "return").to_numpy()[:len(progress)]
+print("the trial's returns are the in-process healthy run's (same config, same seed):",
+      np.allclose(column(progress, "return").to_numpy(), in_process))
+"""),
+    md("""
+TensorBoard is not installed here, and need not be: an event file is a list of records, each a
+length, a checksum and one protocol buffer, and `tensorboardX` ships the protocol buffer's
+definition. `rlcourse/course/event_files.py` reads them in about twenty lines; Tune prefixes each
+flattened key with `ray/tune/`.
+"""),
+    code("""
+event_file, = find_event_files(trial_dir)
+scalars = read_scalars(event_file)
+print(f"{event_file.name}: {len(scalars)} scalar tags, e.g. {sorted(scalars)[:3]}")
+from_events = pd.DataFrame({tag.removeprefix("ray/tune/"): dict(points)
+                            for tag, points in scalars.items()})
+compare({"healthy, read from the event file": from_events},
+        ["return", "entropy", "vf_explained_var"])
+same = np.allclose(column(from_events, "return").to_numpy(), column(progress, "return").to_numpy())
+print("the event file's returns are progress.csv's:", same)
+ray.shutdown()
+"""),
+    md("""
+## 4. Exercise: name the bugs
+
+Three more runs, A, B and C, each the healthy config with one of the six bugs of section 2, on
+another seed. Only their metrics are shown. Write `diagnose(runs)` returning `{"A": bug, "B": bug,
+"C": bug}` with names from `BUGS`. A wrong name gets a hint: the run's own numbers for the metric
+that tells its bug apart. Stuck? `show_solution("diagnose_runs")`.
+"""),
+    code("""
+mystery = diagnosing.mystery_runs(healthy_config, ENV_STEPS, seed=1)
+compare(mystery, ["return", "episode_len", "entropy", "kl"], log=("kl",))
+compare(mystery, ["vf_loss", "vf_loss_unclipped", "vf_explained_var", START_VALUE],
+        log=("vf_loss", "vf_loss_unclipped"))
+display(summary(mystery, {
+    "env steps per iteration": lambda run: column(run, "env_runners/num_env_steps_sampled").mean(),
+    "return": lambda run: late(run, "return"), "episode_len": lambda run: late(run, "episode_len"),
+    "lowest entropy": lowest("entropy"), "highest KL": highest("kl"),
+    "vf_loss": lambda run: late(run, "vf_loss"),
+    "vf_loss_unclipped": lambda run: late(run, "vf_loss_unclipped"),
+    "vf_explained_var": lambda run: late(run, "vf_explained_var"),
+    "V(s_0)": lambda run: late(run, START_VALUE)}))
+print("the bugs:", sorted(BUGS))
+"""),
+    code("""
+from rlcourse.course.exercises import check_diagnosis, show_solution  # noqa: F401 (when stuck)
+
+
+def diagnose(runs):
+    \"\"\"{run name: bug} for runs A, B and C (names from BUGS), read from their metrics.\"\"\"
+    # TODO: compare the tables and plots above with section 2's, and return e.g.
+    # {"A": "lr_too_high", "B": ..., "C": ...}
+    raise NotImplementedError("TODO: name each run's bug")
+
+
+diagnosis = check_diagnosis(diagnose, mystery)
+"""),
+    md("""
 ## Summary
 
-- A config written for rlcourse runs on RLlib with only its imports changed: the diffs above.
-- Section 2 compares PPO's defaults in both libraries live (the course keeps them equal, and a test
-  fails if they drift); the settings that make CartPole learn fast are not the defaults, so write
-  out every setting that matters.
-- On this machine, in this run, the printed lines give each library's time to the same return
-  and their ratio; the curves show both the per-step and the per-second picture.
+- Read a run in pairs of metrics: entropy with KL (how far and how fast the policy moves),
+  `vf_loss` with `vf_loss_unclipped` and `vf_explained_var` (whether the critic learns), the
+  return with the episode length (the reward's scale, a time limit) and the smoothed training
+  return with the greedy evaluation return (the lag).
+- Each bug has a tell: a too-high lr collapses the entropy; a clipped value loss opens a gap
+  between `vf_loss` and `vf_loss_unclipped` at CartPole's scale; a missing bootstrap biases the
+  critic low where episodes end at the limit; unnormalized observations show in the observations;
+  a large reward scale in the return per step; a small batch in the steps per iteration.
+- A healthy return is not a healthy run: a dead critic can hide behind normalized advantages.
+- Everything a run reports is on disk: `progress.csv`, `result.json`, and event files that a
+  few lines read.
+
+**Concept checks**
+1. Why does `policy_loss` stay near 0 in a run that learns well?
+2. A run's `vf_loss` is 10.0 at every iteration. Which setting would you look at first, and which
+   other metric confirms it?
+3. Why is a missing bootstrap at truncation invisible on an env whose episodes never reach the
+   time limit?
+4. The training return lags the evaluation return early in a run. Name the two reasons.
+5. Why can PPO still learn when the critic learns nothing?
 
 **Read next in the source**
-- `rlcourse/course/side_by_side.py`: how the same function runs on either library.
-- RLlib's `algorithms/ppo/ppo.py` (`training_step`) beside `rlcourse/algorithms/ppo/ppo.py`.
-- RLlib's `env/single_agent_env_runner.py` (`_sample`) beside `rlcourse/env/env_runner.py`.
+- `rlcourse/algorithms/ppo/ppo_learner.py`: where each learner metric is computed (`compute_loss`,
+  `explained_variance`) and how `curr_kl_coeff` adapts (`update`).
+- `rlcourse/utils/postprocessing.py`, `compute_gae`: terminated against truncated, the bootstrap.
+- `rlcourse/connectors/env_to_module/mean_std_filter.py`: the running statistics and their merge.
+- `rlcourse/course/event_files.py`: an event file, record by record.
+"""),
+    md("""
+## Papers
+
+- Schulman, Wolski, Dhariwal, Radford, Klimov, *Proximal Policy Optimization Algorithms*, 2017
+  ([arXiv:1707.06347](https://arxiv.org/abs/1707.06347)): the clipped loss whose entropy, KL,
+  policy and value terms the metrics report.
+- Schulman, Moritz, Levine, Jordan, Abbeel, *High-Dimensional Continuous Control Using Generalized
+  Advantage Estimation*, ICLR 2016 ([arXiv:1506.02438](https://arxiv.org/abs/1506.02438)): the
+  value targets and advantages that `vf_loss` and `vf_explained_var` measure the critic against.
+- Andrychowicz et al., *What Matters in On-Policy Reinforcement Learning? A Large-Scale Empirical
+  Study*, ICLR 2021 ([arXiv:2006.05990](https://arxiv.org/abs/2006.05990)): which of PPO's
+  choices matter, observation normalization, batch sizes and value-loss clipping among them.
+- Engstrom, Ilyas, Santurkar, Tsipras, Janoos, Rudolph, Madry, *Implementation Matters in Deep
+  Policy Gradients: A Case Study on PPO and TRPO*, ICLR 2020
+  ([arXiv:2005.12729](https://arxiv.org/abs/2005.12729)): reward scaling, value clipping and other
+  code-level details that change PPO's results.
+- Pardo, Tavakoli, Levdik, Kormushev, *Time Limits in Reinforcement Learning*, ICML 2018
+  ([arXiv:1712.00378](https://arxiv.org/abs/1712.00378)): bootstrapping at a time limit, and the
+  bias of treating it as a termination (section 2.3).
+
+All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
     code("""
-# Lesson check: every diff changed imports only; both libraries reached the PPO target on CartPole
-# and on the custom env, and the wall-time ratio was measured; every course key is in both results.
-for diff in (ppo_diff, impala_diff, grid_diff):
-    changed = [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    assert changed and all(" import " in line for line in changed), diff
-for runs, target in ((ppo_runs, TARGET), (grid_runs, GRID_TARGET)):
-    assert all(time_to_return(one.rows, target) for one in runs.values()), runs
-assert ppo_ratio is not None and grid_ratio is not None
-assert time_to_return(impala_runs["rlcourse"].rows, IMPALA_TARGET), impala_runs["rlcourse"].rows[-1]
-assert all(all(present.values()) for present in key_table.values()), key_table
-ray.shutdown()
-impala_line = (f"IMPALA {impala_ratio:.1f}x, " if impala_ratio else
-               "IMPALA: RLlib did not reach the target in its budget, ")
-print(f"Lesson 11 complete: RLlib / rlcourse wall time to the same return: PPO CartPole "
-      f"{ppo_ratio:.1f}x, {impala_line}custom env {grid_ratio:.1f}x (this run).")
+# Lesson check: each broken run's tell moved from its healthy run's in the expected direction (the
+# sizes differ from machine to machine), the fixes brought it back, the results read from disk
+# agree, the exercise's answer is in, and nothing is left running.
+lr, clip, limit = lr_table.loc, clip_table.loc, truncation_table.loc
+assert lr["lr_too_high", "lowest entropy"] < 0.5 * lr["healthy", "lowest entropy"], lr_table
+assert lr["lr_too_high", "highest KL"] > 5 * lr["healthy", "highest KL"], lr_table
+assert lr["lr_too_high, KL penalty on", "highest curr_kl_coeff"] > 0.2, lr_table  # it climbed
+assert clip["value_loss_clipped", "unclipped / clipped"] > 2 * clip["healthy", "unclipped / clipped"]
+assert clip["value_loss_clipped", "grad_norm"] < clip["healthy", "grad_norm"], clip_table
+assert (limit["no_bootstrap_at_truncation", "V(s_0) at the end"]
+        < limit["healthy (100-step limit)", "V(s_0) at the end"] - 5), truncation_table
+assert limit["no_bootstrap_at_truncation", "vf_loss"] > limit["healthy (100-step limit)", "vf_loss"]
+seen = observation_table.loc
+assert seen["unnormalized_observations", "return"] < 0.7 * seen["fixed: MeanStdFilter", "return"]
+assert seen["fixed: MeanStdFilter", "vf_explained_var"] > seen["unnormalized_observations",
+                                                               "vf_explained_var"] + 0.2
+scaled = reward_table.loc
+assert np.isclose(scaled["reward_scale_too_large", "return per step"],
+                  100 * scaled["healthy", "return per step"]), reward_table
+assert scaled["reward_scale_too_large", "vf_loss"] >= 0.99 * healthy_config.vf_clip_param
+assert scaled["reward_scale_too_large", "vf_explained_var"] < scaled["healthy", "vf_explained_var"]
+small = batch_table.loc
+assert small["too_few_env_steps_per_update", "lowest entropy"] < small["healthy", "lowest entropy"]
+assert small["too_few_env_steps_per_update", "highest KL"] > 2 * small["healthy", "highest KL"]
+assert same, "the event file and progress.csv disagree"
+assert diagnosis == diagnosing.MYSTERY, diagnosis
+assert not ray.is_initialized()
+print("Lesson 11 complete: six bugs, each seen in its metrics and fixed; a run read from disk.")
 """),
 ]
 

@@ -1,4 +1,4 @@
-"""The same experiment in rlcourse and in RLlib, with only the import changed (lesson 11).
+"""The same experiment in rlcourse and in RLlib, with only the import changed (lesson 15).
 
 A learner writes a config-building function once, naming the classes it needs as its parameters
 (`def ppo_cartpole(PPOConfig): return PPOConfig().environment(...)...`). `run(ppo_cartpole,

@@ -1,4 +1,4 @@
-"""Exercise of lesson 11 (graduating to RLlib): when did a run first reach a return?
+"""Exercise of lesson 15 (graduating to RLlib): when did a run first reach a return?
 
 The learner writes `time_to_return(rows, target)`: `rows` holds one row per training iteration,
 (env steps so far, wall seconds so far, mean return), as `side_by_side.run` records them; the answer

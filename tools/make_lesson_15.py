@@ -290,34 +290,23 @@ over the batch (its mean is `mean_vf_loss`, and the policy loss is `pi_loss`), r
 ## 5. A custom env
 
 Your own env works in both, given as a class or registered by name. The observation of lesson 03's
-`GridWorld` is a cell number (`Discrete`). rlcourse's default network one-hot encodes it; RLlib's
-default network takes only `Box` observations, so the env of this section one-hot encodes the cell
-itself (a gymnasium `ObservationWrapper`) and works unchanged in both. `register_env` comes from
-`rlcourse` in one program and from `ray.tune.registry` in the other: two import lines differ.
+`GridWorld` is a cell number (`Discrete`). Neither library's default network takes it: both refuse
+a non-`Box` observation and want the `FlattenObservations` connector (lesson 03), which one-hot
+encodes the cell before the forward pass. RLlib calls the connector function as
+`fn(env, spaces, device)`, so the function below takes those three names, and rlcourse calls it the
+same way. `register_env` and `FlattenObservations` come from `rlcourse` in one program and from
+`ray.tune.registry` and `ray.rllib.connectors.env_to_module` in the other: only import lines differ.
 """),
     code("""
-import gymnasium as gym
-
 from rlcourse.course.envs import GridWorld
 
 
-class OneHotGridWorld(gym.ObservationWrapper):
-    \"\"\"Lesson 03's GridWorld with the agent's cell as a one-hot float vector.\"\"\"
-
-    def __init__(self, env_config):
-        super().__init__(GridWorld(env_config))
-        cells = self.env.observation_space.n
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (cells,), np.float32)
-
-    def observation(self, cell):
-        return np.eye(self.observation_space.shape[0], dtype=np.float32)[cell]
-
-
-def grid_world_ppo(PPOConfig, register_env):
-    register_env("OneHotGridWorld", lambda env_config: OneHotGridWorld(env_config))
+def grid_world_ppo(PPOConfig, register_env, FlattenObservations):
+    register_env("GridWorld", lambda env_config: GridWorld(env_config))
     return (PPOConfig()
-            .environment("OneHotGridWorld", env_config={"size": 5})
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+            .environment("GridWorld", env_config={"size": 5})
+            .env_runners(num_env_runners=0, num_envs_per_env_runner=4,
+                         env_to_module_connector=lambda env, spaces, device: FlattenObservations())
             .learners(num_learners=0)
             .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6,
                       gamma=0.99, lambda_=0.95, clip_param=0.2, vf_clip_param=10.0,

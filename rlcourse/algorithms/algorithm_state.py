@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
 
 TENSORS = ("module", "optimizer", "torch_rng")  # the learner's state that goes to learner.pt
+LEARNER_PT = "learner.pt"
+
+
+def learner_field(key: str) -> str:
+    """Where the learner state's `key` is in a checkpoint, for errors: its file and field."""
+    return f"{LEARNER_PT}: {key}" if key in TENSORS else f"{STATE_JSON}: learner.{key}"
 
 
 def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -40,7 +46,7 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
         "evaluation_env_runners": eval_group.get_state() if eval_group else None,
         "callbacks": algo.callbacks.get_state() if algo.callbacks else {},
     }
-    return state, {"learner.pt": tensors}
+    return state, {LEARNER_PT: tensors}
 
 
 def _filter_state(runner: Any) -> list:
@@ -63,6 +69,13 @@ def check_values(algo: "Algorithm", state: dict[str, Any],
         raise CheckpointError(f"{STATE_JSON}: {e}") from None
 
 
+def _check_callbacks(callbacks: Any, state: Any) -> None:
+    try:
+        callbacks.check_state(state)
+    except ValueError as e:  # CheckpointError too
+        raise CheckpointError(f"{STATE_JSON}: callbacks {e}") from None
+
+
 def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any],
                             check_own: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Check `algorithm_state`'s result against `algo` (and with `check_own`), then apply it."""
@@ -74,7 +87,13 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
         check_restorable(state, tensors, algo.config, algo.learner_group.get_state(),
                          algo.env_runner_group.foreach_env_runner(env_layers),
                          eval_group.foreach_env_runner(env_layers) if eval_group else None)
+        algo.learner_group.check_state({**state["learner"], **tensors[LEARNER_PT]}, learner_field)
         check_values(algo, state, check_own)
+        algo.env_runner_group.check_state(state["env_runners"], f"{STATE_JSON}: env_runners")
+        if evaluation is not None and eval_group is not None:
+            eval_group.check_state(evaluation, f"{STATE_JSON}: evaluation_env_runners")
+        if algo.callbacks:
+            _check_callbacks(algo.callbacks, state.get("callbacks", {}))
     except BaseException:
         if eval_group is not algo.eval_env_runner_group:
             eval_group.stop()  # a refused restore leaves the algorithm as it was
@@ -84,7 +103,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
     algo.iteration = counters["iteration"]
     algo.num_env_steps_trained_lifetime = counters["num_env_steps_trained_lifetime"]
     algo.episode_stats.set_state(counters)
-    algo.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
+    algo.learner_group.set_state({**state["learner"], **tensors[LEARNER_PT]})
     algo.env_runner_group.set_state(state["env_runners"])
     if algo.callbacks:
         algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state

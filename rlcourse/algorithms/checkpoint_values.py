@@ -2,45 +2,20 @@
 restore applies any: its SHA-256s catch damage, not edits by someone who recomputes them. Errors
 name the field; restore_from_path and from_checkpoint add the checkpoint's path."""
 
-import math
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers.replay_buffer_state import decode, is_count
+from rlcourse.utils.state_values import check_counter, check_numbers
 
 EPISODE_COUNTS = ("num_episodes_lifetime", "num_env_steps_sampled_lifetime",
                   "num_sub_env_restarts_lifetime")
 
 
-def check_counter(value: Any, where: str, number: bool = False) -> None:
-    """An int >= 0 (`number`: any finite number >= 0)."""
-    ok = is_count(value) or (number and isinstance(value, float) and math.isfinite(value)
-                             and value >= 0)
-    if not ok:
-        kind = "a finite number" if number else "an int"
-        raise CheckpointError(f"{where} is {value!r}; expected {kind} >= 0.")
-
-
-def check_in_space(values: np.ndarray, space: gym.Space, where: str) -> None:
-    """A batch of saved observations or actions of `space` (Discrete or Box; others unchecked)."""
-    if isinstance(space, gym.spaces.Discrete):
-        ok = (values.dtype.kind in "iu" and values.ndim == 1
-              and ((values >= space.start) & (values < space.start + space.n)).all())
-    elif isinstance(space, gym.spaces.Box):
-        ok = (values.shape[1:] == space.shape and bool(np.isfinite(values).all())
-              and bool(((values >= space.low) & (values <= space.high)).all()))
-    else:
-        return
-    if not ok:
-        raise CheckpointError(f"{where} holds values outside this algorithm's space {space} (or of "
-                              "another shape).")
-
-
 def check_counters(state: dict[str, Any]) -> None:
-    """The Algorithm's counters and episode statistics, and each runner's step count."""
+    """The Algorithm's counters and episode statistics, and each (evaluation) runner's step count."""
     counters = state["algorithm"]
     if not isinstance(counters, dict):
         raise CheckpointError("algorithm is not a dict.")
@@ -50,19 +25,17 @@ def check_counters(state: dict[str, Any]) -> None:
     seq_no = counters.get("weights_seq_no")
     if seq_no is not None and not (is_count(seq_no) or seq_no == -1):
         raise CheckpointError(f"algorithm.weights_seq_no is {seq_no!r}; expected an int >= -1.")
-    for key, kind in (("episode_returns", "finite numbers"), ("episode_lens", "ints >= 0")):
-        values = counters.get(key, [])
-        ok = isinstance(values, list) and all(
-            is_count(v) if key == "episode_lens" else
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values)
-        if not ok:
-            raise CheckpointError(f"algorithm.{key} must be a list of {kind}.")
-    runners = state["env_runners"]
-    if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
-        raise CheckpointError("env_runners must be a list of dicts.")
-    for i, runner in enumerate(runners):
-        check_counter(runner.get("num_env_steps_lifetime"), f"env_runners[{i}].num_env_steps_lifetime")
+    check_numbers(counters.get("episode_returns", []), "algorithm.episode_returns")
+    lens = counters.get("episode_lens", [])
+    if not isinstance(lens, list) or not all(is_count(v) for v in lens):
+        raise CheckpointError("algorithm.episode_lens must be a list of ints >= 0.")
+    for group in ("env_runners", "evaluation_env_runners"):
+        runners = state.get(group) or []  # evaluation_env_runners: None before any evaluation
+        if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
+            raise CheckpointError(f"{group} must be a list of dicts.")
+        for i, runner in enumerate(runners):
+            check_counter(runner.get("num_env_steps_lifetime"),
+                          f"{group}[{i}].num_env_steps_lifetime")
 
 
 def check_filter_states(state: dict[str, Any], current: list[dict[str, Any]]) -> None:

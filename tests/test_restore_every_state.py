@@ -196,6 +196,19 @@ def evaluation_steps(state, tensors):
     return "evaluation_env_runners[0].num_env_steps_lifetime"
 
 
+def custom_metric(state, tensors):
+    state["algorithm"]["custom_metrics"] = {"x": {"reduce": "median", "window": None,
+                                                  "clear_on_reduce": False, "values": [],
+                                                  "total": 0.0}}
+    return "algorithm.custom_metrics['x']"
+
+
+def module_returns_nan(state, tensors):
+    returns = state["algorithm"]["module_episode_returns"]
+    returns["p0"] = [math.nan]
+    return "algorithm.module_episode_returns['p0']"
+
+
 def callbacks_list(state, tensors):
     state["callbacks"] = []
     return "callbacks must be a dict"
@@ -205,9 +218,9 @@ EVERY_ALGORITHM = [weight_nan, _slot("exp_avg", lambda m: m * math.nan), optimiz
                    learner_rng, _learner_value("num_updates", -1), runner_rng]
 SINGLE_AGENT = [env_state_nan]
 OWN = {"ppo": [_slot("exp_avg_sq", lambda m: -m - 1), torch_rng_float, env_method,
-               running_obs_nan, filter_mean_nan, evaluation_steps, callbacks_list,
+               running_obs_nan, filter_mean_nan, evaluation_steps, callbacks_list, custom_metric,
                _learner_value("curr_kl_coeff", math.nan)],
-       "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0)],
+       "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0), module_returns_nan],
        "dqn": [_learner_value("last_target_update_ts", -1)]}
 # Each algorithm's edits, then None: it trains on, and restores the unedited checkpoint.
 CASES = [(name, edit) for name in CONFIGS

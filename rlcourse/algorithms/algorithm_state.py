@@ -1,7 +1,8 @@
 """What an Algorithm's checkpoint holds (`Algorithm.get_state` / `set_state`): state.json has the
 config, counters, learner, runners' env and connector state and callbacks; learner.pt the tensors.
-A restore checks all of it first (checkpoint_checks.py: does it fit; checkpoint_values.py: are its
-values sound), so a misfit or an edited value changes nothing."""
+A restore checks all of it first (checkpoint_checks.py: does it fit; then are its values sound:
+checkpoint_values.py, and each part's owner, Learner, EnvRunner, EpisodeStats and Callbacks, its
+own `check_state`), so a misfit or an edited value changes nothing."""
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -54,15 +55,22 @@ def _filter_state(runner: Any) -> list:
     return connectors.get_state() if connectors is not None else []
 
 
-def check_values(algo: "Algorithm", state: dict[str, Any],
+def check_values(algo: "Algorithm", state: dict[str, Any], eval_group: Any,
                  check_own: Callable[[dict[str, Any]], None] | None) -> None:
-    """The values checkpoint_values.py checks, and `check_own` (a subclass's part of the state)."""
+    """The values of state.json: checkpoint_values.py's, each part's owner's (`check_state` of
+    EpisodeStats, the (evaluation) runners and Callbacks), and `check_own` (a subclass's part)."""
     try:
         check_counters(state)
+        algo.episode_stats.check_state(state["algorithm"], "algorithm")
         check_filter_states(state, (algo.env_runner_group.foreach_env_runner(_filter_state)
                                     or [[]])[0])
         check_model_config(state["config"].get("model_config"),
                            config_to_json(algo.config).get("model_config"))
+        algo.env_runner_group.check_state(state["env_runners"], "env_runners")
+        if state.get("evaluation_env_runners") is not None and eval_group is not None:
+            eval_group.check_state(state["evaluation_env_runners"], "evaluation_env_runners")
+        if algo.callbacks:
+            _check_callbacks(algo.callbacks, state.get("callbacks", {}))
         if check_own is not None:
             check_own(state)
     except CheckpointError as e:
@@ -73,7 +81,7 @@ def _check_callbacks(callbacks: Any, state: Any) -> None:
     try:
         callbacks.check_state(state)
     except ValueError as e:  # CheckpointError too
-        raise CheckpointError(f"{STATE_JSON}: callbacks {e}") from None
+        raise CheckpointError(f"callbacks {e}") from None
 
 
 def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any],
@@ -88,12 +96,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
                          algo.env_runner_group.foreach_env_runner(env_layers),
                          eval_group.foreach_env_runner(env_layers) if eval_group else None)
         algo.learner_group.check_state({**state["learner"], **tensors[LEARNER_PT]}, learner_field)
-        check_values(algo, state, check_own)
-        algo.env_runner_group.check_state(state["env_runners"], f"{STATE_JSON}: env_runners")
-        if evaluation is not None and eval_group is not None:
-            eval_group.check_state(evaluation, f"{STATE_JSON}: evaluation_env_runners")
-        if algo.callbacks:
-            _check_callbacks(algo.callbacks, state.get("callbacks", {}))
+        check_values(algo, state, eval_group, check_own)
     except BaseException:
         if eval_group is not algo.eval_env_runner_group:
             eval_group.stop()  # a refused restore leaves the algorithm as it was

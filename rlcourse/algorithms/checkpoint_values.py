@@ -7,28 +7,19 @@ from typing import Any
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers.replay_buffer_state import decode, is_count
-from rlcourse.utils.state_values import check_counter, check_numbers
-
-EPISODE_COUNTS = ("num_episodes_lifetime", "num_env_steps_sampled_lifetime",
-                  "num_sub_env_restarts_lifetime")
+from rlcourse.utils.state_values import check_counter, decode, is_count
 
 
 def check_counters(state: dict[str, Any]) -> None:
-    """The Algorithm's counters and episode statistics, and each (evaluation) runner's step count."""
+    """The Algorithm's counters (EpisodeStats checks its own) and each runner's step count."""
     counters = state["algorithm"]
     if not isinstance(counters, dict):
         raise CheckpointError("algorithm is not a dict.")
-    for key in ("iteration", "num_env_steps_trained_lifetime", *EPISODE_COUNTS):
-        if key in counters or key in ("iteration", "num_env_steps_trained_lifetime"):
-            check_counter(counters.get(key), f"algorithm.{key}")
+    for key in ("iteration", "num_env_steps_trained_lifetime"):
+        check_counter(counters.get(key), f"algorithm.{key}")
     seq_no = counters.get("weights_seq_no")
     if seq_no is not None and not (is_count(seq_no) or seq_no == -1):
         raise CheckpointError(f"algorithm.weights_seq_no is {seq_no!r}; expected an int >= -1.")
-    check_numbers(counters.get("episode_returns", []), "algorithm.episode_returns")
-    lens = counters.get("episode_lens", [])
-    if not isinstance(lens, list) or not all(is_count(v) for v in lens):
-        raise CheckpointError("algorithm.episode_lens must be a list of ints >= 0.")
     for group in ("env_runners", "evaluation_env_runners"):
         runners = state.get(group) or []  # evaluation_env_runners: None before any evaluation
         if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):

@@ -9,8 +9,13 @@ import numpy as np
 
 from rlcourse.env.env_state import check_env_state
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers.replay_buffer_state import decode
-from rlcourse.utils.state_values import check_counter, check_generator, check_like, check_numbers
+from rlcourse.utils.state_values import (
+    check_counter,
+    check_generator,
+    check_like,
+    check_numbers,
+    decode,
+)
 
 EPISODE_KEYS = {"obs", "ids", "t_started", "running_returns", "envs", "hooks"}  # no hooks: older
 HOOK_KEYS = {"custom_data", "observations", "actions", "rewards"}

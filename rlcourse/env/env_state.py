@@ -13,9 +13,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers.replay_buffer_state import decode
 from rlcourse.utils.serialization import NotPlainData, from_plain, to_plain
-from rlcourse.utils.state_values import check_like
+from rlcourse.utils.state_values import check_like, decode
 
 
 def wrapper_layers(env: gym.Env) -> list[gym.Env]:

@@ -9,7 +9,20 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers.replay_buffer_state import decode, is_count
+from rlcourse.utils.serialization import from_plain
+
+
+def is_count(value: Any) -> bool:
+    """An int >= 0 (not a bool)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0
+
+
+def decode(value: Any, where: str) -> Any:
+    """`from_plain(value)`, with any decoding error reported as the field's."""
+    try:
+        return from_plain(value)
+    except Exception as e:  # a bad dtype, shape or byte count: numpy's errors name no field
+        raise CheckpointError(f"{where} cannot be decoded: {e}") from None
 
 
 def check_counter(value: Any, where: str, number: bool = False) -> None:

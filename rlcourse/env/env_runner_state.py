@@ -42,11 +42,12 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
     if episodes is not None:
         _check_episodes(runner, episodes, len(envs), f"{where}.episodes")
     saved_envs = episodes["envs"] if episodes else state.get("envs")
+    where = f"{where}.episodes.envs" if episodes else f"{where}.envs"
     if saved_envs is not None:
         if not isinstance(saved_envs, list) or len(saved_envs) != len(envs):
-            raise CheckpointError(f"{where}.envs must be a list of {len(envs)} sub-envs' states.")
+            raise CheckpointError(f"{where} must be a list of {len(envs)} sub-envs' states.")
         for i, (env, saved) in enumerate(zip(envs, saved_envs, strict=True)):
-            check_env_state(env, saved, f"{where}{'.episodes' if episodes else ''}.envs[{i}]")
+            check_env_state(env, saved, f"{where}[{i}]")
 
 
 def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:

@@ -58,7 +58,7 @@ CONFIGS = {"ppo": _ppo, "impala": _impala, "dqn": _dqn, "sac": _sac, "apex_dqn":
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory) -> Callable[[str], Any]:
+def running(ray_session, tmp_path_factory) -> Callable[[str], Any]:
     """`running(name)`: a running algorithm, and its checkpoint from an iteration ago, shared by
     that algorithm's cases (which come in a row); one algorithm at a time."""
     current: dict[str, Any] = {}
@@ -209,6 +209,18 @@ def module_returns_nan(state, tensors):
     return "algorithm.module_episode_returns['p0']"
 
 
+def _replay_slot(key: str, buffer: str, shard: list):
+    def apply(state, tensors):
+        saved = state[key][buffer]
+        for step in shard:
+            saved = saved[step]
+        slots = saved["episodes"][0]
+        slots["slots"] = to_plain(from_plain(slots["slots"]) + 100_000)
+        return f"{key}.{buffer}{''.join(f'[{i}]' for i in shard)}.episodes[0].slots"
+    apply.__name__ = "replay_slot_out_of_range"
+    return apply
+
+
 def callbacks_list(state, tensors):
     state["callbacks"] = []
     return "callbacks must be a dict"
@@ -221,7 +233,10 @@ OWN = {"ppo": [_slot("exp_avg_sq", lambda m: -m - 1), torch_rng_float, env_metho
                running_obs_nan, filter_mean_nan, evaluation_steps, callbacks_list, custom_metric,
                _learner_value("curr_kl_coeff", math.nan)],
        "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0), module_returns_nan],
-       "dqn": [_learner_value("last_target_update_ts", -1)]}
+       "dqn": [_learner_value("last_target_update_ts", -1), _replay_slot("dqn", "replay_buffer", [])],
+       "sac": [_replay_slot("dqn", "replay_buffer", [])],
+       "apex_dqn": [_learner_value("last_target_update_ts", -1),
+                    _replay_slot("apex_dqn", "replay_shards", [0])]}
 # Each algorithm's edits, then None: it trains on, and restores the unedited checkpoint.
 CASES = [(name, edit) for name in CONFIGS
          for edit in EVERY_ALGORITHM + (SINGLE_AGENT if name != "multi_agent_ppo" else [])

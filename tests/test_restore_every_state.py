@@ -221,6 +221,16 @@ def _replay_slot(key: str, buffer: str, shard: list):
     return apply
 
 
+def param_groups_str(state, tensors):
+    _optimizer(tensors)[0]["param_groups"] = "x"
+    return "learner.pt: an optimizer's state"
+
+
+def module_state_missing(state, tensors):
+    del state["learner"]["modules"]["p1"]
+    return "learner.modules must be a dict with this algorithm's modules"
+
+
 def callbacks_list(state, tensors):
     state["callbacks"] = []
     return "callbacks must be a dict"
@@ -232,7 +242,8 @@ SINGLE_AGENT = [env_state_nan]
 OWN = {"ppo": [_slot("exp_avg_sq", lambda m: -m - 1), torch_rng_float, env_method,
                running_obs_nan, filter_mean_nan, evaluation_steps, callbacks_list, custom_metric,
                _learner_value("curr_kl_coeff", math.nan)],
-       "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0), module_returns_nan],
+       "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0), module_returns_nan,
+                           param_groups_str, module_state_missing],
        "dqn": [_learner_value("last_target_update_ts", -1), _replay_slot("dqn", "replay_buffer", [])],
        "sac": [_replay_slot("dqn", "replay_buffer", [])],
        "apex_dqn": [_learner_value("last_target_update_ts", -1),

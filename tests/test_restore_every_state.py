@@ -191,6 +191,12 @@ def filter_mean_nan(state, tensors):
     return "env_runners[0].env_to_module[0].running_stats.mean"
 
 
+def merged_filter_variance_negative(state, tensors):
+    stats = state["algorithm"]["env_to_module_state"][0]["running_stats"]
+    stats["m2"] = to_plain(-from_plain(stats["m2"]) - 1)
+    return "algorithm.env_to_module_state[0].running_stats.m2"
+
+
 def evaluation_steps(state, tensors):
     state["evaluation_env_runners"][0]["num_env_steps_lifetime"] = -1
     return "evaluation_env_runners[0].num_env_steps_lifetime"
@@ -240,7 +246,8 @@ EVERY_ALGORITHM = [weight_nan, _slot("exp_avg", lambda m: m * math.nan), optimiz
                    learner_rng, _learner_value("num_updates", -1), runner_rng]
 SINGLE_AGENT = [env_state_nan]
 OWN = {"ppo": [_slot("exp_avg_sq", lambda m: -m - 1), torch_rng_float, env_method,
-               running_obs_nan, filter_mean_nan, evaluation_steps, callbacks_list, custom_metric,
+               running_obs_nan, filter_mean_nan, merged_filter_variance_negative, evaluation_steps,
+               callbacks_list, custom_metric,
                _learner_value("curr_kl_coeff", math.nan)],
        "multi_agent_ppo": [_learner_value("curr_kl_coeff", -1.0), module_returns_nan,
                            param_groups_str, module_state_missing],

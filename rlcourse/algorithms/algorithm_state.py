@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from rlcourse.algorithms.checkpoint_checks import check_restorable, env_layers
 from rlcourse.algorithms.checkpoint_values import (
     check_counters,
-    check_filter_states,
     check_model_config,
 )
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
@@ -50,20 +49,17 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
     return state, {LEARNER_PT: tensors}
 
 
-def _filter_state(runner: Any) -> list:
-    connectors = getattr(runner, "env_to_module", None)
-    return connectors.get_state() if connectors is not None else []
-
-
 def check_values(algo: "Algorithm", state: dict[str, Any], eval_group: Any,
                  check_own: Callable[[dict[str, Any]], None] | None) -> None:
     """The values of state.json: checkpoint_values.py's, each part's owner's (`check_state` of
-    EpisodeStats, the (evaluation) runners and Callbacks), and `check_own` (a subclass's part)."""
+    EpisodeStats, the connectors, the (evaluation) runners and Callbacks), and `check_own` (a
+    subclass's part)."""
     try:
         check_counters(state)
         algo.episode_stats.check_state(state["algorithm"], "algorithm")
-        check_filter_states(state, (algo.env_runner_group.foreach_env_runner(_filter_state)
-                                    or [[]])[0])
+        if algo.env_to_module is not None:  # the merged statistics the runners are sent
+            algo.env_to_module.check_state(state["algorithm"].get("env_to_module_state"),
+                                           "algorithm.env_to_module_state")
         check_model_config(state["config"].get("model_config"),
                            config_to_json(algo.config).get("model_config"))
         algo.env_runner_group.check_state(state["env_runners"], "env_runners")

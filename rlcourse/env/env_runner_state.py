@@ -1,7 +1,7 @@
 """The values of a saved EnvRunner state (`get_state()`), checked in the runner's process before it
 takes any of them, so that an edited checkpoint is refused at restore, naming the field, instead of
-showing later as a non-finite observation or an attribute set on an env. The connectors' statistics
-are the Algorithm's to check (algorithms/checkpoint_values.py), merged and per runner at once."""
+showing later as a non-finite observation or an attribute set on an env. Each connector checks its
+own statistics (ConnectorV2.check_state)."""
 
 from typing import Any
 
@@ -35,6 +35,8 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
         return
     if state.get("module_rng") is not None:
         check_generator(state["module_rng"], f"{where}.module_rng")
+    if runner.env_to_module is not None:
+        runner.env_to_module.check_state(state.get("env_to_module"), f"{where}.env_to_module")
     envs = getattr(runner.env, "envs", None)  # None: ASYNC sub-envs, whose state is not restored
     episodes = state.get("episodes")
     if envs is None:

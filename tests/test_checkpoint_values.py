@@ -1,7 +1,8 @@
 """Edited checkpoint values are refused before anything is restored. The SHA-256s catch damage, not
 edits by someone who recomputes them (test_checkpoint_trust's helpers do), so every restored value
 is checked for type, sign, shape and finiteness, with an error naming the file and the field; and a
-refused restore leaves iteration, counters, weights, filters and the replay buffer as they were."""
+refused restore leaves iteration, counters, weights, filters and the replay buffer as they were
+(for every algorithm's state: test_restore_every_state.py)."""
 
 import math
 from collections.abc import Callable
@@ -225,27 +226,3 @@ def test_the_unedited_checkpoints_still_restore(dqn, dqn_checkpoint, ppo, ppo_ch
         algo.restore_from_path(checkpoint)
         assert algo.iteration == 2
         assert algo.train()["training_iteration"] == 3
-
-
-# -- a refused restore is not half-applied, for every algorithm's state -------------------------
-
-BROKEN_REPLAY = _slots(lambda s: s + 10_000)
-
-
-@pytest.mark.parametrize("make, key", [(_dqn, "dqn"), (_sac, "dqn"), (_apex, "apex_dqn"),
-                                       (_ppo, None)], ids=["dqn", "sac", "apex_dqn", "ppo"])
-def test_a_refused_restore_leaves_the_algorithm_as_it_was_and_training_goes_on(
-        ray_session, tmp_path, make, key):
-    checkpoint = _save(make(), tmp_path / "saved", iterations=2)
-    if key == "apex_dqn":
-        edit = _in_buffer([0, "episodes", 0, "slots"], _array(lambda s: s + 100_000),
-                          key="apex_dqn", buffer="replay_shards")
-        field = "apex_dqn.replay_shards[0].episodes[0].slots"
-    elif key == "dqn":
-        edit, field = BROKEN_REPLAY, "dqn.replay_buffer.episodes[0].slots"
-    else:
-        edit, field = _set(["algorithm", "iteration"], -1), "algorithm.iteration"
-    with make().build_algo() as algo:
-        algo.train()
-        _refused(algo, checkpoint, tmp_path, edit, field)
-        assert algo.train()["training_iteration"] == 2

@@ -1,7 +1,8 @@
 """What an Algorithm's checkpoint holds (`Algorithm.get_state` / `set_state`): state.json has the
 config, counters, learner, runners' env and connector state and callbacks; learner.pt the tensors.
-A restore checks all of it first (checkpoint_checks.py: does it fit; checkpoint_values.py: are its
-values sound), so a misfit or an edited value changes nothing."""
+A restore checks all of it first (checkpoint_checks.py: does it fit; then are its values sound:
+checkpoint_values.py, and each part's owner, Learner, EnvRunner, EpisodeStats and Callbacks, its
+own `check_state`), so a misfit or an edited value changes nothing."""
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -9,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from rlcourse.algorithms.checkpoint_checks import check_restorable, env_layers
 from rlcourse.algorithms.checkpoint_values import (
     check_counters,
-    check_filter_states,
     check_model_config,
 )
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
 
 TENSORS = ("module", "optimizer", "torch_rng")  # the learner's state that goes to learner.pt
+LEARNER_PT = "learner.pt"
+
+
+def learner_field(key: str) -> str:
+    """Where the learner state's `key` is in a checkpoint, for errors: its file and field."""
+    return f"{LEARNER_PT}: {key}" if key in TENSORS else f"{STATE_JSON}: learner.{key}"
 
 
 def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -40,27 +46,38 @@ def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
         "evaluation_env_runners": eval_group.get_state() if eval_group else None,
         "callbacks": algo.callbacks.get_state() if algo.callbacks else {},
     }
-    return state, {"learner.pt": tensors}
+    return state, {LEARNER_PT: tensors}
 
 
-def _filter_state(runner: Any) -> list:
-    connectors = getattr(runner, "env_to_module", None)
-    return connectors.get_state() if connectors is not None else []
-
-
-def check_values(algo: "Algorithm", state: dict[str, Any],
+def check_values(algo: "Algorithm", state: dict[str, Any], eval_group: Any,
                  check_own: Callable[[dict[str, Any]], None] | None) -> None:
-    """The values checkpoint_values.py checks, and `check_own` (a subclass's part of the state)."""
+    """The values of state.json: checkpoint_values.py's, each part's owner's (`check_state` of
+    EpisodeStats, the connectors, the (evaluation) runners and Callbacks), and `check_own` (a
+    subclass's part)."""
     try:
         check_counters(state)
-        check_filter_states(state, (algo.env_runner_group.foreach_env_runner(_filter_state)
-                                    or [[]])[0])
+        algo.episode_stats.check_state(state["algorithm"], "algorithm")
+        if algo.env_to_module is not None:  # the merged statistics the runners are sent
+            algo.env_to_module.check_state(state["algorithm"].get("env_to_module_state"),
+                                           "algorithm.env_to_module_state")
         check_model_config(state["config"].get("model_config"),
                            config_to_json(algo.config).get("model_config"))
+        algo.env_runner_group.check_state(state["env_runners"], "env_runners")
+        if state.get("evaluation_env_runners") is not None and eval_group is not None:
+            eval_group.check_state(state["evaluation_env_runners"], "evaluation_env_runners")
+        if algo.callbacks:
+            _check_callbacks(algo.callbacks, state.get("callbacks", {}))
         if check_own is not None:
             check_own(state)
     except CheckpointError as e:
         raise CheckpointError(f"{STATE_JSON}: {e}") from None
+
+
+def _check_callbacks(callbacks: Any, state: Any) -> None:
+    try:
+        callbacks.check_state(state)
+    except ValueError as e:  # CheckpointError too
+        raise CheckpointError(f"callbacks {e}") from None
 
 
 def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any],
@@ -74,7 +91,8 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
         check_restorable(state, tensors, algo.config, algo.learner_group.get_state(),
                          algo.env_runner_group.foreach_env_runner(env_layers),
                          eval_group.foreach_env_runner(env_layers) if eval_group else None)
-        check_values(algo, state, check_own)
+        algo.learner_group.check_state({**state["learner"], **tensors[LEARNER_PT]}, learner_field)
+        check_values(algo, state, eval_group, check_own)
     except BaseException:
         if eval_group is not algo.eval_env_runner_group:
             eval_group.stop()  # a refused restore leaves the algorithm as it was
@@ -84,7 +102,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
     algo.iteration = counters["iteration"]
     algo.num_env_steps_trained_lifetime = counters["num_env_steps_trained_lifetime"]
     algo.episode_stats.set_state(counters)
-    algo.learner_group.set_state({**state["learner"], **tensors["learner.pt"]})
+    algo.learner_group.set_state({**state["learner"], **tensors[LEARNER_PT]})
     algo.env_runner_group.set_state(state["env_runners"])
     if algo.callbacks:
         algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state

@@ -57,6 +57,8 @@ def check_restorable(state: dict[str, Any], tensors: dict[str, Any], config: Any
     if set(saved) != set(learner_state):
         raise CheckpointError(f"The checkpoint's learner state has {sorted(saved)}, this "
                               f"algorithm's learner has {sorted(learner_state)}.")
+    if not isinstance(saved["module"], dict) or not isinstance(saved["optimizer"], dict):
+        raise CheckpointError("learner.pt: module and optimizer must be dicts, as torch saves them.")
     model = "Build the algorithm with the checkpoint's model_config, or use Algorithm.from_checkpoint."
     saved_optimizers, optimizers = saved["optimizer"], learner_state["optimizer"]
     if "param_groups" in optimizers:  # single-agent: one optimizer, else one per module
@@ -97,12 +99,18 @@ def _check_runners(runners: list[dict], runner_layers: list[list[int] | None], w
 def _check_optimizer(saved: dict[str, Any], current: dict[str, Any], fix: str) -> None:
     """Same parameter groups and counts (torch checks those), and saved moments shaped as this
     optimizer's (torch does not: a mismatch would fail at the next update)."""
+    if not (isinstance(saved, dict) and isinstance(saved.get("state"), dict)
+            and isinstance(saved.get("param_groups"), list)
+            and all(isinstance(g, dict) and isinstance(g.get("params"), list)
+                    for g in saved["param_groups"])):
+        raise CheckpointError("learner.pt: an optimizer's state is not torch's state_dict (a dict "
+                              "of param_groups, each with a list of params, and state).")
     groups = [len(group["params"]) for group in saved["param_groups"]]
     if groups != [len(group["params"]) for group in current["param_groups"]]:
         raise CheckpointError(f"The checkpoint's optimizer has parameter groups of sizes {groups}, "
                               "this algorithm's differ. " + fix)
     for index, slots in saved["state"].items():
         mine = current["state"].get(index)
-        if mine is not None and _shapes(slots) != _shapes(mine):
+        if mine is not None and isinstance(slots, dict) and _shapes(slots) != _shapes(mine):
             raise CheckpointError(f"The checkpoint's optimizer state for parameter {index} has "
                                   f"shapes {_shapes(slots)}, this algorithm's {_shapes(mine)}. " + fix)

@@ -1,104 +1,30 @@
-"""The values of a checkpoint's state.json, checked for type, sign, shape and finiteness before a
-restore applies any: its SHA-256s catch damage, not edits by someone who recomputes them. Errors
-name the field; restore_from_path and from_checkpoint add the checkpoint's path."""
+"""The values of a checkpoint's state.json that no part of the Algorithm owns (its counters, the
+model_config), checked before a restore applies any: its SHA-256s catch damage, not edits by someone
+who recomputes them. Errors name the field; restore_from_path and from_checkpoint add the path."""
 
-import math
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.replay_buffers.replay_buffer_state import decode, is_count
-
-EPISODE_COUNTS = ("num_episodes_lifetime", "num_env_steps_sampled_lifetime",
-                  "num_sub_env_restarts_lifetime")
-
-
-def check_counter(value: Any, where: str, number: bool = False) -> None:
-    """An int >= 0 (`number`: any finite number >= 0)."""
-    ok = is_count(value) or (number and isinstance(value, float) and math.isfinite(value)
-                             and value >= 0)
-    if not ok:
-        kind = "a finite number" if number else "an int"
-        raise CheckpointError(f"{where} is {value!r}; expected {kind} >= 0.")
-
-
-def check_in_space(values: np.ndarray, space: gym.Space, where: str) -> None:
-    """A batch of saved observations or actions of `space` (Discrete or Box; others unchecked)."""
-    if isinstance(space, gym.spaces.Discrete):
-        ok = (values.dtype.kind in "iu" and values.ndim == 1
-              and ((values >= space.start) & (values < space.start + space.n)).all())
-    elif isinstance(space, gym.spaces.Box):
-        ok = (values.shape[1:] == space.shape and bool(np.isfinite(values).all())
-              and bool(((values >= space.low) & (values <= space.high)).all()))
-    else:
-        return
-    if not ok:
-        raise CheckpointError(f"{where} holds values outside this algorithm's space {space} (or of "
-                              "another shape).")
+from rlcourse.utils.state_values import check_counter, is_count
 
 
 def check_counters(state: dict[str, Any]) -> None:
-    """The Algorithm's counters and episode statistics, and each runner's step count."""
+    """The Algorithm's counters (EpisodeStats checks its own) and each runner's step count."""
     counters = state["algorithm"]
     if not isinstance(counters, dict):
         raise CheckpointError("algorithm is not a dict.")
-    for key in ("iteration", "num_env_steps_trained_lifetime", *EPISODE_COUNTS):
-        if key in counters or key in ("iteration", "num_env_steps_trained_lifetime"):
-            check_counter(counters.get(key), f"algorithm.{key}")
+    for key in ("iteration", "num_env_steps_trained_lifetime"):
+        check_counter(counters.get(key), f"algorithm.{key}")
     seq_no = counters.get("weights_seq_no")
     if seq_no is not None and not (is_count(seq_no) or seq_no == -1):
         raise CheckpointError(f"algorithm.weights_seq_no is {seq_no!r}; expected an int >= -1.")
-    for key, kind in (("episode_returns", "finite numbers"), ("episode_lens", "ints >= 0")):
-        values = counters.get(key, [])
-        ok = isinstance(values, list) and all(
-            is_count(v) if key == "episode_lens" else
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values)
-        if not ok:
-            raise CheckpointError(f"algorithm.{key} must be a list of {kind}.")
-    runners = state["env_runners"]
-    if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
-        raise CheckpointError("env_runners must be a list of dicts.")
-    for i, runner in enumerate(runners):
-        check_counter(runner.get("num_env_steps_lifetime"), f"env_runners[{i}].num_env_steps_lifetime")
-
-
-def check_filter_states(state: dict[str, Any], current: list[dict[str, Any]]) -> None:
-    """The connectors' saved statistics (MeanStdFilter's count, mean and sum of squared deviations,
-    merged and each runner's): finite, a variance >= 0, of the shape this algorithm's filters have."""
-    places = [("algorithm.env_to_module_state", state["algorithm"].get("env_to_module_state"))]
     for group in ("env_runners", "evaluation_env_runners"):
-        places += [(f"{group}[{i}].env_to_module", runner.get("env_to_module"))
-                   for i, runner in enumerate(state.get(group) or [])]
-    for where, saved in places:
-        if saved is None:
-            continue
-        if not isinstance(saved, list) or not all(isinstance(s, dict) for s in saved):
-            raise CheckpointError(f"{where} must be a list of each connector's state (dicts).")
-        for k, connector in enumerate(saved):
-            mine = current[k].get("running_stats") if k < len(current) else None
-            shape = None if mine is None else np.shape(decode(mine["mean"], where))
-            for name in ("running_stats", "buffer"):
-                if name in connector:
-                    _check_running_stat(connector[name], f"{where}[{k}].{name}", shape)
-
-
-def _check_running_stat(stat: Any, where: str, shape: tuple | None) -> None:
-    if not isinstance(stat, dict) or set(stat) != {"n", "mean", "m2"}:
-        raise CheckpointError(f"{where} must be a dict with keys n, mean and m2.")
-    check_counter(stat["n"], f"{where}.n")
-    for key in ("mean", "m2"):
-        value = decode(stat[key], f"{where}.{key}")
-        if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
-            raise CheckpointError(f"{where}.{key} is not a float array.")
-        if shape is not None and value.shape != shape:
-            raise CheckpointError(f"{where}.{key} has shape {value.shape}, this algorithm's "
-                                  f"observations {shape}.")
-        if not np.isfinite(value).all() or (key == "m2" and (value < 0).any()):
-            raise CheckpointError(f"{where}.{key} holds NaN, infinite or (a variance) negative "
-                                  "values.")
+        runners = state.get(group) or []  # evaluation_env_runners: None before any evaluation
+        if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
+            raise CheckpointError(f"{group} must be a list of dicts.")
+        for i, runner in enumerate(runners):
+            check_counter(runner.get("num_env_steps_lifetime"),
+                          f"{group}[{i}].num_env_steps_lifetime")
 
 
 def check_model_config(saved: Any, current: dict[str, Any]) -> None:

@@ -6,11 +6,11 @@ from typing import Any
 import numpy as np
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
-from rlcourse.algorithms.checkpoint_values import check_counter, check_in_space
 from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.replay_buffers.replay_buffer_state import check_buffer_state
+from rlcourse.utils.state_values import check_counter, check_in_space
 from rlcourse.utils.validation import fail
 
 REPLAY_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")

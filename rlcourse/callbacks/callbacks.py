@@ -52,6 +52,12 @@ class Callbacks:
         """What checkpoints keep of this object, as plain data (say, a self-play league's)."""
         return {}
 
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise ValueError, naming the field, if `set_state` could not take `state`: a restore
+        calls it before it changes anything. The default takes the dict `get_state` returns."""
+        if not isinstance(state, dict):
+            raise ValueError(f"must be a dict, not {type(state).__name__}.")
+
     def set_state(self, state: dict[str, Any]) -> None:
         """Take back what `get_state` returned, when a checkpoint is restored."""
 

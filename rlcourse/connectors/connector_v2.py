@@ -6,6 +6,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.utils.checkpoints import CheckpointError
+
 
 class ConnectorV2:
     """A step between env and module; subclasses override `__call__` and what else they need."""
@@ -24,6 +26,12 @@ class ConnectorV2:
     def get_state(self) -> dict[str, Any]:
         """The step's state as plain data (see rlcourse/env/env_state.py); {} when it has none."""
         return {}
+
+    def check_state(self, state: Any, where: str) -> None:
+        """Refuse (CheckpointError naming `where`) a saved state set_state would take as it is,
+        before a restore changes anything; a stateless step takes any dict."""
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{where} must be a dict.")
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Take a state from `get_state`, or merged statistics from `merge_states`."""

@@ -18,8 +18,10 @@ import ray
 
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
+from rlcourse.env.env_runner_state import check_runner_state
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_result import SampleResult
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
 EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
@@ -105,6 +107,15 @@ class EnvRunner:
             if epsilon is not None:
                 self.module.head.epsilon = epsilon
             self.weights_seq_no = weights_seq_no
+
+    def check_state(self, state: dict, where: str) -> str | None:
+        """Why a saved `get_state()` would be refused (env_runner_state.py), or None: returned, not
+        raised, so that the answer from a runner actor reads as plainly as from this process."""
+        try:
+            check_runner_state(self, state, where)
+        except CheckpointError as e:
+            return str(e)
+        return None
 
     def ping(self) -> int:
         """Health probe: answers with this process's id (a new id means Ray restarted the actor)."""

@@ -22,6 +22,7 @@ from rlcourse.env.registry import EnvCreator
 from rlcourse.env.sample_result import SampleResult
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.resources import current_placement_group, env_runner_options, make_placement_group
 
 STARTUP_TIMEOUT_S = 120
@@ -247,6 +248,20 @@ class EnvRunnerGroup:
     def get_state(self) -> list[dict]:
         """Each runner's state (EnvRunner.get_state), for checkpoints."""
         return self.foreach_env_runner(lambda runner: runner.get_state())
+
+    def check_state(self, states: list[dict], where: str) -> None:
+        """Refuse saved runner states before any runner takes one (EnvRunner.check_state), where
+        set_state would give them (the same number of runners)."""
+        runners = self.remote_env_runners
+        if self.local_env_runner is not None and len(states) == 1:
+            problems = [self.local_env_runner.check_state(states[0], f"{where}[0]")]
+        elif runners and len(states) == len(runners):
+            problems = ray.get([r.check_state.remote(state, f"{where}[{i}]")
+                                for i, (r, state) in enumerate(zip(runners, states, strict=True))])
+        else:
+            problems = []
+        for problem in filter(None, problems):
+            raise CheckpointError(problem)
 
     def set_state(self, states: list[dict]) -> None:
         """Give each runner its saved state; with another number of runners, episodes restart."""

@@ -12,13 +12,14 @@ the online one by `tau` every `target_network_update_freq` env steps sampled (as
 """
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
 
 from rlcourse.core.learner.learner import Learner
+from rlcourse.utils.state_values import check_counter
 
 BATCH_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step", "weights")
 
@@ -89,6 +90,10 @@ class DQNLearner(Learner):
 
     def get_state(self) -> dict[str, Any]:
         return {**super().get_state(), "last_target_update_ts": self.last_target_update_ts}
+
+    def check_state(self, state: dict[str, Any], name: Callable[[str], str] = str) -> None:
+        super().check_state(state, name)
+        check_counter(state["last_target_update_ts"], name("last_target_update_ts"))
 
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)

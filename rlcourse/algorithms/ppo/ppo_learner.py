@@ -6,6 +6,7 @@ import torch
 from rlcourse.core.learner.learner import Learner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
+from rlcourse.utils.state_values import check_number
 
 
 def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torch.Tensor:
@@ -75,6 +76,10 @@ class PPOLearner(Learner):
 
     def get_state(self):
         return {**super().get_state(), "curr_kl_coeff": self.curr_kl_coeff}
+
+    def check_state(self, state, name=str):
+        super().check_state(state, name)
+        check_number(state["curr_kl_coeff"], name("curr_kl_coeff"), low=0)
 
     def set_state(self, state):
         super().set_state(state)

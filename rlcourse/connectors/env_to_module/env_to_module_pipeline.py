@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import ConfigError
 
 Connector = ConnectorV2 | Callable[[Any], np.ndarray]
@@ -74,6 +75,15 @@ class EnvToModulePipeline:
     def get_state(self) -> list[dict[str, Any]]:
         """Each ConnectorV2's state, in order (plain data, for checkpoints)."""
         return [c.get_state() for c in self._stateful()]
+
+    def check_state(self, states: Any, where: str) -> None:
+        """Refuse saved `get_state()` or merged states (None: none) before any step takes one."""
+        if states is None:
+            return
+        if not isinstance(states, list):
+            raise CheckpointError(f"{where} must be a list of each connector's state.")
+        for k, (connector, state) in enumerate(zip(self._stateful(), states, strict=False)):
+            connector.check_state(state, f"{where}[{k}]")
 
     def set_state(self, states: list[dict[str, Any]] | None) -> None:
         """Take `get_state()`'s or `merge_states()`'s result (None: nothing to take)."""

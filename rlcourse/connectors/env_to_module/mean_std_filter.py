@@ -11,7 +11,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.serialization import from_plain, to_plain
+from rlcourse.utils.state_values import check_counter, decode
 from rlcourse.utils.validation import ConfigError
 
 EPSILON = 1e-8  # added to the standard deviation, so a constant element does not divide by 0
@@ -52,6 +54,24 @@ class RunningStat:
 
     def to_plain(self) -> dict[str, Any]:
         return {"n": self.n, "mean": to_plain(self.mean), "m2": to_plain(self.m2)}
+
+    @staticmethod
+    def check_plain(state: Any, where: str, shape: tuple[int, ...]) -> None:
+        """Refuse a saved `to_plain()` that is not a count >= 0 with a finite mean and M2 of
+        `shape`, M2 >= 0 (a sum of squares)."""
+        if not isinstance(state, dict) or set(state) != {"n", "mean", "m2"}:
+            raise CheckpointError(f"{where} must be a dict with keys n, mean and m2.")
+        check_counter(state["n"], f"{where}.n")
+        for key in ("mean", "m2"):
+            value = decode(state[key], f"{where}.{key}")
+            if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+                raise CheckpointError(f"{where}.{key} is not a float array.")
+            if value.shape != shape:
+                raise CheckpointError(f"{where}.{key} has shape {value.shape}, this algorithm's "
+                                      f"observations {shape}.")
+            if not np.isfinite(value).all() or (key == "m2" and (value < 0).any()):
+                raise CheckpointError(f"{where}.{key} holds NaN, infinite or (a variance) "
+                                      "negative values.")
 
     @staticmethod
     def from_plain(state: dict[str, Any]) -> "RunningStat":
@@ -110,6 +130,14 @@ class MeanStdFilter(ConnectorV2):
         if self.running_stats is None:
             return {}
         return {"running_stats": self.running_stats.to_plain(), "buffer": self.buffer.to_plain()}
+
+    def check_state(self, state: Any, where: str) -> None:
+        """Refuse statistics set_state would take as they are (RunningStat.check_plain)."""
+        super().check_state(state, where)
+        for name in ("running_stats", "buffer") if self.running_stats is not None and state else ():
+            if name in state or name == "running_stats":
+                RunningStat.check_plain(state.get(name), f"{where}.{name}",
+                                        self.running_stats.mean.shape)
 
     def set_state(self, state: dict[str, Any]) -> None:
         """A saved state (with "buffer") as it is; merged statistics plus this filter's own buffer."""

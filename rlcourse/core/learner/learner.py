@@ -6,6 +6,7 @@ import copy
 import math
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -13,10 +14,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.framework import get_device, get_distributed_backend
 from rlcourse.utils.serialization import from_plain, to_plain
+from rlcourse.utils.state_values import check_counter, check_generator, check_like
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
@@ -184,6 +187,18 @@ class Learner:
                 "optimizer": to_cpu(self.optimizer.state_dict()),
                 "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
                 "num_updates": self.num_updates}
+
+    def check_state(self, state: dict[str, Any], name: Callable[[str], str] = str) -> None:
+        """Refuse a saved `get_state()` this learner could not continue from, before any is taken:
+        weights unlike its own or not finite, an unsound optimizer state (learner_state.py), a bad
+        count or random generator. `name(key)` names the field, and its file, in the error;
+        subclasses check what they add."""
+        if "module" in state:  # a MultiAgentLearner checks its modules' weights at once
+            check_like(state["module"], to_cpu(self.module.state_dict()), name("module"))
+        check_optimizer_state(state["optimizer"], self.optimizer, name("optimizer"))
+        check_torch_rng(state["torch_rng"], name("torch_rng"))
+        check_generator(state["rng"], name("rng"))
+        check_counter(state["num_updates"], name("num_updates"))
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Load a `get_state`; torch copies the tensors onto this learner's device."""

@@ -5,18 +5,21 @@ MultiAgentLearner. No torch here: the Learner class the config names imports it.
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.core.learner.multi_agent_batch import episodes_by_module, num_minibatches
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
 from rlcourse.env.multi_agent_episode import MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.resources import learner_options
 from rlcourse.utils.validation import ConfigError
 
@@ -24,6 +27,11 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 STARTUP_TIMEOUT_S = 180
+
+
+def _rng_name(name: Callable[[str], str], i: int, key: str) -> str:
+    """Learner i's field `key`, named as in the LearnerGroup's state (its RNG is rngs[i])."""
+    return f"{name('rngs')}[{i}]" if key == "rng" else name(key)
 
 
 def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
@@ -187,6 +195,27 @@ class LearnerGroup:
         """Learner 0's state (all hold the same weights), with every learner's own RNG in `rngs`."""
         states = self.foreach_learner("get_state")
         return {**states[0], "rngs": [state.pop("rng") for state in states]}
+
+    def check_state(self, state: dict, name: Callable[[str], str]) -> None:
+        """Refuse a saved `get_state()` before any learner takes it: each learner checks it with
+        the RNG set_state would give it (Learner.check_state); `name(key)` names field and file."""
+        state, rngs = dict(state), state["rngs"]
+        del state["rngs"]
+        if not isinstance(rngs, list) or not rngs:
+            raise CheckpointError(f"{name('rngs')} must be a list of each learner's random state.")
+        count = max(1, self.config.num_learners)
+        index = range(count) if len(rngs) == count else [0] * count
+        if self.is_local:
+            self.local_learner.check_state({**state, "rng": rngs[0]}, partial(_rng_name, name, 0))
+            return
+        try:
+            ray.get([learner.check_state.remote({**state, "rng": rngs[i]},
+                                                partial(_rng_name, name, i))
+                     for learner, i in zip(self.remote_learners, index, strict=True)])
+        except RayTaskError as e:
+            if isinstance(e.cause, CheckpointError):
+                raise CheckpointError(str(e.cause)) from None
+            raise
 
     def set_state(self, state: dict) -> None:
         """Give every learner the saved state, with its own RNG if the learner count is the same."""

@@ -4,6 +4,7 @@ RLlib's Learner holds a MultiRLModule and an optimizer per module; here it is on
 Learner per module, so each module's loss and update are the code of the single-agent lessons.
 """
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from rlcourse.core.rl_module.multi_rl_module import MultiRLModule
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, module_config
 from rlcourse.env.multi_agent_episode import ModuleID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.checkpoints import CheckpointError
+from rlcourse.utils.state_values import check_like
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
@@ -67,6 +70,24 @@ class MultiAgentLearner:
                 "rng": {mid: state.pop("rng") for mid, state in states.items()},
                 "modules": {mid: {k: v for k, v in state.items() if k not in ("module", "torch_rng")}
                             for mid, state in states.items()}}
+
+    def check_state(self, state: dict[str, Any], name: Callable[[str], str] = str) -> None:
+        """Refuse a saved `get_state()` before any module takes it: the weights of all modules,
+        then each module's own part with its Learner's check_state."""
+        check_like(state["module"], to_cpu(self.module.state_dict()), name("module"))
+        for key in ("optimizer", "rng", "modules"):
+            if not isinstance(state[key], dict) or set(state[key]) != set(self.learners):
+                raise CheckpointError(f"{name(key)} must be a dict with this algorithm's modules "
+                                      f"{sorted(self.learners)}.")
+        for mid, learner in self.learners.items():
+            if not isinstance(state["modules"][mid], dict):
+                raise CheckpointError(f"{name('modules')}[{mid!r}] must be a dict.")
+            learner.check_state(
+                {"optimizer": state["optimizer"][mid], "torch_rng": state["torch_rng"],
+                 "rng": state["rng"][mid], **state["modules"][mid]},
+                lambda key, mid=mid: (name(key) if key == "torch_rng" else
+                                      f"{name(key)}[{mid!r}]" if key in ("optimizer", "rng") else
+                                      f"{name('modules')}[{mid!r}].{key}"))
 
     def set_state(self, state: dict[str, Any]) -> None:
         for mid, learner in self.learners.items():

@@ -14,8 +14,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from numbers import Real
+from typing import Any
 
 import numpy as np
+
+from rlcourse.utils.checkpoints import CheckpointError
+from rlcourse.utils.state_values import check_counter, check_number, check_numbers, is_count
 
 REDUCE = {"mean": np.mean, "max": np.max, "min": np.min, "sum": np.sum}
 
@@ -117,6 +121,24 @@ class MetricsLogger:
         """Plain data for checkpoints: each key's settings, window and running total."""
         return {key: asdict(stat) for key, stat in self._stats.items()}
 
+    @staticmethod
+    def check_state(state: Any, where: str) -> None:
+        """Refuse a saved `get_state()` that set_state would take as it is (CheckpointError)."""
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{where} must be a dict of logged keys.")
+        fields = set(_Stat.__dataclass_fields__)
+        for key, stat in state.items():
+            here = f"{where}[{key!r}]"
+            if not isinstance(stat, dict) or set(stat) != fields:
+                raise CheckpointError(f"{here} must be a dict with keys {sorted(fields)}.")
+            window = stat["window"]
+            if (stat["reduce"] not in REDUCE or not isinstance(stat["clear_on_reduce"], bool)
+                    or window is not None and not (is_count(window) and window >= 1)):
+                raise CheckpointError(f"{here} has another reduce, window or clear_on_reduce than "
+                                      "log_value accepts.")
+            check_numbers(stat["values"], f"{here}.values")
+            check_number(stat["total"], f"{here}.total")
+
     def set_state(self, state: dict[str, dict]) -> None:
         """Continue from `get_state()`."""
         self._stats = {key: _Stat(**copy.deepcopy(stat)) for key, stat in state.items()}
@@ -189,6 +211,23 @@ class EpisodeStats:
         per_id = {key: {i: list(v) for i, v in windows.items()} for key, windows in self.per_id.items()}
         return {"episode_returns": list(self.returns), "episode_lens": list(self.lens),
                 **self.lifetime, "custom_metrics": self.custom.get_state(), **per_id}
+
+    def check_state(self, state: dict, where: str) -> None:
+        """Refuse a saved `get_state()` before any of it is taken: finite returns, counts >= 0,
+        each agent's and module's returns, the custom metrics (MetricsLogger.check_state)."""
+        check_numbers(state.get("episode_returns"), f"{where}.episode_returns")
+        lens = state.get("episode_lens")
+        if not isinstance(lens, list) or not all(is_count(v) for v in lens):
+            raise CheckpointError(f"{where}.episode_lens must be a list of ints >= 0.")
+        for key in self.lifetime:
+            check_counter(state.get(key), f"{where}.{key}")
+        for key in PER_ID_RETURNS:
+            per_id = state.get(key, {})
+            if not isinstance(per_id, dict):
+                raise CheckpointError(f"{where}.{key} must be a dict of lists of returns.")
+            for i, returns in per_id.items():
+                check_numbers(returns, f"{where}.{key}[{i!r}]")
+        self.custom.check_state(state.get("custom_metrics", {}), f"{where}.custom_metrics")
 
     def set_state(self, state: dict) -> None:
         """Continue from `get_state()`."""

@@ -7,23 +7,10 @@ from typing import Any
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.serialization import from_plain
+from rlcourse.utils.state_values import decode, is_count
 
 EPISODE_KEYS = {"id_", "t_started", "observations", "actions", "rewards", "is_terminated",
                 "is_truncated", "slots"}
-
-
-def is_count(value: Any) -> bool:
-    """An int >= 0 (not a bool)."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0
-
-
-def decode(value: Any, where: str) -> Any:
-    """`from_plain(value)`, with any decoding error reported as the field's."""
-    try:
-        return from_plain(value)
-    except Exception as e:  # a bad dtype, shape or byte count: numpy's errors name no field
-        raise CheckpointError(f"{where} cannot be decoded: {e}") from None
 
 
 def _fail(where: str, problem: str) -> None:

@@ -21,6 +21,8 @@ _EXPORTS = {
     "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "SAC": "rlcourse.algorithms.sac.sac",
+    "BCConfig": "rlcourse.algorithms.bc.bc",
+    "BC": "rlcourse.algorithms.bc.bc",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "SingleAgentEnvRunner": "rlcourse.env.single_agent_env_runner",

@@ -12,11 +12,13 @@ Rooms, lowest first (README.md, "Architecture: the rooms' layers"):
     4. core/        RLModule and Learner (with their groups and specs)
     5. callbacks/   the hooks a run calls
     6. env/         the rest of env/: EnvRunner, EnvRunnerGroup and what runs envs
-    7. tune/        Ray Tune's search spaces and Trainable (RLlib's Algorithm is a Tune Trainable)
-    8. algorithms/  AlgorithmConfig, Algorithm and one folder per algorithm
-    9. serve/       a trained policy behind Ray Serve
-   10. rlcourse/__init__.py: the package's front door (`from rlcourse import PPOConfig`)
-   11. course/      what serves the lessons (and __main__.py, its command line); nothing in the
+    7. offline/     recording runners and reading recorded data (RLlib's offline/ subclasses
+                    its SingleAgentEnvRunner; its algorithms read OfflineData)
+    8. tune/        Ray Tune's search spaces and Trainable (RLlib's Algorithm is a Tune Trainable)
+    9. algorithms/  AlgorithmConfig, Algorithm and one folder per algorithm
+   10. serve/       a trained policy behind Ray Serve
+   11. rlcourse/__init__.py: the package's front door (`from rlcourse import PPOConfig`)
+   12. course/      what serves the lessons (and __main__.py, its command line); nothing in the
                     engine imports it
 
 One exception, as in RLlib: utils/ may import the episode modules of the env API (its replay
@@ -43,7 +45,8 @@ PACKAGE = ROOT / "rlcourse"
 ENV_API = {"env_context", "registry", "multi_agent_env", "single_agent_episode",
            "multi_agent_episode"}
 EPISODES = {"rlcourse.env.single_agent_episode", "rlcourse.env.multi_agent_episode"}
-ROOMS = ["core constants", "utils", "env API", "connectors", "core", "callbacks", "env", "tune",
+ROOMS = ["core constants", "utils", "env API", "connectors", "core", "callbacks", "env", "offline",
+         "tune",
          "algorithms", "serve", "rlcourse", "course"]
 CLASS_STRING = re.compile(r"^(rlcourse(?:\.\w+)+):[\w.]+$")
 

@@ -90,6 +90,19 @@ class AlgorithmConfig:
         self.policies: Any = None
         self.policy_mapping_fn: Any = None
         self.policies_to_train: Any = None
+        # offline_data(): recording (output) and reading (input_) Parquet, RLlib's settings
+        self.input_: Any = None  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
+        self.input_read_method_kwargs: dict = {}
+        self.iter_batches_kwargs: dict = {}
+        self.materialize_data = False
+        self.prelearner_class: type | None = None
+        self.dataset_num_iters_per_learner: int | None = None
+        self.output: str | None = None
+        self.output_write_episodes = False  # RLlib: True (episodes packed with msgpack)
+        self.output_compress_columns: list[str] = []  # RLlib: ["obs", "new_obs"], pickled
+        self.output_max_rows_per_file: int | None = None
+        self.output_write_remaining_data = False
+        self.env_runner_cls: type | None = None  # RLlib's env_runners(env_runner_cls=...)
 
     # -- what it builds, looked up when used (RLlib's names), so runners never import a Learner --
 
@@ -210,6 +223,30 @@ class AlgorithmConfig:
         """Modules (RLlib's policies) for a MultiAgentEnv's agents: `policies`, ids or {id: None or
         RLModuleSpec}; `policy_mapping_fn(agent_id, episode, **kwargs)` -> a module id;
         `policies_to_train`: ids or `fn(module_id, batch) -> bool` (None: all)."""
+
+    @setter
+    def offline_data(self, *, input_: Any = NotProvided, input_read_method_kwargs: dict = NotProvided,
+                     iter_batches_kwargs: dict = NotProvided, materialize_data: bool = NotProvided,
+                     prelearner_class: type | None = NotProvided,
+                     dataset_num_iters_per_learner: int | None = NotProvided,
+                     output: str | None = NotProvided, output_write_episodes: bool = NotProvided,
+                     output_compress_columns: list[str] = NotProvided,
+                     output_max_rows_per_file: int | None = NotProvided,
+                     output_write_remaining_data: bool = NotProvided) -> "AlgorithmConfig":
+        """`output`: runners also write what they sample there as Parquet (offline/); `input_`:
+        Parquet paths or a ray.data.Dataset that an offline algorithm (BC) learns from. Files hold
+        one row per step in plain columns: episode packing and pickled columns are refused."""
+        if output_write_episodes is True:
+            raise ConfigError("output_write_episodes", True, "rlcourse records one row per step "
+                              "in RLlib's columns (RLlib's output_write_episodes=False); packed "
+                              "episodes are not supported.", "offline_data")
+        if output_compress_columns not in (NotProvided, [], ()):
+            raise ConfigError("output_compress_columns", output_compress_columns, "rlcourse "
+                              "writes plain columns only: a compressed column would be a pickle, "
+                              "and reading a pickle can run any code. Leave it [].", "offline_data")
+        if output is not NotProvided:
+            from rlcourse.offline.offline_env_runner import OfflineSingleAgentEnvRunner
+            return {"env_runner_cls": OfflineSingleAgentEnvRunner if output else None}
 
     @property
     def is_multi_agent(self) -> bool:  # whether multi_agent(policies=...) was set

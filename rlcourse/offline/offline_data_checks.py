@@ -1,0 +1,99 @@
+"""Checks on recorded data before a Learner sees it: the files exist, have the columns the algorithm
+needs as plain (never pickled) values, and hold rows that fit the env's spaces, finite. Each error
+names the file (or dataset), the column and the fix."""
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+
+from rlcourse.offline.columns import ACTIONS, AGENT_ID, EPS_ID, MODULE_ID, NEXT_OBS, OBS
+
+IDS = {EPS_ID, AGENT_ID, MODULE_ID}  # strings by nature; every other column holds numbers
+PLAIN_COLUMNS = ("record with rlcourse, or in RLlib with config.offline_data("
+                 "output_write_episodes=False, output_compress_columns=[])")
+
+
+class OfflineDataError(ValueError):
+    """Recorded data that a Learner cannot train on; the message names file, column and fix."""
+
+
+def parquet_files(input_: str | list[str]) -> list[str]:
+    """Every *.parquet file under each path given (a file, or a folder searched recursively)."""
+    files: list[str] = []
+    for path in [input_] if isinstance(input_, (str, Path)) else input_:
+        path = Path(path)
+        found = [path] if path.is_file() else sorted(
+            p for p in path.rglob("*.parquet") if not p.name.startswith("."))
+        if not found:
+            raise OfflineDataError(
+                f"config.offline_data(input_={str(path)!r}): no Parquet files (*.parquet) there"
+                f"{'' if path.exists() else ' (the path does not exist)'}. Point input_ at a folder "
+                "or files that config.offline_data(output=...) recorded.")
+        files += [str(p) for p in found]
+    return files
+
+
+def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> None:
+    """Refuse pickled columns (RLlib's packed observations, or whole episodes) and missing ones."""
+    if "item" in schema.names and OBS not in schema.names:
+        raise OfflineDataError(
+            f"{where} holds whole episodes packed in one column ('item'), as RLlib records with "
+            f"output_write_episodes=True; rlcourse reads one row per step: {PLAIN_COLUMNS}.")
+    for field in schema:
+        if field.name not in IDS and (pa.types.is_string(field.type) or pa.types.is_binary(
+                field.type) or pa.types.is_large_string(field.type) or pa.types.is_large_binary(
+                field.type)):
+            raise OfflineDataError(
+                f"{where}, column {field.name!r}: holds {field.type} values, as RLlib writes a "
+                "column pickled and LZ4-compressed (its default output_compress_columns=['obs', "
+                "'new_obs']). rlcourse never unpickles data (a pickle can run any code): "
+                f"{PLAIN_COLUMNS}.")
+    missing = [name for name in columns if name not in schema.names]
+    if missing:
+        raise OfflineDataError(
+            f"{where} has no column {missing[0]!r} (its columns: {schema.names}); the algorithm "
+            f"needs {list(columns)}. Record the data with config.offline_data(output=...), in "
+            "RLlib's column names.")
+
+
+def _first(bad: np.ndarray) -> int:
+    return int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
+
+
+def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action_space: gym.Space,
+               where: str) -> None:
+    """Observations of the env's shape, actions inside its action space, finite numbers."""
+    if not len(rows[OBS]):
+        raise OfflineDataError(f"{where} holds no rows. Record data first with "
+                               "config.offline_data(output=...), or leave out empty files.")
+    for name in (OBS, NEXT_OBS):
+        if name in rows and rows[name].shape[1:] != observation_space.shape:
+            raise OfflineDataError(
+                f"{where}, column {name!r}: observations of shape {rows[name].shape[1:]}, but the "
+                f"env's observation_space is {observation_space}. Train on the env the data was "
+                "recorded in (config.environment(...), same env_config), or record it again.")
+    actions = rows.get(ACTIONS)
+    if actions is not None and isinstance(action_space, gym.spaces.Discrete):
+        inside = (np.issubdtype(actions.dtype, np.integer) and actions.ndim == 1
+                  and ((actions >= action_space.start) & (actions < action_space.start
+                                                         + action_space.n)).all())
+        if not inside:
+            bad = np.asarray(actions).reshape(len(actions), -1)
+            raise OfflineDataError(
+                f"{where}, column 'actions': values outside the env's action space "
+                f"{action_space} (e.g. {bad[0]!r}, dtype {actions.dtype}). Train on the env the "
+                "data was recorded in, or record it again.")
+    if actions is not None and isinstance(action_space, gym.spaces.Box) and (
+            actions.shape[1:] != action_space.shape):
+        raise OfflineDataError(
+            f"{where}, column 'actions': actions of shape {actions.shape[1:]}, but the env's "
+            f"action_space is {action_space}. Train on the env the data was recorded in.")
+    for name, values in rows.items():
+        if values.dtype.kind == "f" and not np.isfinite(values).all():
+            row = _first(~np.isfinite(values))
+            raise OfflineDataError(
+                f"{where}, column {name!r}, row {row}: a non-finite value "
+                f"({values[row]!r}) would make every weight NaN. Drop or fix those rows (e.g. "
+                "with ray.data's filter) before training.")

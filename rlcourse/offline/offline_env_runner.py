@@ -1,0 +1,76 @@
+"""OfflineSingleAgentEnvRunner (RLlib's name): a SingleAgentEnvRunner that also writes every step it
+samples to Parquet under `config.offline_data(output=...)`, in RLlib's columns (columns.py).
+
+Files are written here with pyarrow, not with Ray Data's `write_parquet`, which would launch a Ray
+task (a process) per write from inside the runner, and writes its final file names in place. Each
+file is written under a temporary name and renamed when complete, so a killed run leaves only whole
+files: `output/<env>/run-<worker>-<count>-<runner token>.parquet`.
+"""
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlcourse.env.registry import EnvCreator
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.offline.columns import episodes_to_table
+
+
+def write_table_atomically(table: pa.Table, path: Path) -> None:
+    """Write `table` to `path` through a temporary file in the same folder, renamed once complete."""
+    temporary = path.with_name(f".{path.name}.tmp")  # readers skip it: hidden, not *.parquet
+    pq.write_table(table, temporary)
+    os.replace(temporary, path)
+
+
+class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
+    """Records what it samples: every `sample()` call with `output_max_rows_per_file=None`, else
+    full files of that many rows (the rest on `stop()` with `output_write_remaining_data`)."""
+
+    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+        super().__init__(config, env_creator, worker_index)
+        self.output_dir = Path(config.output) / self.env_name.lower()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        kind = "eval-" if config.in_evaluation else ""  # evaluation runners have their own files
+        self.file_prefix = f"run-{kind}{worker_index:06d}"
+        self.token = os.urandom(4).hex()  # a new run in the same folder never overwrites a file
+        self._tables: list[pa.Table] = []
+        self._num_rows = 0
+        self._num_files = 0
+
+    def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None) -> list[SingleAgentEpisode]:
+        episodes = super().sample(num_timesteps, num_episodes, explore)
+        self.record(episodes)
+        return episodes
+
+    def record(self, episodes: list[SingleAgentEpisode]) -> None:
+        """Buffer the episodes' rows and write the files that are due."""
+        table = episodes_to_table(episodes)
+        if table.num_rows:
+            self._tables.append(table)
+            self._num_rows += table.num_rows
+        max_rows = self.config.output_max_rows_per_file
+        if max_rows is None:
+            self._write(self._num_rows)
+        while max_rows is not None and self._num_rows >= max_rows:
+            self._write(max_rows)
+
+    def _write(self, num_rows: int) -> None:
+        """Write the first `num_rows` buffered rows as one file; keep the rest."""
+        if num_rows == 0:
+            return
+        rows = pa.concat_tables(self._tables)
+        self._num_files += 1
+        name = f"{self.file_prefix}-{self._num_files:06d}-{self.token}.parquet"
+        write_table_atomically(rows.slice(0, num_rows), self.output_dir / name)
+        rest = rows.slice(num_rows)
+        self._tables, self._num_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def stop(self) -> None:
+        if self.config.output_write_remaining_data:
+            self._write(self._num_rows)
+        super().stop()

@@ -1,0 +1,29 @@
+"""OfflinePreLearner (RLlib's name): turns a batch of recorded rows into the Learner's batch. RLlib's
+builds episodes and runs the Learner's connectors; BC needs only observations and actions, so here
+the batch is those columns, checked against the env's spaces and cast to what the module takes."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.offline.columns import ACTIONS, OBS
+from rlcourse.offline.offline_data_checks import check_rows
+
+
+class OfflinePreLearner:
+    """Called on every batch that Ray Data streams (`OfflineData.sample`)."""
+
+    columns: tuple[str, ...] = (OBS, ACTIONS)  # what the batch keeps (and the data must have)
+
+    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space):
+        self.config = config
+        self.observation_space = observation_space
+        self.action_space = action_space
+
+    def __call__(self, rows: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
+        """The learner's batch from `rows` (numpy columns) read from `where` (named in errors)."""
+        check_rows(rows, self.observation_space, self.action_space, where)
+        batch = {name: np.array(rows[name]) for name in self.columns}  # Ray's are read-only
+        batch[OBS] = batch[OBS].astype(np.float32, copy=False)
+        return batch

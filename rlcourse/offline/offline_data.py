@@ -55,10 +55,9 @@ class OfflineData:
         prelearner_class = config.prelearner_class or OfflinePreLearner
         self.prelearner = prelearner_class(config, observation_space, action_space)
         columns = self.prelearner.columns
-        resources.init_ray()  # Ray Data runs its reads as Ray tasks
-        _quiet_ray_data()
         if isinstance(config.input_, ray.data.Dataset):
             self.where = "the ray.data.Dataset given as config.offline_data(input_=...)"
+            _quiet_ray_data()
             schema = config.input_.schema().base_schema  # Arrow's, for data Ray Data holds as Arrow
             if isinstance(schema, pa.Schema):
                 check_schema(schema, columns, self.where)
@@ -77,11 +76,14 @@ class OfflineData:
             if not self.num_rows:
                 raise OfflineDataError(f"{self.where} hold no rows: {self.files}. Record data "
                                        "first with config.offline_data(output=...).")
+            resources.init_ray()  # after the checks: bad data fails without starting Ray
+            _quiet_ray_data()
             # materialize_data: the rows just checked go to Ray's object store once (no read
             # tasks); else Ray Data streams them from the files, reading as the learner asks.
             self.data = ray.data.from_arrow(tables) if config.materialize_data else (
                 ray.data.read_parquet(self.files, **config.input_read_method_kwargs)
                 .select_columns(list(columns)))
+        self._batch_size = 0  # of the batches being read
         self._batches: Generator[dict[str, np.ndarray], None, None] | None = None
 
     def _check_file(self, path: str, observation_space: gym.Space, action_space: gym.Space,
@@ -95,6 +97,9 @@ class OfflineData:
 
     def sample(self, num_samples: int) -> dict[str, np.ndarray]:
         """The next learner batch of `num_samples` rows; the data starts again once read through."""
+        if num_samples != self._batch_size:
+            self.stop()
+            self._batch_size = num_samples
         for _ in range(2):  # the rest of this epoch, then (if it had no full batch) a new one
             if self._batches is None:
                 self._batches = (batch for batch in self.data.iter_batches(

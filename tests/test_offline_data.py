@@ -143,3 +143,13 @@ def test_a_dataset_streams_checked_batches_epoch_after_epoch(ray_session, tmp_pa
     config = BCConfig().offline_data(input_=bad)
     with pytest.raises(OfflineDataError, match=r"ray.data.Dataset.*'actions': values outside"):
         OfflineData(config, *SPACES).sample(4)
+
+
+def test_a_recording_config_survives_a_checkpoints_json(tmp_path):
+    from rlcourse.utils.checkpoint_contents import config_from_json, config_to_json
+
+    config = PPOConfig().environment("CartPole-v1").offline_data(output=str(tmp_path))
+    loaded = config_from_json(config_to_json(config), "test")
+    assert loaded.env_runner_cls is OfflineSingleAgentEnvRunner and loaded.output == str(tmp_path)
+    assert PPOConfig().offline_data(output=str(tmp_path)).offline_data(
+        output=None).env_runner_cls is None

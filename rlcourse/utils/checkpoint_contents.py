@@ -22,6 +22,8 @@ PACKAGE_CLASSES: dict[str, str] = {
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
+    "BCConfig": "rlcourse.algorithms.bc.bc",
+    "OfflineSingleAgentEnvRunner": "rlcourse.offline.offline_env_runner",  # offline_data(output=)
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",
     "DefaultActorCriticModule": "rlcourse.core.rl_module.rl_module",

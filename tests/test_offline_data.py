@@ -153,3 +153,12 @@ def test_a_recording_config_survives_a_checkpoints_json(tmp_path):
     assert loaded.env_runner_cls is OfflineSingleAgentEnvRunner and loaded.output == str(tmp_path)
     assert PPOConfig().offline_data(output=str(tmp_path)).offline_data(
         output=None).env_runner_cls is None
+
+
+def test_recording_settings_are_checked():
+    config = PPOConfig().environment("CartPole-v1")
+    with pytest.raises(ConfigError, match="output_max_rows_per_file"):
+        config.copy().offline_data(output="x", output_max_rows_per_file=0).validate()
+    with pytest.raises(ConfigError, match="output=.*single-agent"):
+        config.copy().offline_data(output="x").multi_agent(
+            policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: "p").validate()

@@ -52,8 +52,17 @@ def validate_config(config: "AlgorithmConfig") -> None:
     """Check the settings every algorithm shares; a new setting's check goes into its setter's."""
     for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
                   _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
-                  _check_reporting_and_debugging, _check_callbacks, _check_multi_agent):
+                  _check_reporting_and_debugging, _check_callbacks, _check_multi_agent,
+                  _check_offline_data):
         check(config)
+
+
+def _check_offline_data(config: "AlgorithmConfig") -> None:
+    if config.output is not None and config.is_multi_agent:
+        fail(config, "output", "recording is single-agent for now (as in RLlib): leave output "
+             "None for a multi_agent(...) config.")
+    if config.output_max_rows_per_file is not None:
+        check_int(config, "output_max_rows_per_file", 1)
 
 
 def _check_environment(config: "AlgorithmConfig") -> None:

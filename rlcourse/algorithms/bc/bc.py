@@ -1,14 +1,16 @@
 """BC: learn a policy from recorded data alone, by supervised learning of the recorded actions
 (the loss: `bc_learner.py`); it evaluates in the real env, as online algorithms do."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_validation import check_int
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
-from rlcourse.offline.offline_data import OfflineData
 from rlcourse.utils.validation import fail
+
+if TYPE_CHECKING:
+    from rlcourse.offline.offline_data import OfflineData
 
 
 class BCConfig(AlgorithmConfig):
@@ -50,9 +52,11 @@ class BC(Algorithm):
     def get_default_config(cls) -> BCConfig:
         return BCConfig()
 
-    offline_data: OfflineData | None = None
+    offline_data: "OfflineData | None" = None
 
     def setup(self, config: BCConfig) -> None:
+        from rlcourse.offline.offline_data import OfflineData  # Ray Data: only where BC runs
+
         super().setup(config)
         # The data is checked against the env's spaces here, before any training step.
         self.offline_data = OfflineData(config, self.observation_space, self.action_space)

@@ -162,3 +162,15 @@ def test_recording_settings_are_checked():
     with pytest.raises(ConfigError, match="output=.*single-agent"):
         config.copy().offline_data(output="x").multi_agent(
             policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: "p").validate()
+
+
+
+def test_runner_actors_write_their_remaining_rows_when_stopped(ray_session, algo_factory, tmp_path):
+    config = (PPOConfig().environment("CartPole-v1")
+              .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5)
+              .offline_data(output=str(tmp_path), output_max_rows_per_file=64,
+                            output_write_remaining_data=True))
+    algo = algo_factory(config)
+    algo.env_runner_group.sample(num_timesteps=100)
+    algo.stop()
+    assert sorted(pq.read_metadata(f).num_rows for f in tmp_path.rglob("*.parquet")) == [36, 64]

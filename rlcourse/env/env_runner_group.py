@@ -288,6 +288,10 @@ class EnvRunnerGroup:
             self.health.stop()
         if self.local_env_runner is not None:
             self.local_env_runner.stop()
+        if kill_actors and self.remote_env_runners and self.config.output_write_remaining_data:
+            # Recording runners write their last rows in stop() (offline/offline_env_runner.py).
+            ray.wait([r.stop.remote() for r in self.remote_env_runners],
+                     num_returns=len(self.remote_env_runners), timeout=STARTUP_TIMEOUT_S)
         for runner in self.remote_env_runners if kill_actors else []:
             ray.kill(runner)
         self.remote_env_runners = []

@@ -119,8 +119,9 @@ def _check_learners(config: "AlgorithmConfig") -> None:
     check_int(config, "num_learners", 0)
     check_number(config, "num_cpus_per_learner", 0)
     check_number(config, "num_gpus_per_learner", 0)
-    if config.num_learners > 1 and not hasattr(config, "replay_buffer_config"):
-        _check_episode_chunks(config)  # (replayed rows are split evenly, not by episode)
+    if config.num_learners > 1 and not hasattr(config, "replay_buffer_config") and (
+            config.input_ is None):
+        _check_episode_chunks(config)  # (replayed and recorded rows are split evenly)
 
 
 def _check_episode_chunks(config: "AlgorithmConfig") -> None:

@@ -24,6 +24,6 @@ class OfflinePreLearner:
     def __call__(self, rows: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
         """The learner's batch from `rows` (numpy columns) read from `where` (named in errors)."""
         check_rows(rows, self.observation_space, self.action_space, where)
-        batch = {name: np.array(rows[name]) for name in self.columns}  # Ray's are read-only
+        batch = {name: rows[name] for name in self.columns}
         batch[OBS] = batch[OBS].astype(np.float32, copy=False)
         return batch

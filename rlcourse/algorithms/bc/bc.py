@@ -30,6 +30,7 @@ class BCConfig(AlgorithmConfig):
         super().__init__()
         self.lr = 1e-4
         self.train_batch_size_per_learner = 2000
+        self.minibatch_size = None  # one step on each whole batch, as RLlib's BC takes
         # RLlib's BC keeps the data in Ray's object store once read (its materialize_mapped_data):
         # the OfflinePreLearner keeps no state, so every epoch can reuse the rows.
         self.materialize_data = True

@@ -21,7 +21,8 @@ class BCLearner(Learner):
 
     def update_from_batch(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         """One step on `batch`; returns the loss statistics and the rows trained on."""
-        tensors = {key: self.to_device(value) for key, value in batch.items()}
+        # Copies on the learner's device (arrays that came through Ray are read-only).
+        tensors = {key: torch.tensor(value, device=self.device) for key, value in batch.items()}
         loss, metrics = self.compute_loss(tensors)
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()

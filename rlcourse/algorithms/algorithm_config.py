@@ -138,12 +138,14 @@ class AlgorithmConfig:
                     sample_timeout_s: float = NotProvided,
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
-                    env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
+                    env_to_module_connector: Any = NotProvided,
+                    env_runner_cls: type | None = NotProvided) -> "AlgorithmConfig":
         """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
         slower to answer has failed and is ended; the runner in this process (num_env_runners=0)
         checks it only between env steps, so an env.step that never returns hangs it (sample on
         runner actors to end one); `max_requests_in_flight_per_env_runner`: IMPALA's requests;
-        `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/)."""
+        `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/);
+        `env_runner_cls`: the runner class (None: by the env; offline_data(output=...) sets it)."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
             return {"gym_env_vectorize_mode": mode.upper() if isinstance(mode, str) else mode}

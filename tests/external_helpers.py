@@ -72,7 +72,10 @@ def _read(sock: socket.socket, n: int) -> bytes | None:
 
 def receive_raw(sock: socket.socket) -> dict | None:
     """The next message, or None if the server hung up."""
-    header = _read(sock, 4)
+    try:
+        header = _read(sock, 4)
+    except ConnectionResetError:
+        return None
     if header is None:
         return None
     return json.loads(_read(sock, client.HEADER.unpack(header)[0]))

@@ -2,6 +2,7 @@
 and protocol version first, then config, weights and episodes. Anything the protocol does not allow
 gets an ERROR message back and the connection closes; other clients and the learner never see it."""
 
+import contextlib
 import hmac
 import logging
 import socket
@@ -59,6 +60,15 @@ def _take_episodes(message: dict, server: "EnvRunnerServerForExternalInference")
                              server.max_episode_steps) for i, data in enumerate(episodes)])
 
 
+def _drain(sock: socket.socket, max_bytes: int) -> None:
+    """Close our side, then read what the client still sends (for up to a second): closing with
+    unread bytes would reset the connection and could destroy the ERROR before the client reads it."""
+    sock.shutdown(socket.SHUT_WR)
+    sock.settimeout(1.0)
+    while max_bytes > 0 and (chunk := sock.recv(min(max_bytes, 2**16))):
+        max_bytes -= len(chunk)
+
+
 def serve_client(sock: socket.socket, peer: str,
                  server: "EnvRunnerServerForExternalInference") -> None:
     """Answer one client's messages until it hangs up, stays silent for `client_timeout_s`, breaks
@@ -83,10 +93,9 @@ def serve_client(sock: socket.socket, peer: str,
     except ProtocolError as e:
         logger.warning("%s: refused client %s: %s", server.name, peer, e)
         server.num_refused += 1
-        try:
+        with contextlib.suppress(OSError):  # (it may have hung up already)
             _send(sock, server, {"type": "ERROR", "message": str(e)})
-        except OSError:
-            pass  # it hung up already
+            _drain(sock, server.max_message_bytes)
     except (OSError, ConnectionError) as e:  # socket.timeout is an OSError
         if not server.stopping:
             logger.info("%s: client %s left: %s", server.name, peer, e or type(e).__name__)

@@ -9,6 +9,7 @@ runner does, so an algorithm trains unchanged. Simulators run the policy themsel
           .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
 """
 
+import contextlib
 import socket
 import threading
 import time
@@ -110,13 +111,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
 
     def _refuse_full(self, sock: socket.socket) -> None:
         self.num_refused += 1
-        try:
+        with contextlib.suppress(OSError):
             sock.settimeout(1.0)
             send_message(sock, {"type": "ERROR", "message": f"{self.name} serves {self.max_clients} "
                                 "clients already (env_config['max_clients']): try another runner's "
                                 "port, or later."})
-        except OSError:
-            pass
         sock.close()
 
     def client_left(self, sock: socket.socket) -> None:
@@ -233,8 +232,6 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         with self._lock:
             clients, self._clients = list(self._clients), []
         for sock in clients:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self._thread.join(timeout=2.0)

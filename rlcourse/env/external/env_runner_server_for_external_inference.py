@@ -1,5 +1,5 @@
 """EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
-on `env_config["port"] + worker_index` (127.0.0.1 unless `env_config["host"]` says otherwise),
+on `env_config["port"] + worker_index` (port 0: any free one; 127.0.0.1 unless `env_config["host"]` says otherwise),
 serves each simulator that connects on a thread of its own (client_session.py), hands it the config
 and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
 runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
@@ -81,8 +81,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.num_refused = 0  # connections closed with an ERROR
         self.num_dropped_steps = 0  # env steps dropped from a full queue
         self.stopping = False
-        self._listener = socket.create_server(
-            (settings["host"], int(settings["port"]) + worker_index), reuse_port=False)
+        port = int(settings["port"])  # 0: a free port, which `address` tells
+        self._listener = socket.create_server((settings["host"], port + worker_index if port else 0))
         self._listener.settimeout(0.2)  # how often the accept loop looks at `stopping`
         self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self.name = f"{type(self).__name__} {worker_index} on {self.address[0]}:{self.address[1]}"

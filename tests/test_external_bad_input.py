@@ -93,8 +93,8 @@ def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
     assert receive_raw(sock) is None  # then it hangs up
     sock.close()
     assert runner.num_refused == refused_before + 1
+    queued = runner.sample(num_timesteps=150)  # what a learner gets: only the good client's
     good.join(timeout=20)
-    queued = runner.sample(num_timesteps=1)  # what a learner would get: only the good client's
     queued += list(runner._queue)
     assert queued and all(len(e) != 5 for e in queued), "an episode of the bad message got through"
     for e in queued:

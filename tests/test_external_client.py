@@ -49,7 +49,7 @@ def test_the_clients_framing_is_rllinks():
 def test_the_clients_forward_pass_is_the_runners():
     runner = start_runner()
     try:
-        message = json.loads(json.dumps(runner.state_message()))  # as it travels
+        message = json.loads(json.dumps(runner.state_message()[0]))  # as it travels
         config = json.loads(json.dumps(runner.config_message()))
     finally:
         runner.stop()

@@ -59,7 +59,7 @@ def test_sample_returns_the_clients_whole_episodes_as_a_runner_does(runner):
 
 def test_new_weights_reach_the_clients_with_their_next_answer(runner):
     seen = []
-    thread = run_client_in_thread(runner, max_env_steps=600, on_weights=seen.append)
+    thread = run_client_in_thread(runner, max_env_steps=300, on_weights=seen.append)
     runner.sample(num_timesteps=50)
     runner.set_weights(made_up_weights(1))
     thread.join(timeout=10)
@@ -134,4 +134,6 @@ def test_settings_are_checked():
         external_config().env_runners(env_runner_cls=dict).validate()
     with pytest.raises(ConfigError, match="observation_space and action_space"):
         external_config().environment(action_space=None).validate()
+    with pytest.raises(ConfigError, match="evaluation builds the env"):
+        external_config().evaluation(evaluation_interval=1).validate()
     assert TOKEN

@@ -65,6 +65,9 @@ def _check_environment(config: "AlgorithmConfig") -> None:
     if config.env is None and not external:
         fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1') (or, for "
              "envs outside Ray, its observation_space and action_space and an env_runner_cls).")
+    if config.env is None and (config.evaluation_interval or config.evaluation_num_env_runners):
+        fail(config, "evaluation_interval", "evaluation builds the env, and this config has none "
+             "(its envs run outside Ray): leave evaluation unset, or set environment(env=...).")
     try:
         if config.env is not None:
             config.get_env_creator()

@@ -1,7 +1,8 @@
 """A simulator's side of RLlink: copy this one file next to your simulator. It needs only Python's
 standard library and NumPy (no Ray, no rlcourse, no torch): it connects to a server EnvRunner, gets
 the config and the weights, runs the policy itself, steps the simulator and sends whole episodes in
-batches, taking new weights with each answer (EPISODES_AND_GET_STATE).
+batches, taking new weights with each answer (EPISODES_AND_GET_STATE: the server answers when the
+learner has new weights, or when it waits for episodes, so the simulator samples on-policy).
 
 It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
 so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
@@ -171,8 +172,11 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
             while steps < steps_per_batch:
                 batch.append(run_episode(env, policy, config, seed if sent == steps == 0 else None))
                 steps += batch[-1]["rewards"]["shape"][0]
-            policy.set_state(connection.request(
-                {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
+            if max_env_steps is not None and sent + steps >= max_env_steps:  # the last batch
+                connection.send({"type": "EPISODES", "episodes": batch})
+            else:
+                policy.set_state(connection.request(
+                    {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
             sent += steps
         except (ConnectionError, OSError):
             if connection is not None:

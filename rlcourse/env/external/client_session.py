@@ -76,6 +76,7 @@ def serve_client(sock: socket.socket, peer: str,
     sock.settimeout(server.client_timeout_s)
     try:
         _handshake(sock, server)
+        version = -1  # of the weights this client holds
         while True:
             message = _receive(sock, server)
             kind = message["type"]
@@ -89,7 +90,9 @@ def serve_client(sock: socket.socket, peer: str,
                 raise ProtocolError(f"unknown message type {kind!r}; a client sends PING, "
                                     "GET_CONFIG, GET_STATE, EPISODES or EPISODES_AND_GET_STATE.")
             if kind in ("GET_STATE", "EPISODES_AND_GET_STATE"):
-                _send(sock, server, server.state_message())
+                state, version = server.state_message(
+                    version if kind == "EPISODES_AND_GET_STATE" else None)
+                _send(sock, server, state)
     except ProtocolError as e:
         logger.warning("%s: refused client %s: %s", server.name, peer, e)
         server.num_refused += 1

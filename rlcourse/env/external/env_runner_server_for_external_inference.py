@@ -1,5 +1,5 @@
 """EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
-on `env_config["port"] + worker_index` (port 0: any free one; 127.0.0.1 unless `env_config["host"]` says otherwise),
+on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
 serves each simulator that connects on a thread of its own (client_session.py), hands it the config
 and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
 runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
@@ -76,6 +76,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._queued_steps = 0
         self._lock = threading.Condition()  # guards the queue, the weights and the client list
         self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
+        self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
+        self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
         self._clients: list[socket.socket] = []
         self.wire_bytes = 0  # both ways, headers included
         self.num_refused = 0  # connections closed with an ERROR
@@ -137,13 +139,21 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                 "explore": bool(self.config.explore), "max_episode_steps": self.max_episode_steps,
                 "max_message_bytes": self.max_message_bytes}
 
-    def state_message(self) -> dict:
-        """SET_STATE: the current weights, as the layers `x @ w + b` (waits for the first ones)."""
+    def state_message(self, newer_than: int | None = None) -> tuple[dict, int]:
+        """SET_STATE, the current weights as the layers `x @ w + b`, and their version. With
+        `newer_than` (EPISODES_AND_GET_STATE), wait for newer weights unless sample() is waiting
+        for episodes (RLlib's on-policy sampling: simulators idle while the learner trains)."""
+        def ready() -> bool:
+            return self._layers is not None and (
+                newer_than is None or self._layers_version > newer_than
+                or self._wanting_episodes or self.stopping)
+
         with self._lock:
-            if not self._lock.wait_for(lambda: self._layers is not None, self.client_timeout_s):
+            # (Within half the client's timeout: a client waiting that long gets the weights held.)
+            if not self._lock.wait_for(ready, self.client_timeout_s / 2) and self._layers is None:
                 raise TimeoutError("no weights yet")
             return {"type": "SET_STATE", "weights_seq_no": self.weights_seq_no,
-                    "layers": self._layers}
+                    "layers": self._layers}, self._layers_version
 
     def add_episodes(self, episodes: list[SingleAgentEpisode]) -> None:
         """Queue checked episodes for sample() (dropping the oldest beyond `max_queued_steps`)."""
@@ -165,6 +175,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
         with self._lock:
             self._layers = layers
+            self._layers_version += 1
             self._lock.notify_all()
 
     def _initialize_weights(self) -> None:
@@ -181,14 +192,19 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         taken: list[SingleAgentEpisode] = []
         with self._lock:
             while not enough(len(self._queue), self._queued_steps):
+                if not self._wanting_episodes:
+                    self._wanting_episodes = True  # release the clients waiting for weights
+                    self._lock.notify_all()
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self._wanting_episodes = False
                     raise SampleTimeoutError(
                         f"{self.name} received too few episodes within sample_timeout_s="
                         f"{self.config.sample_timeout_s} s from its {self.num_clients} "
                         "simulator(s): start client.py against this port, or raise "
                         "config.env_runners(sample_timeout_s=...).")
                 self._lock.wait(min(left, 1.0))
+            self._wanting_episodes = False
             while count(len(taken), sum(map(len, taken))):
                 taken.append(self._queue.popleft())
                 self._queued_steps -= len(taken[-1])

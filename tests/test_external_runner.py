@@ -2,6 +2,8 @@
 clients come out of sample() as from any runner; clients that die, hang, reconnect or crowd in."""
 
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -18,6 +20,7 @@ from external_helpers import (
 )
 
 from rlcourse.env.env_runner import SampleTimeoutError
+from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     EnvRunnerServerForExternalInference,
 )
@@ -137,3 +140,33 @@ def test_settings_are_checked():
     with pytest.raises(ConfigError, match="evaluation builds the env"):
         external_config().evaluation(evaluation_interval=1).validate()
     assert TOKEN
+
+
+def test_a_simulator_process_killed_mid_episode_is_forgotten_and_others_are_served(runner):
+    simulator = subprocess.Popen(
+        [sys.executable, client.__file__, "--port", str(runner.address[1]), "--token", TOKEN,
+         "--steps-per-batch", "1000000"], stdout=subprocess.DEVNULL)  # never sends a batch
+    try:
+        wait_until(lambda: runner.num_clients == 1, timeout_s=20)
+        time.sleep(0.2)  # stepping its simulator now
+    finally:
+        simulator.kill()
+        simulator.wait(timeout=10)
+    wait_until(lambda: runner.num_clients == 0)
+    assert runner._queued_steps == 0  # its episode in progress never arrives
+    thread = run_client_in_thread(runner)
+    assert all(e.is_done for e in runner.sample(num_timesteps=100))
+    thread.join(timeout=10)
+
+
+def test_a_client_reconnects_to_a_restarted_runner_on_its_port(runner):
+    thread = run_client_in_thread(runner, max_env_steps=400)
+    assert runner.sample(num_timesteps=100)
+    runner.stop()  # as a runner actor that Ray restarts: the same port, a new process
+    restarted = start_runner(port=runner.address[1], client_timeout_s=1.0)
+    try:
+        assert all(e.is_done for e in restarted.sample(num_timesteps=100))
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    finally:
+        restarted.stop()

@@ -1,6 +1,7 @@
 """The server runner for external simulators, in this process (no Ray): whole episodes from
 clients come out of sample() as from any runner; clients that die, hang, reconnect or crowd in."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     EnvRunnerServerForExternalInference,
 )
+from rlcourse.utils.checkpoint_contents import config_from_json, config_to_json
+from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(30)
@@ -170,3 +173,15 @@ def test_a_client_reconnects_to_a_restarted_runner_on_its_port(runner):
         assert not thread.is_alive()
     finally:
         restarted.stop()
+
+
+def test_a_checkpoint_keeps_the_spaces_and_the_runner_class():
+    config = external_config()
+    document = json.loads(json.dumps(config_to_json(config)))
+    restored = config_from_json(document, "test")
+    assert restored.env_runner_cls is EnvRunnerServerForExternalInference
+    assert restored.observation_space == config.observation_space
+    assert restored.action_space == config.action_space
+    document["observation_space"]["low"] = "x"
+    with pytest.raises(CheckpointError, match="observation_space is not a Box"):
+        config_from_json(document, "test")

@@ -140,6 +140,12 @@ def test_settings_are_checked():
         external_config().env_runners(env_runner_cls=dict).validate()
     with pytest.raises(ConfigError, match="observation_space and action_space"):
         external_config().environment(action_space=None).validate()
+    taken = start_runner()
+    try:
+        with pytest.raises(OSError, match="cannot listen on .*pick a free base port"):
+            start_runner(port=taken.address[1])
+    finally:
+        taken.stop()
     with pytest.raises(ConfigError, match="evaluation builds the env"):
         external_config().evaluation(evaluation_interval=1).validate()
     assert TOKEN

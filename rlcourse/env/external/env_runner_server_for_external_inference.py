@@ -84,7 +84,13 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.num_dropped_steps = 0  # env steps dropped from a full queue
         self.stopping = False
         port = int(settings["port"])  # 0: a free port, which `address` tells
-        self._listener = socket.create_server((settings["host"], port + worker_index if port else 0))
+        port = port + worker_index if port else 0
+        try:
+            self._listener = socket.create_server((settings["host"], port))
+        except OSError as e:
+            raise OSError(e.errno, f"EnvRunnerServerForExternalInference {worker_index} cannot listen "
+                          f"on {settings['host']}:{port} ({e.strerror}): runner i listens on "
+                          "env_config['port'] + i; pick a free base port, or 0 for any.") from e
         self._listener.settimeout(0.2)  # how often the accept loop looks at `stopping`
         self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self.name = f"{type(self).__name__} {worker_index} on {self.address[0]}:{self.address[1]}"

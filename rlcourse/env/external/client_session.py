@@ -74,6 +74,7 @@ def serve_client(sock: socket.socket, peer: str,
     """Answer one client's messages until it hangs up, stays silent for `client_timeout_s`, breaks
     the protocol (ERROR sent) or the server stops. A client's unsent episode is simply never seen."""
     sock.settimeout(server.client_timeout_s)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each answer leaves at once
     try:
         _handshake(sock, server)
         version = -1  # of the weights this client holds

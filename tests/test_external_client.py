@@ -65,3 +65,6 @@ def test_the_clients_forward_pass_is_the_runners():
     logits = network.action_dist_inputs(obs[:1])[0].astype(np.float64)
     assert action in (0, 1)
     assert logp == pytest.approx(logits[action] - np.log(np.exp(logits).sum()), abs=1e-5)
+    probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    actions = [policy.act(obs[0])[0] for _ in range(4000)]  # sampled as the policy says
+    assert np.mean(actions) == pytest.approx(probs[1], abs=0.03)

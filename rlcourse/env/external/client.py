@@ -112,11 +112,12 @@ class Policy:
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
         out = self.forward(obs[None])[0].astype(np.float64)
-        if self.head == "categorical":
-            logp = out - out.max()
-            logp -= np.log(np.exp(logp).sum())
-            action = self.rng.choice(len(out), p=np.exp(logp)) if self.explore else out.argmax()
-            return int(action), float(logp[action])
+        if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
+            shifted = out - out.max()
+            cdf = np.cumsum(np.exp(shifted))
+            action = int(np.count_nonzero(cdf[:-1] <= self.rng.random() * cdf[-1])) if self.explore \
+                else int(out.argmax())
+            return action, float(shifted[action] - np.log(cdf[-1]))
         mean, log_std = np.split(out, 2)
         action = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape) if self.explore \
             else mean

@@ -2,7 +2,7 @@
 RLlib's names. Each message is a 4-byte big-endian length, then that many bytes of UTF-8 JSON, an
 object with a "type"; arrays travel as {"dtype", "shape", "b64"}. Never pickle: a peer's message is
 data, it cannot make the other side run code. client.py carries its own copy of this framing (it
-imports nothing of rlcourse); tests/test_external_protocol.py checks that the two agree.
+imports nothing of rlcourse); tests/test_external_client.py checks that the two agree.
 
 Client -> server: PING (first, with "token" and "protocol_version"), GET_CONFIG, GET_STATE, EPISODES,
 EPISODES_AND_GET_STATE. Server -> client: PONG, SET_CONFIG, SET_STATE, ERROR (then it hangs up).

@@ -72,6 +72,7 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --tuned-example tuned_examples/ppo/cartpole_ppo.py --seeds 0 1 2 3 4
 	$(BIN)/python benchmarks/tune_overhead.py
 	$(BIN)/python benchmarks/serve_load.py
+	$(BIN)/python benchmarks/external_sampling.py
 
 # The tuned examples (tuned_examples/: algorithm, env, settings, pass mark) as a regression suite: a
 # pass/fail table, and a failing exit code if any example misses its mark.

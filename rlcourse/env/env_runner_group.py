@@ -40,7 +40,8 @@ class EnvRunnerGroup:
         self.env_to_module_state: list | None = None
         self._beside_weights: dict[str, Any] = {}  # connector statistics' ref, epsilon (if any)
         n = config.num_env_runners if num_env_runners is None else num_env_runners
-        runner_class = MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner
+        runner_class = config.env_runner_cls or (
+            MultiAgentEnvRunner if config.is_multi_agent else SingleAgentEnvRunner)
         self.local_env_runner = runner_class(config, env_creator) if n == 0 else None
         # Inside a Tune trial, the runners go into the trial's placement group, which reserved them.
         own_group = n and config.placement_strategy and current_placement_group() is None

@@ -33,12 +33,20 @@ lint: install
 	$(BIN)/ruff check rlcourse tests benchmarks tools lessons/conftest.py
 
 # Everything: lint, unit and fault tests, learning tests, the lessons in a browser, and every lesson
-# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB). Each
-# pytest run ends with its 25 slowest tests.
+# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB). The
+# lessons run beside tests/, in a pytest of their own whose output waits in
+# test-artifacts/lessons.log until the rest is done: much of tests/ waits on Ray and on processes
+# starting, so the two share 2 cores, and every test and lesson is written to pass on a busy machine.
+# Each pytest run ends with its 25 slowest tests; the target fails if any of the three did.
 test: lint
-	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser tests
-	$(MAKE) --no-print-directory test-browser
-	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax --nbval-cell-timeout=600 lessons
+	@mkdir -p test-artifacts
+	@$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax --nbval-cell-timeout=600 \
+	  lessons >test-artifacts/lessons.log 2>&1 & lessons=$$!; failed=0; \
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser tests || failed=1; \
+	$(MAKE) --no-print-directory test-browser || failed=1; \
+	wait $$lessons || failed=1; \
+	echo "== lessons under nbval (test-artifacts/lessons.log) =="; cat test-artifacts/lessons.log; \
+	exit $$failed
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.
 test-fast: install
@@ -72,6 +80,7 @@ bench: install
 	$(BIN)/python benchmarks/solve_cartpole.py --tuned-example tuned_examples/ppo/cartpole_ppo.py --seeds 0 1 2 3 4
 	$(BIN)/python benchmarks/tune_overhead.py
 	$(BIN)/python benchmarks/serve_load.py
+	$(BIN)/python benchmarks/external_sampling.py
 
 # The tuned examples (tuned_examples/: algorithm, env, settings, pass mark) as a regression suite: a
 # pass/fail table, and a failing exit code if any example misses its mark.

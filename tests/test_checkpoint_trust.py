@@ -156,7 +156,7 @@ def test_old_class_paths_map_to_the_package_classes_and_the_table_is_right():
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
     from rlcourse.connectors.connector_v2 import ConnectorV2
     from rlcourse.core.rl_module.rl_module import RLModule
-    from rlcourse.env.env_runner import EnvRunner  # config.env_runner_cls: the recording runner
+    from rlcourse.env.env_runner import EnvRunner
 
     for name, module in PACKAGE_CLASSES.items():
         cls = import_attr(f"{module}:{name}")

@@ -9,6 +9,7 @@ import ray
 import torch
 from helpers import free_cpus_after_release, small_ppo
 
+from rlcourse.utils import resources
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
@@ -18,6 +19,14 @@ no_gpu_here = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine
 
 def _config():
     return small_ppo().environment("CartPole-v1")
+
+
+@pytest.fixture
+def short_waits(monkeypatch):
+    """Requests here can never be met, so the waits for released CPUs and for a placement group
+    are idle: shorten them (the failure, its message and the cleanup are the same)."""
+    monkeypatch.setattr(resources, "RELEASE_WAIT_S", 1.0)
+    monkeypatch.setattr(resources, "PLACEMENT_TIMEOUT_S", 2.0)
 
 
 @pytest.mark.parametrize(("setter", "settings", "setting"), [
@@ -30,7 +39,7 @@ def _config():
     ("env_runners", {"num_env_runners": 3, "num_cpus_per_env_runner": 1}, "num_cpus_per_env_runner"),
     ("learners", {"num_learners": 2, "num_cpus_per_learner": 2}, "num_cpus_per_learner"),
 ])
-def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session):
+def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session, short_waits):
     config = getattr(_config(), setter)(**settings)
     start = time.perf_counter()
     with pytest.raises(ConfigError) as err:
@@ -95,7 +104,8 @@ def test_placement_strategy_puts_runners_in_a_placement_group(strategy, ray_sess
     algo.train()
 
 
-def test_a_placement_the_cluster_cannot_make_fails_fast_and_names_the_setting(ray_session):
+def test_a_placement_the_cluster_cannot_make_fails_fast_and_names_the_setting(ray_session,
+                                                                             short_waits):
     config = (_config().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
               .resources(placement_strategy="STRICT_SPREAD"))  # two nodes needed, one exists
     start = time.perf_counter()

@@ -72,13 +72,14 @@ class Algorithm(Checkpointable):
         return trainable_for(cls)
 
     def setup(self, config: AlgorithmConfig) -> None:
-        self.env_creator = config.get_env_creator()
+        self.env_creator = config.get_env_creator() if config.env is not None else None
         # Multi-agent: one module per policy id, each with the spaces of its agents (checked here).
         self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
         self.observation_space = self.action_space = self.env_to_module = None
         if self.module_spec is None:
-            self.observation_space, self.action_space = probe_spaces(
-                self.env_creator, config.env_config, env_name(config.env))
+            self.observation_space, self.action_space = (
+                (config.observation_space, config.action_space) if config.env is None
+                else probe_spaces(self.env_creator, config.env_config, env_name(config.env)))
             if config.env_to_module_connector is not None:
                 # Its output space is the module's. This copy never updates statistics: it merges
                 # the runners' (EnvRunnerGroup) and serves compute_actions.

@@ -37,6 +37,8 @@ class AlgorithmConfig:
         self.env: Any = None
         self.env_config: dict = {}
         self.clip_rewards: Any = None  # None/False, True (sign), c or (low, high): clip_rewards.py
+        self.observation_space: Any = None  # given: no env is built to find them (external envs)
+        self.action_space: Any = None
         # env_runners()
         self.num_env_runners = 0
         self.num_envs_per_env_runner = 1
@@ -49,6 +51,7 @@ class AlgorithmConfig:
         self.max_requests_in_flight_per_env_runner = 1
         self.custom_resources_per_env_runner: dict[str, float] = {}
         self.env_to_module_connector: Any = None  # fn(env[, spaces, device]) -> connector(s)
+        self.env_runner_cls: type | None = None  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
         self.in_evaluation = False  # RLlib's flag on evaluation configs: connector stats frozen
         # resources()
         self.num_cpus_for_main_process: float = 1
@@ -102,7 +105,6 @@ class AlgorithmConfig:
         self.output_compress_columns: list[str] = []  # RLlib: ["obs", "new_obs"], pickled
         self.output_max_rows_per_file: int | None = None
         self.output_write_remaining_data = False
-        self.env_runner_cls: type | None = None  # RLlib's env_runners(env_runner_cls=...)
 
     # -- what it builds, looked up when used (RLlib's names), so runners never import a Learner --
 
@@ -125,8 +127,10 @@ class AlgorithmConfig:
 
     @setter
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
-                    clip_rewards: Any = NotProvided) -> "AlgorithmConfig":
-        """A gymnasium id, a `register_env` name or an env class; `clip_rewards`: connectors/."""
+                    clip_rewards: Any = NotProvided, observation_space: Any = NotProvided,
+                    action_space: Any = NotProvided) -> "AlgorithmConfig":
+        """A gymnasium id, a `register_env` name or an env class; `clip_rewards`: connectors/;
+        the spaces, for envs that run outside Ray (env/external/), with no `env` to build."""
 
     @setter
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -145,7 +149,8 @@ class AlgorithmConfig:
         checks it only between env steps, so an env.step that never returns hangs it (sample on
         runner actors to end one); `max_requests_in_flight_per_env_runner`: IMPALA's requests;
         `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/);
-        `env_runner_cls`: the runner class (None: by the env; offline_data(output=...) sets it)."""
+        `env_runner_cls`: another EnvRunner, e.g. env/external/'s server for external simulators
+        (offline_data(output=...) sets offline/'s recording runner)."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
             return {"gym_env_vectorize_mode": mode.upper() if isinstance(mode, str) else mode}

@@ -66,10 +66,20 @@ def _check_offline_data(config: "AlgorithmConfig") -> None:
 
 
 def _check_environment(config: "AlgorithmConfig") -> None:
-    if config.env is None:
-        fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1').")
+    for name in ("observation_space", "action_space"):
+        if getattr(config, name) is not None and not isinstance(getattr(config, name), gym.Space):
+            fail(config, name, "pass a gymnasium space, e.g. gymnasium.spaces.Discrete(2).")
+    external = config.env_runner_cls is not None and None not in (config.observation_space,
+                                                                  config.action_space)
+    if config.env is None and not external:
+        fail(config, "env", "set an environment, e.g. config.environment('CartPole-v1') (or, for "
+             "envs outside Ray, its observation_space and action_space and an env_runner_cls).")
+    if config.env is None and (config.evaluation_interval or config.evaluation_num_env_runners):
+        fail(config, "evaluation_interval", "evaluation builds the env, and this config has none "
+             "(its envs run outside Ray): leave evaluation unset, or set environment(env=...).")
     try:
-        config.get_env_creator()
+        if config.env is not None:
+            config.get_env_creator()
     except ValueError as e:
         fail(config, "env", str(e))
     if not isinstance(config.env_config, dict):
@@ -81,6 +91,12 @@ def _check_environment(config: "AlgorithmConfig") -> None:
 
 
 def _check_env_runners(config: "AlgorithmConfig") -> None:
+    from rlcourse.env.env_runner import EnvRunner
+
+    if config.env_runner_cls is not None and not (isinstance(config.env_runner_cls, type)
+                                                  and issubclass(config.env_runner_cls, EnvRunner)):
+        fail(config, "env_runner_cls", "pass an EnvRunner subclass, e.g. rlcourse.env.external."
+             "env_runner_server_for_external_inference.EnvRunnerServerForExternalInference.")
     check_int(config, "num_env_runners", 0)
     check_int(config, "num_envs_per_env_runner", 1)
     if config.rollout_fragment_length != "auto":

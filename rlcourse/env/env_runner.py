@@ -78,7 +78,9 @@ class EnvRunner:
         self.config = config
         # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`): own env creator and weights.
         self.standalone = env_creator is None
-        self.env_creator = config.get_env_creator() if self.standalone else env_creator
+        # (No env at all for a runner whose envs run elsewhere: env/external/.)
+        self.env_creator = (config.get_env_creator() if self.standalone and config.env is not None
+                            else env_creator)
         self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
         self.env_name = env_name(config.env)
         self.name = f"env {self.env_name!r} on " + (

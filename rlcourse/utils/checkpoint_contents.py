@@ -7,6 +7,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
+import numpy as np
+
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.imports import class_path, import_attr
 
@@ -32,6 +35,9 @@ PACKAGE_CLASSES: dict[str, str] = {
     # Connector classes, which are their own factories: env_to_module_connector=FlattenObservations
     "FlattenObservations": "rlcourse.connectors.env_to_module.flatten_observations",
     "MeanStdFilter": "rlcourse.connectors.env_to_module.mean_std_filter",
+    # The runner for simulators outside Ray: env_runners(env_runner_cls=...)
+    "EnvRunnerServerForExternalInference":
+        "rlcourse.env.external.env_runner_server_for_external_inference",
 }
 
 
@@ -76,6 +82,28 @@ def _check_env_name(env: str, where: str, is_registered: Callable[[str], bool]) 
             "before loading the checkpoint.")
 
 
+def _space_to_json(space: gym.Space) -> dict[str, Any]:
+    """A Box or Discrete space (environment(observation_space=...)) as JSON."""
+    if isinstance(space, gym.spaces.Discrete):
+        return {"__space__": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.Box):
+        return {"__space__": "Box", "low": space.low.tolist(), "high": space.high.tolist(),
+                "dtype": space.dtype.name}
+    raise CheckpointError(f"Cannot save the space {space!r} in a config: only Box and Discrete.")
+
+
+def _space_from_json(value: dict[str, Any], where: str) -> gym.Space:
+    try:
+        if value["__space__"] == "Discrete":
+            return gym.spaces.Discrete(int(value["n"]), start=int(value["start"]))
+        if value["__space__"] == "Box" and value["dtype"] in ("float32", "float64"):
+            return gym.spaces.Box(np.asarray(value["low"], value["dtype"]),
+                                  np.asarray(value["high"], value["dtype"]), dtype=value["dtype"])
+    except (KeyError, TypeError, ValueError):
+        pass
+    raise CheckpointError(f"{where} is not a Box or Discrete space as rlcourse saves one.")
+
+
 def config_to_json(config: "AlgorithmConfig") -> dict[str, Any]:
     """The config's settings as JSON-compatible values (classes and functions by import path)."""
     document = {}
@@ -87,6 +115,8 @@ def config_to_json(config: "AlgorithmConfig") -> dict[str, Any]:
                     "is a lambda. Use a module-level class or function, or give the env a name "
                     "with rlcourse.register_env(name, creator) and pass the name.")
             value = {"__import__": class_path(value)}
+        elif isinstance(value, gym.Space):
+            value = _space_to_json(value)
         elif isinstance(value, set | frozenset):  # e.g. multi_agent(policies={"main", "opponent"})
             value = sorted(value, key=str)
         try:
@@ -123,6 +153,8 @@ def config_from_json(document: dict[str, Any], source: str, allowed: Iterable[An
         where = f"{source}: config.{setting}"
         if isinstance(value, dict) and "__import__" in value:
             value = resolve_name(str(value["__import__"]), where, allowed)
+        elif isinstance(value, dict) and "__space__" in value:
+            value = _space_from_json(value, where)
         elif setting == "env" and isinstance(value, str):
             _check_env_name(value, where, is_registered)
         setattr(config, setting, value)

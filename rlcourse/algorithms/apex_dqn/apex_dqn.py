@@ -268,10 +268,9 @@ class ApexDQN(Algorithm):
         return state, tensors
 
     def _check_own_state(self, state: dict[str, Any]) -> None:
-        rb = self.config.replay_buffer_config
-        off_policy.check_replay_state(state, "apex_dqn", rb["capacity"],
-                                      rb["type"] == "PrioritizedEpisodeReplayBuffer",
-                                      self._module_spaces()[DEFAULT_MODULE_ID],
+        rb, spaces = self.config.replay_buffer_config, self._module_spaces()[DEFAULT_MODULE_ID]
+        prioritized = rb["type"] == "PrioritizedEpisodeReplayBuffer"
+        off_policy.check_replay_state(state, "apex_dqn", rb["capacity"], prioritized, spaces,
                                       shards=len(self.replay_shards))
 
     def set_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:

@@ -1,0 +1,214 @@
+"""A simulator's side of RLlink: copy this one file next to your simulator. It needs only Python's
+standard library and NumPy (no Ray, no rlcourse, no torch): it connects to a server EnvRunner, gets
+the config and the weights, runs the policy itself, steps the simulator and sends whole episodes in
+batches, taking new weights with each answer (EPISODES_AND_GET_STATE: the server answers when the
+learner has new weights, or when it waits for episodes, so the simulator samples on-policy).
+
+It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
+so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
+
+    python client.py --port 5556 --token SECRET --env CartPole-v1   # --env needs gymnasium
+"""
+
+import argparse
+import base64
+import json
+import os
+import socket
+import struct
+import time
+from typing import Any
+
+import numpy as np
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct("!I")  # a 4-byte big-endian length, then UTF-8 JSON
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0), "linear": lambda x: x}
+
+
+class ServerError(RuntimeError):
+    """The server refused something (it sent ERROR and hung up): retrying the same will not help."""
+
+
+def encode_array(values: np.ndarray) -> dict:
+    values = np.ascontiguousarray(values)
+    return {"dtype": values.dtype.name, "shape": list(values.shape),
+            "b64": base64.b64encode(values.tobytes()).decode("ascii")}
+
+
+def decode_array(value: dict) -> np.ndarray:
+    raw = base64.b64decode(value["b64"])
+    return np.frombuffer(raw, dtype=value["dtype"]).reshape(value["shape"])
+
+
+class Connection:
+    """One TCP connection to a server runner, with the handshake done (PING with the token)."""
+
+    def __init__(self, host: str, port: int, token: str, timeout_s: float = 60.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.wire_bytes = 0
+        self.request({"type": "PING", "token": token, "protocol_version": PROTOCOL_VERSION}, "PONG")
+
+    def send(self, message: dict) -> None:
+        body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+        self.sock.sendall(HEADER.pack(len(body)) + body)
+        self.wire_bytes += HEADER.size + len(body)
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            data += chunk
+        return data
+
+    def receive(self) -> dict:
+        (length,) = HEADER.unpack(self._read(HEADER.size))
+        message = json.loads(self._read(length))
+        self.wire_bytes += HEADER.size + length
+        if message["type"] == "ERROR":
+            raise ServerError(message["message"])
+        return message
+
+    def request(self, message: dict, answer: str) -> dict:
+        """Send `message` and return the server's answer, which must be of type `answer`."""
+        self.send(message)
+        reply = self.receive()
+        if reply["type"] != answer:
+            raise ServerError(f"expected {answer}, got {reply['type']}")
+        return reply
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Policy:
+    """The runners' network and action head, from SET_CONFIG and SET_STATE messages."""
+
+    def __init__(self, config: dict, seed: int | None = None, on_weights: Any = None):
+        self.on_weights = on_weights
+        self.activation = ACTIVATIONS[config["activation"]]
+        self.head = config["head"]  # "categorical" or "gaussian"
+        self.explore = config["explore"]
+        self.rng = np.random.default_rng(seed)
+        self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def set_state(self, state: dict) -> None:
+        self.layers = [(decode_array(w), decode_array(b)) for w, b in state["layers"]]
+        self.weights_seq_no = state["weights_seq_no"]
+        if self.on_weights is not None:
+            self.on_weights(self.weights_seq_no)
+
+    def forward(self, obs: np.ndarray) -> np.ndarray:
+        """Logits (categorical) or means and log-stds (gaussian) for a batch of observations."""
+        x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
+        for w, b in self.layers[:-1]:
+            x = self.activation(x @ w + b)
+        w, b = self.layers[-1]
+        return x @ w + b
+
+    def act(self, obs: np.ndarray) -> tuple[Any, float]:
+        """One action for one observation, and its log-probability (log-density)."""
+        out = self.forward(obs[None])[0].astype(np.float64)
+        if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
+            shifted = out - out.max()
+            cdf = np.cumsum(np.exp(shifted))
+            action = int(np.count_nonzero(cdf[:-1] <= self.rng.random() * cdf[-1])) if self.explore \
+                else int(out.argmax())
+            return action, float(shifted[action] - np.log(cdf[-1]))
+        mean, log_std = np.split(out, 2)
+        action = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape) if self.explore \
+            else mean
+        z = (action - mean) / np.exp(log_std)
+        return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
+
+
+def to_env_action(action: Any, space: dict) -> Any:
+    """The env's action from the module's: shifted by a Discrete start, clipped into a Box."""
+    if space["type"] == "Discrete":
+        return action + space["start"]
+    return np.clip(action, decode_array(space["low"]), decode_array(space["high"]))
+
+
+def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None) -> dict:
+    """One whole episode, as an EPISODES entry (cut and marked truncated at max_episode_steps)."""
+    obs, _ = env.reset(seed=seed)
+    observations, actions, rewards, logps = [obs], [], [], []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action, logp = policy.act(np.asarray(obs, dtype=np.float32))
+        obs, reward, terminated, truncated, _ = env.step(to_env_action(action, config["action_space"]))
+        observations.append(obs)
+        actions.append(action)
+        rewards.append(reward)
+        logps.append(logp)
+        truncated = bool(truncated or (not terminated and len(actions) >= config["max_episode_steps"]))
+    discrete = config["action_space"]["type"] == "Discrete"
+    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
+            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
+            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
+            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
+            "terminated": bool(terminated), "truncated": not terminated}
+
+
+def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
+        max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
+        seed: int | None = None, on_weights: Any = None) -> int:
+    """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
+    sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
+    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE.
+    Returns the env steps sent."""
+    sent, connection, lost_since = 0, None, None
+    while max_env_steps is None or sent < max_env_steps:
+        try:
+            if connection is None:
+                connection = Connection(host, port, token)
+                config = connection.request({"type": "GET_CONFIG"}, "SET_CONFIG")
+                policy = Policy(config, seed, on_weights)
+                policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))
+                lost_since = None
+            batch, steps = [], 0
+            while steps < steps_per_batch:
+                batch.append(run_episode(env, policy, config, seed if sent == steps == 0 else None))
+                steps += batch[-1]["rewards"]["shape"][0]
+            if max_env_steps is not None and sent + steps >= max_env_steps:  # the last batch
+                connection.send({"type": "EPISODES", "episodes": batch})
+            else:
+                policy.set_state(connection.request(
+                    {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
+            sent += steps
+        except (ConnectionError, OSError):
+            if connection is not None:
+                connection.close()
+            connection = None
+            lost_since = lost_since or time.monotonic()
+            if time.monotonic() - lost_since > reconnect_timeout_s:
+                raise
+            time.sleep(0.2)
+    if connection is not None:
+        connection.close()
+    return sent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=5555)
+    parser.add_argument("--token", default=os.environ.get("RLLINK_TOKEN"),
+                        help="the server's env_config['token'] (default: $RLLINK_TOKEN)")
+    parser.add_argument("--env", default="CartPole-v1", help="a gymnasium id (needs gymnasium)")
+    parser.add_argument("--steps-per-batch", type=int, default=500)
+    parser.add_argument("--max-env-steps", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    import gymnasium as gym  # only the example simulator needs it
+
+    sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,
+               args.max_env_steps, seed=args.seed)
+    print(f"sent {sent} env steps")
+
+
+if __name__ == "__main__":
+    main()

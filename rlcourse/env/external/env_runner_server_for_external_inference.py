@@ -1,0 +1,259 @@
+"""EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
+on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
+serves each simulator that connects on a thread of its own (client_session.py), hands it the config
+and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
+runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
+
+    config.environment(observation_space=..., action_space=..., env_config={"port": 5555,
+                       "token": "a shared secret"})
+          .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
+"""
+
+import contextlib
+import socket
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_mlp import Categorical, DiagGaussian, NumpyMLP
+from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
+from rlcourse.env.external.client_session import serve_client
+from rlcourse.env.external.rllink import (
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    encode_array,
+    send_message,
+)
+from rlcourse.env.registry import EnvCreator
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
+# env_config keys this runner reads, with their defaults ("token" has none: it must be set).
+SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
+                   "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
+
+
+def _space_message(space: gym.Space) -> dict:
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    return {"type": "Box", "shape": list(space.shape), "low": encode_array(space.low),
+            "high": encode_array(space.high)}
+
+
+class EnvRunnerServerForExternalInference(EnvRunner):
+    """Episodes from simulator processes that connect over TCP (one port per runner)."""
+
+    num_envs = 1
+
+    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+        super().__init__(config, env_creator, worker_index)
+        settings = {**SERVER_SETTINGS, **config.env_config}
+        self.token = settings.get("token")
+        if not isinstance(self.token, str) or not self.token:
+            raise ValueError("EnvRunnerServerForExternalInference needs a shared token: set "
+                             "config.environment(env_config={'token': 'a secret', ...}) and give "
+                             "the same token to each simulator's client.")
+        self.observation_space = config.observation_space
+        self.action_space = config.action_space
+        self.head = config.get_action_head(self.action_space, worker_index)
+        if (config.rl_module_class is not None or config.env_to_module_connector is not None
+                or config.is_multi_agent or type(self.head) not in (Categorical, DiagGaussian)):
+            raise ValueError("EnvRunnerServerForExternalInference runs the default MLP with a "
+                             "categorical or Gaussian head (PPO, IMPALA) for one agent, without "
+                             "env-to-module connectors: simulators run it themselves (client.py).")
+        self.info = space_info(self.observation_space, self.action_space)  # refuses other spaces
+        self.max_clients = int(settings["max_clients"])
+        self.client_timeout_s = float(settings["client_timeout_s"])
+        self.max_message_bytes = int(settings["max_message_bytes"])
+        self.max_episode_steps = int(settings["max_episode_steps"])
+        # Episodes wait here for sample(); the oldest are dropped beyond a few requests' worth.
+        self.max_queued_steps = max(4 * config.get_rollout_fragment_length(), self.max_episode_steps)
+        self._queue: deque[SingleAgentEpisode] = deque()
+        self._queued_steps = 0
+        self._lock = threading.Condition()  # guards the queue, the weights and the client list
+        self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
+        self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
+        self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
+        self._clients: list[socket.socket] = []
+        self.wire_bytes = 0  # both ways, headers included
+        self.num_refused = 0  # connections closed with an ERROR
+        self.num_dropped_steps = 0  # env steps dropped from a full queue
+        self.stopping = False
+        port = int(settings["port"])  # 0: a free port, which `address` tells
+        port = port + worker_index if port else 0
+        try:
+            self._listener = socket.create_server((settings["host"], port))
+        except OSError as e:
+            raise OSError(e.errno, f"EnvRunnerServerForExternalInference {worker_index} cannot listen "
+                          f"on {settings['host']}:{port} ({e.strerror}): runner i listens on "
+                          "env_config['port'] + i; pick a free base port, or 0 for any.") from e
+        self._listener.settimeout(0.2)  # how often the accept loop looks at `stopping`
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self.name = f"{type(self).__name__} {worker_index} on {self.address[0]}:{self.address[1]}"
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True, name=self.name)
+        self._thread.start()
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self.stopping:
+            try:
+                sock, peer = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed by stop()
+            with self._lock:
+                full = len(self._clients) >= self.max_clients
+                if not full:
+                    self._clients.append(sock)
+            if full:
+                self._refuse_full(sock)
+                continue
+            threading.Thread(target=serve_client, args=(sock, f"{peer[0]}:{peer[1]}", self),
+                             daemon=True).start()
+
+    def _refuse_full(self, sock: socket.socket) -> None:
+        self.num_refused += 1
+        with contextlib.suppress(OSError):
+            sock.settimeout(1.0)
+            send_message(sock, {"type": "ERROR", "message": f"{self.name} serves {self.max_clients} "
+                                "clients already (env_config['max_clients']): try another runner's "
+                                "port, or later."})
+        sock.close()
+
+    def client_left(self, sock: socket.socket) -> None:
+        with self._lock:
+            if sock in self._clients:
+                self._clients.remove(sock)
+
+    @property
+    def num_clients(self) -> int:
+        return len(self._clients)
+
+    def config_message(self) -> dict:
+        """SET_CONFIG: what a client needs to act as this runner would (no code, only data)."""
+        return {"type": "SET_CONFIG", "protocol_version": PROTOCOL_VERSION,
+                "observation_space": _space_message(self.observation_space),
+                "action_space": _space_message(self.action_space),
+                "head": "categorical" if isinstance(self.head, Categorical) else "gaussian",
+                "activation": self.config.get_model_config()["fcnet_activation"],
+                "explore": bool(self.config.explore), "max_episode_steps": self.max_episode_steps,
+                "max_message_bytes": self.max_message_bytes}
+
+    def state_message(self, newer_than: int | None = None) -> tuple[dict, int]:
+        """SET_STATE, the current weights as the layers `x @ w + b`, and their version. With
+        `newer_than` (EPISODES_AND_GET_STATE), wait for newer weights unless sample() is waiting
+        for episodes (RLlib's on-policy sampling: simulators idle while the learner trains)."""
+        def ready() -> bool:
+            return self._layers is not None and (
+                newer_than is None or self._layers_version > newer_than
+                or self._wanting_episodes or self.stopping)
+
+        with self._lock:
+            # (Within half the client's timeout: a client waiting that long gets the weights held.)
+            if not self._lock.wait_for(ready, self.client_timeout_s / 2) and self._layers is None:
+                raise TimeoutError("no weights yet")
+            return {"type": "SET_STATE", "weights_seq_no": self.weights_seq_no,
+                    "layers": self._layers}, self._layers_version
+
+    def add_episodes(self, episodes: list[SingleAgentEpisode]) -> None:
+        """Queue checked episodes for sample() (dropping the oldest beyond `max_queued_steps`)."""
+        with self._lock:
+            for episode in episodes:
+                self._queue.append(episode)
+                self._queued_steps += len(episode)
+            while self._queued_steps - len(self._queue[0]) >= self.max_queued_steps:
+                dropped = len(self._queue.popleft())
+                self._queued_steps -= dropped
+                self.num_dropped_steps += dropped
+            self._lock.notify_all()
+
+    # -- the runner's side -----------------------------------------------------------------------
+
+    def _set_module_weights(self, weights: dict[str, np.ndarray]) -> None:
+        network = NumpyMLP(self.info, self.config.get_model_config())
+        network.set_state(weights)
+        layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
+        with self._lock:
+            self._layers = layers
+            self._layers_version += 1
+            self._lock.notify_all()
+
+    def _initialize_weights(self) -> None:
+        from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only
+
+        module = build_module(self.config, self.observation_space, self.action_space)
+        self.set_weights(module.get_state(inference_only=True))
+
+    def _take(self, enough: Any, deadline: float | None, count: Any) -> list[SingleAgentEpisode]:
+        """Wait until `enough(queued episodes, queued steps)`, then pop episodes while `count`
+        (episodes taken, steps taken) says more are needed."""
+        # A runner actor answers before its group's own sample_timeout_s would end it.
+        deadline = deadline or time.monotonic() + 0.9 * self.config.sample_timeout_s
+        taken: list[SingleAgentEpisode] = []
+        with self._lock:
+            while not enough(len(self._queue), self._queued_steps):
+                if not self._wanting_episodes:
+                    self._wanting_episodes = True  # release the clients waiting for weights
+                    self._lock.notify_all()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._wanting_episodes = False
+                    raise SampleTimeoutError(
+                        f"{self.name} received too few episodes within sample_timeout_s="
+                        f"{self.config.sample_timeout_s} s from its {self.num_clients} "
+                        "simulator(s): start client.py against this port, or raise "
+                        "config.env_runners(sample_timeout_s=...).")
+                self._lock.wait(min(left, 1.0))
+            self._wanting_episodes = False
+            while count(len(taken), sum(map(len, taken))):
+                taken.append(self._queue.popleft())
+                self._queued_steps -= len(taken[-1])
+        for episode in taken:
+            self._episode_returns.append(episode.get_return())
+            self._episode_lens.append(len(episode))
+            self._count_steps(len(episode))
+        return taken
+
+    def _sample_steps(self, steps: int, explore: bool, deadline: float | None
+                      ) -> list[SingleAgentEpisode]:
+        """Whole episodes covering at least `steps` env steps (simulators explore as configured)."""
+        return self._take(lambda n, queued: queued >= steps, deadline,
+                          lambda n, taken: taken < steps)
+
+    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
+                         ) -> list[SingleAgentEpisode]:
+        return self._take(lambda n, queued: n >= num_episodes, deadline,
+                          lambda n, taken: n < num_episodes)
+
+    def get_spaces(self) -> tuple[gym.Space, gym.Space]:
+        return self.observation_space, self.action_space
+
+    def get_state(self) -> dict:
+        """Only the step count: queued episodes are not saved (simulators send new ones)."""
+        return {"num_env_steps_lifetime": self._num_env_steps_lifetime}
+
+    def check_state(self, state: dict, where: str) -> str | None:
+        count = state.get("num_env_steps_lifetime") if isinstance(state, dict) else None
+        if type(count) is not int or count < 0:
+            return f"{where}.num_env_steps_lifetime must be an int >= 0."
+        return None
+
+    def set_state(self, state: dict) -> None:
+        self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
+
+    def stop(self) -> None:
+        """Stop listening and hang up on every client (their threads then end)."""
+        self.stopping = True
+        self._listener.close()
+        with self._lock:
+            clients, self._clients = list(self._clients), []
+        for sock in clients:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=2.0)

@@ -1,0 +1,103 @@
+"""Bad input from a simulator: each gets an ERROR message naming what was wrong, the connection
+closes, the runner keeps serving a good client beside it, and nothing bad is queued for a learner."""
+
+import json
+
+import numpy as np
+import pytest
+from external_helpers import (
+    TOKEN,
+    handshake,
+    raw_connect,
+    receive_raw,
+    run_client_in_thread,
+    send_raw,
+    start_runner,
+)
+
+from rlcourse.env.external.client import PROTOCOL_VERSION, encode_array
+
+pytestmark = pytest.mark.timeout(30)
+MAX_BYTES = 100_000
+
+
+def episode(t: int = 5, **changes) -> dict:
+    """A good CartPole-shaped episode message entry, with `changes` applied."""
+    data = {"obs": np.zeros((t + 1, 4), np.float32), "actions": np.zeros(t, np.int64),
+            "rewards": np.ones(t, np.float32), "action_logp": np.full(t, -0.7, np.float32),
+            "terminated": True, "truncated": False}
+    data.update(changes)
+    return {k: encode_array(v) if isinstance(v, np.ndarray) else v for k, v in data.items()}
+
+
+def episodes(*entries) -> bytes:
+    return json.dumps({"type": "EPISODES", "episodes": list(entries)}).encode()
+
+
+PING = {"type": "PING", "token": TOKEN, "protocol_version": PROTOCOL_VERSION}
+BEFORE_HANDSHAKE = {  # name: (body, words the ERROR message must hold)
+    "malformed JSON": (b'{"type": "PING", "token": ', "not UTF-8 JSON"),
+    "not an object": (b"[1, 2]", "JSON object"),
+    "missing token": (json.dumps({**PING, "token": None}).encode(), "token"),
+    "wrong token": (json.dumps({**PING, "token": "guess"}).encode(), "token"),
+    "episodes before PING": (episodes(episode()), "first message must be PING"),
+    "another protocol version": (json.dumps({**PING, "protocol_version": 99}).encode(),
+                                 "protocol version 99"),
+}
+AFTER_HANDSHAKE = {
+    "unknown message type": (b'{"type": "GET_ACTION"}', "unknown message type 'GET_ACTION'"),
+    "NaN in JSON": (b'{"type": "EPISODES", "episodes": [NaN]}', "NaN"),
+    "oversized message": (b" " * (MAX_BYTES + 1), "over the limit"),
+    "episodes not a list": (b'{"type": "EPISODES", "episodes": 3}', "'episodes', a list"),
+    "missing field": (episodes({k: v for k, v in episode().items() if k != "rewards"}), "fields"),
+    "observation of the wrong shape": (episodes(episode(obs=np.zeros((6, 5), np.float32))),
+                                       "obs: shape (6, 5), expected (6, 4)"),
+    "observation of the wrong dtype": (episodes(episode(obs=np.zeros((6, 4), np.float64))),
+                                       "obs: dtype float64"),
+    "NaN reward": (episodes(episode(rewards=np.array([1, 1, np.nan, 1, 1], np.float32))),
+                   "rewards: a NaN or infinite value at step 2"),
+    "infinite observation": (episodes(episode(obs=np.full((6, 4), np.inf, np.float32))), "obs"),
+    "action outside the action space": (episodes(episode(actions=np.array([0, 1, 2, 0, 1]))),
+                                        "action 2 at step 2 is outside"),
+    "negative action": (episodes(episode(actions=np.array([0, -1, 0, 0, 1]))), "action -1"),
+    "partial episode": (episodes(episode(terminated=False)), "whole episodes only"),
+    "too long an episode": (episodes(episode(t=51)), "max_episode_steps"),
+    "bad base64": (episodes(episode(obs={"dtype": "float32", "shape": [6, 4], "b64": "!!"})),
+                   "not base64"),
+    "bytes that do not fit the shape": (
+        episodes(episode(obs={**encode_array(np.zeros((6, 4), np.float32)), "shape": [7, 4]})),
+        "do not hold"),
+    "a good episode beside a bad one": (
+        episodes(episode(), episode(rewards=np.full(5, np.nan, np.float32))), "episodes[1]"),
+}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    runner = start_runner(client_timeout_s=5.0, max_message_bytes=MAX_BYTES, max_episode_steps=50)
+    yield runner
+    runner.stop()
+
+
+@pytest.mark.parametrize("name", [*BEFORE_HANDSHAKE, *AFTER_HANDSHAKE])
+def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
+    good = run_client_in_thread(runner, max_env_steps=200)  # served while the bad one is refused
+    refused_before = runner.num_refused
+    sock = raw_connect(runner)
+    if name in AFTER_HANDSHAKE:
+        handshake(sock)
+    body, words = {**BEFORE_HANDSHAKE, **AFTER_HANDSHAKE}[name]
+    send_raw(sock, body)
+    answer = receive_raw(sock)
+    assert answer["type"] == "ERROR" and words in answer["message"], answer
+    assert receive_raw(sock) is None  # then it hangs up
+    sock.close()
+    assert runner.num_refused == refused_before + 1
+    queued = runner.sample(num_timesteps=150)  # what a learner gets: only the good client's
+    good.join(timeout=20)
+    queued += list(runner._queue)
+    assert queued and all(len(e) != 5 for e in queued), "an episode of the bad message got through"
+    for e in queued:
+        assert np.isfinite(e.rewards).all() and np.isfinite(e.observations).all()
+    runner._queue.clear()
+    runner._queued_steps = 0

@@ -1,0 +1,193 @@
+"""The server runner for external simulators, in this process (no Ray): whole episodes from
+clients come out of sample() as from any runner; clients that die, hang, reconnect or crowd in."""
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from external_helpers import (
+    TOKEN,
+    external_config,
+    handshake,
+    made_up_weights,
+    raw_connect,
+    receive_raw,
+    run_client_in_thread,
+    start_runner,
+)
+
+from rlcourse.env.env_runner import SampleTimeoutError
+from rlcourse.env.external import client
+from rlcourse.env.external.env_runner_server_for_external_inference import (
+    EnvRunnerServerForExternalInference,
+)
+from rlcourse.utils.checkpoint_contents import config_from_json, config_to_json
+from rlcourse.utils.checkpoints import CheckpointError
+from rlcourse.utils.validation import ConfigError
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def runner():
+    runner = start_runner(client_timeout_s=1.0)
+    yield runner
+    runner.stop()
+
+
+def wait_until(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_sample_returns_the_clients_whole_episodes_as_a_runner_does(runner):
+    threads = [run_client_in_thread(runner, seed=i) for i in range(2)]
+    episodes = runner.sample(num_timesteps=400)
+    assert sum(map(len, episodes)) >= 400 and all(e.is_done for e in episodes)
+    for episode in episodes:
+        assert episode.observations.shape == (len(episode) + 1, 4)
+        assert episode.observations.dtype == np.float32 and episode.actions.dtype == np.int64
+        assert set(np.unique(episode.actions)) <= {0, 1}
+        assert (episode.extra_model_outputs["action_logp"] <= 0).all()
+    metrics = runner.get_metrics()
+    assert metrics["num_env_steps_sampled"] == sum(map(len, episodes))
+    assert metrics["episode_returns"] == [e.get_return() for e in episodes]
+    assert runner.sample(num_episodes=3) and runner.wire_bytes > 0
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def test_new_weights_reach_the_clients_with_their_next_answer(runner):
+    seen = []
+    thread = run_client_in_thread(runner, max_env_steps=300, on_weights=seen.append)
+    runner.sample(num_timesteps=50)
+    runner.set_weights(made_up_weights(1))
+    thread.join(timeout=10)
+    assert seen[0] == 0 and seen[-1] == 1  # EPISODES_AND_GET_STATE brought version 1
+
+
+def test_a_client_killed_mid_message_leaves_nothing_behind_and_others_go_on(runner):
+    sock = raw_connect(runner)
+    handshake(sock)
+    sock.sendall(b"\x00\x00\x10\x00" + b'{"type": "EPISODES", "episodes": [{"obs"')
+    sock.close()
+    wait_until(lambda: runner.num_clients == 0)
+    assert runner._queued_steps == 0
+    thread = run_client_in_thread(runner)
+    assert all(e.is_done for e in runner.sample(num_timesteps=100))
+    thread.join(timeout=10)
+
+
+def test_a_silent_client_is_timed_out_and_can_reconnect(runner):
+    sock = raw_connect(runner)
+    handshake(sock)
+    assert runner.num_clients == 1
+    assert receive_raw(sock) is None  # hung up on after client_timeout_s=1 of silence
+    wait_until(lambda: runner.num_clients == 0)
+    sock = raw_connect(runner)
+    handshake(sock)  # the same client, again
+    sock.close()
+    thread = run_client_in_thread(runner)
+    assert runner.sample(num_timesteps=100)
+    thread.join(timeout=10)
+
+
+def test_more_clients_than_max_clients_are_told_so():
+    runner = start_runner(max_clients=1, client_timeout_s=2.0)
+    try:
+        first = raw_connect(runner)
+        handshake(first)
+        second = raw_connect(runner)
+        answer = receive_raw(second)
+        assert answer["type"] == "ERROR" and "max_clients" in answer["message"]
+        first.close()
+        wait_until(lambda: runner.num_clients == 0)
+        handshake(raw_connect(runner))  # room again
+    finally:
+        runner.stop()
+
+
+def test_sample_without_clients_times_out_naming_the_port():
+    config = external_config().env_runners(sample_timeout_s=0.3)
+    runner = EnvRunnerServerForExternalInference(config)
+    runner.set_weights(made_up_weights())
+    try:
+        with pytest.raises(SampleTimeoutError, match=f"{runner.address[1]}.*client.py"):
+            runner.sample(num_timesteps=10)
+    finally:
+        runner.stop()
+
+
+def test_stop_hangs_up_on_clients_and_frees_the_port(runner):
+    sock = raw_connect(runner)
+    handshake(sock)
+    runner.stop()
+    assert receive_raw(sock) is None
+    with pytest.raises(OSError):
+        socket.create_connection(runner.address, timeout=1.0)
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="token"):
+        EnvRunnerServerForExternalInference(external_config(token=None))
+    with pytest.raises(ConfigError, match="env_runner_cls"):
+        external_config().env_runners(env_runner_cls=dict).validate()
+    with pytest.raises(ConfigError, match="observation_space and action_space"):
+        external_config().environment(action_space=None).validate()
+    taken = start_runner()
+    try:
+        with pytest.raises(OSError, match="cannot listen on .*pick a free base port"):
+            start_runner(port=taken.address[1])
+    finally:
+        taken.stop()
+    with pytest.raises(ConfigError, match="evaluation builds the env"):
+        external_config().evaluation(evaluation_interval=1).validate()
+    assert TOKEN
+
+
+def test_a_simulator_process_killed_mid_episode_is_forgotten_and_others_are_served(runner):
+    simulator = subprocess.Popen(
+        [sys.executable, client.__file__, "--port", str(runner.address[1]), "--token", TOKEN,
+         "--steps-per-batch", "1000000"], stdout=subprocess.DEVNULL)  # never sends a batch
+    try:
+        wait_until(lambda: runner.num_clients == 1, timeout_s=20)
+        time.sleep(0.2)  # stepping its simulator now
+    finally:
+        simulator.kill()
+        simulator.wait(timeout=10)
+    wait_until(lambda: runner.num_clients == 0)
+    assert runner._queued_steps == 0  # its episode in progress never arrives
+    thread = run_client_in_thread(runner)
+    assert all(e.is_done for e in runner.sample(num_timesteps=100))
+    thread.join(timeout=10)
+
+
+def test_a_client_reconnects_to_a_restarted_runner_on_its_port(runner):
+    thread = run_client_in_thread(runner, max_env_steps=400)
+    assert runner.sample(num_timesteps=100)
+    runner.stop()  # as a runner actor that Ray restarts: the same port, a new process
+    restarted = start_runner(port=runner.address[1], client_timeout_s=1.0)
+    try:
+        assert all(e.is_done for e in restarted.sample(num_timesteps=100))
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    finally:
+        restarted.stop()
+
+
+def test_a_checkpoint_keeps_the_spaces_and_the_runner_class():
+    config = external_config()
+    document = json.loads(json.dumps(config_to_json(config)))
+    restored = config_from_json(document, "test")
+    assert restored.env_runner_cls is EnvRunnerServerForExternalInference
+    assert restored.observation_space == config.observation_space
+    assert restored.action_space == config.action_space
+    document["observation_space"]["low"] = "x"
+    with pytest.raises(CheckpointError, match="observation_space is not a Box"):
+        config_from_json(document, "test")

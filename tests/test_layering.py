@@ -46,8 +46,7 @@ ENV_API = {"env_context", "registry", "multi_agent_env", "single_agent_episode",
            "multi_agent_episode"}
 EPISODES = {"rlcourse.env.single_agent_episode", "rlcourse.env.multi_agent_episode"}
 ROOMS = ["core constants", "utils", "env API", "connectors", "core", "callbacks", "env", "offline",
-         "tune",
-         "algorithms", "serve", "rlcourse", "course"]
+         "tune", "algorithms", "serve", "rlcourse", "course"]
 CLASS_STRING = re.compile(r"^(rlcourse(?:\.\w+)+):[\w.]+$")
 
 

@@ -3,9 +3,11 @@ larger one.
 
 Each row times `PPOLearner.update` (PPO's defaults: minibatches of 128, 10 epochs) on the same
 CartPole-v1 batch, after one warm-up update: the Learner built with `num_gpus_per_learner=0` (CPU,
-the baseline) and with `num_gpus_per_learner=1` (its CUDA device). Throughput is the batch's env
-steps divided by the median seconds per update; the ratio column is GPU over CPU for the same model.
-Without CUDA the CPU side is measured and printed, and the script says it needs a GPU for the rest.
+the baseline) with one torch thread (as in a Ray actor given one CPU) and with torch's default (all
+cores, as in a notebook's local learner), and with `num_gpus_per_learner=1` (its CUDA device).
+Throughput is the batch's env steps divided by the median seconds per update; the ratio column is
+over the one-thread CPU row of the same model. Without CUDA the CPU rows are measured and printed,
+and the script says it needs a GPU for the rest.
 
     python benchmarks/gpu_learner.py [--batch 4000] [--updates 3] [--large 1024 1024]
 """
@@ -66,21 +68,27 @@ def main() -> None:
     import torch
 
     cuda = torch.cuda.is_available()
+    default_threads = torch.get_num_threads()
     episodes, spaces = sample_batch(args.batch)
     steps = sum(map(len, episodes))
     rows = []
     for name, hiddens in (("default", DEFAULT_HIDDENS), ("large", args.large)):
-        cpu_s, _ = seconds_per_update(hiddens, args.batch, 0, episodes, spaces, args.updates)
-        rows.append([f"{name} {hiddens}", "cpu", f"{cpu_s:.3f}", f"{steps / cpu_s:,.0f}", "1.00"])
+        timings = []  # (device label, seconds per update)
+        for threads in sorted({1, default_threads}):
+            torch.set_num_threads(threads)
+            cpu_s, _ = seconds_per_update(hiddens, args.batch, 0, episodes, spaces, args.updates)
+            timings.append((f"cpu, {threads} thread{'s' if threads > 1 else ''}", cpu_s))
+        torch.set_num_threads(default_threads)
         if cuda:
             gpu_s, device = seconds_per_update(hiddens, args.batch, 1, episodes, spaces,
                                                args.updates)
-            rows.append([f"{name} {hiddens}", device, f"{gpu_s:.3f}", f"{steps / gpu_s:,.0f}",
-                         f"{cpu_s / gpu_s:.2f}"])
+            timings.append((device, gpu_s))
+        one_thread_s = timings[0][1]
+        rows += [[f"{name} {hiddens}", device, f"{s:.3f}", f"{steps / s:,.0f}",
+                  f"{one_thread_s / s:.2f}"] for device, s in timings]
     print_table(f"PPO learner updates on a batch of {steps} CartPole env steps "
-                f"(minibatch 128, 10 epochs; torch {torch.__version__}, "
-                f"{torch.get_num_threads()} CPU threads)",
-                ["model", "device", "s / update", "env steps / s", "x CPU"], rows)
+                f"(minibatch 128, 10 epochs; torch {torch.__version__})",
+                ["model", "device", "s / update", "env steps / s", "x CPU 1 thread"], rows)
     if not cuda:
         print("No CUDA GPU here: this benchmark needs one for the GPU side (only the CPU side was "
               "measured).")

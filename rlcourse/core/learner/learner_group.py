@@ -182,7 +182,11 @@ class LearnerGroup:
         """ray.get, with a clear error when a Learner actor has died."""
         try:
             return ray.get(refs)
-        except RayActorError as e:
+        except (RayActorError, RayTaskError) as e:
+            # A survivor's all-reduce fails ("connection closed by peer") as soon as a peer dies,
+            # often before the dead actor's own error arrives: look at every answer first.
+            if not isinstance(e, RayActorError) and not _a_learner_died(refs):
+                raise
             raise LearnerFailure(
                 "A Learner actor died. Learners are not restarted: the data-parallel group shares "
                 "one optimizer state, which died with it. Build the algorithm again, or continue "
@@ -236,3 +240,16 @@ class LearnerGroup:
         self.remote_learners = []
         if self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
+
+
+def _a_learner_died(refs: list, timeout_s: float = 30.0) -> bool:
+    """Whether any of the learners' answers is a dead actor's (waiting up to `timeout_s` for them)."""
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except RayActorError:
+            return True
+        except RayTaskError:
+            pass
+    return False

@@ -66,6 +66,7 @@ class AlgorithmConfig:
         self.minibatch_size: int | None = 128  # None: the whole batch in one step
         self.num_epochs = 10
         self.grad_clip: float | None = None
+        self.learner_connector: Any = None  # fn(obs_space, act_space) -> episodes -> episodes
         # rl_module()
         self.model_config: dict = copy.deepcopy(self.default_model_config)
         self.rl_module_class: type | None = None
@@ -165,8 +166,8 @@ class AlgorithmConfig:
     @setter
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
                  train_batch_size_per_learner: int = NotProvided, minibatch_size: int = NotProvided,
-                 num_epochs: int = NotProvided, grad_clip: float | None = NotProvided
-                 ) -> "AlgorithmConfig":
+                 num_epochs: int = NotProvided, grad_clip: float | None = NotProvided,
+                 learner_connector: Any = NotProvided) -> "AlgorithmConfig":
         """Settings of the update; algorithm configs add their own (PPO: `lambda_`, ...)."""
 
     @setter

@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.default_model_config import (
+    ACTIVATIONS,
+    CONV_DEFAULTS,
+    DEFAULT_MODEL_CONFIG,
+)
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
 
@@ -228,10 +232,10 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
-    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG))
+    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG) - set(CONV_DEFAULTS))
     if unknown:  # (a module class of your own may read any keys: that case returned above)
         fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
-             f"are {sorted(DEFAULT_MODEL_CONFIG)}. For other architectures, pass your own "
+             f"are {sorted({**DEFAULT_MODEL_CONFIG, **CONV_DEFAULTS})}. For other architectures, pass your own "
              "rl_module_class.")
     hiddens = config.model_config.get("fcnet_hiddens")
     if not (isinstance(hiddens, list | tuple) and hiddens and all(

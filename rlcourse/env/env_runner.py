@@ -73,6 +73,7 @@ class EnvRunner:
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
+    frame_stacking: Any = None  # its FrameStackingEnvToModule: the module acts on its stacks
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config

@@ -80,6 +80,7 @@ class SingleAgentEnvRunner(EnvRunner):
             self.env_to_module = build_env_to_module_pipeline(
                 config, self.observation_space, self.action_space, self.env)
             self.observation_space = self.env_to_module.observation_space
+            self.frame_stacking = self.env_to_module.frame_stacking
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed, worker_index)
         self.hooks = None
@@ -110,6 +111,8 @@ class SingleAgentEnvRunner(EnvRunner):
                 raise clear from e
             raise
         self._obs = self.env_to_module(obs) if self.env_to_module is not None else obs
+        if self.frame_stacking:
+            self.frame_stacking.push(self._obs)
         if self.hooks:
             self.hooks.on_reset(self._obs, infos)
         self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
@@ -124,7 +127,8 @@ class SingleAgentEnvRunner(EnvRunner):
             self._reset()
         n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
                                           else self.module.forward_inference)
-        connectors = self.env_to_module
+        connectors, stacking = self.env_to_module, self.frame_stacking
+        self._lookback = stacking.lookback() if stacking else None  # frames before obs[0]
         obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
         rewards = np.empty((steps, n_envs), dtype=np.float32)
         terminated = np.empty((steps, n_envs), dtype=bool)
@@ -136,7 +140,7 @@ class SingleAgentEnvRunner(EnvRunner):
         self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for t in range(steps):
             self._check_deadline(deadline)
-            out = forward(obs[t])
+            out = forward(stacking.stacked if stacking else obs[t])
             if t == 0:
                 outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
             for k, v in out.items():
@@ -155,6 +159,8 @@ class SingleAgentEnvRunner(EnvRunner):
                                "fault_tolerance(restart_failed_sub_environments=True).")
                 raise
             obs[t + 1] = connectors(next_obs) if connectors is not None else next_obs
+            if stacking:  # SAME_STEP autoreset: an ended sub-env's obs[t + 1] starts its next episode
+                stacking.push(obs[t + 1], terminated[t] | truncated[t])
             if self.hooks:
                 self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
                                    infos)
@@ -219,6 +225,8 @@ class SingleAgentEnvRunner(EnvRunner):
         episode = SingleAgentEpisode(ep_obs, outputs["actions"][start:end, i], chunk_rewards,
                                      extra, is_terminated, is_truncated,
                                      id_=self._ids[i], t_started=self._t_started[i])
+        if self._lookback is not None and start == 0 and episode.t_started > 0:
+            episode.lookback_observations = self._lookback[i]
         if self.hooks:
             episode.custom_data = self.hooks.custom_data(i, episode.is_done)
         self._running_returns[i] += float(rewards[start:end, i].sum())  # the env's, not clipped

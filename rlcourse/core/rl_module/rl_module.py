@@ -3,6 +3,7 @@
 
 import itertools
 import os
+from dataclasses import replace
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlcourse.core.rl_module.cnn_encoder import conv_layers, output_shapes, torch_cnn
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
-INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
+INFERENCE_PREFIXES = ("cnn.", "encoder.", "pi.")  # the default module's weights a runner needs
 
 
 class RLModule(nn.Module):
@@ -131,6 +133,12 @@ class DefaultActorCriticModule(RLModule):
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
+        if layers := conv_layers(self.info.obs_shape, self.model_config):
+            # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
+            self.cnn = torch_cnn(self.info.obs_shape, layers,
+                                 self.model_config.get("conv_activation", "relu"))
+            self.info = replace(self.info, obs_dim=int(np.prod(
+                output_shapes(self.info.obs_shape, layers)[-1])))
         # Checkpoints written before vf_share_layers existed hold two separate networks.
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:
@@ -151,6 +159,8 @@ class DefaultActorCriticModule(RLModule):
 
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
+        if hasattr(self, "cnn"):  # [B, H, W, C] images, channels-first for torch's Conv2d
+            return self.cnn(obs.float().permute(0, 3, 1, 2))
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -232,10 +232,11 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
-    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG) - set(CONV_DEFAULTS))
+    known = {**DEFAULT_MODEL_CONFIG, **CONV_DEFAULTS}
+    unknown = sorted(set(config.model_config) - set(known))
     if unknown:  # (a module class of your own may read any keys: that case returned above)
         fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
-             f"are {sorted({**DEFAULT_MODEL_CONFIG, **CONV_DEFAULTS})}. For other architectures, pass your own "
+             f"are {sorted(known)}. For other architectures, pass your own "
              "rl_module_class.")
     hiddens = config.model_config.get("fcnet_hiddens")
     if not (isinstance(hiddens, list | tuple) and hiddens and all(

@@ -33,9 +33,9 @@ def _pair(value: Any) -> tuple[int, int] | None:
 
 def conv_layers(obs_shape: tuple[int, ...], model_config: dict) -> list[ConvLayer]:
     """The CNN's layers for observations of `obs_shape`: `conv_filters`, or RLlib's default for
-    84x84 and 42x42 images; [] (no CNN) for vectors and other images without conv_filters. Raises ConfigError naming the
-    setting for filters of the wrong form, filters on vectors, or filters that shrink the image to
-    nothing."""
+    84x84 and 42x42 images; [] (no CNN) for vectors and other images without conv_filters. Raises
+    ConfigError naming the setting for filters of the wrong form, filters on vectors, or filters
+    that shrink the image to nothing."""
     filters = model_config.get("conv_filters")
     if len(obs_shape) != 3:
         if filters:
@@ -86,7 +86,7 @@ def paddings(obs_shape: tuple[int, ...], layers: list[ConvLayer]) -> list[tuple[
     """(top, bottom, left, right) zeros of each layer."""
     sizes = [obs_shape[:2], *(s[:2] for s in output_shapes(obs_shape, layers))]
     return [(*same_padding(h, kr[0], s[0]), *same_padding(w, kr[1], s[1])) if k < len(layers) - 1
-            else (0, 0, 0, 0) for k, ((h, w), (_, kr, s)) in enumerate(zip(sizes, layers))]
+            else (0, 0, 0, 0) for k, ((h, w), (_, kr, s)) in enumerate(zip(sizes, layers, strict=False))]
 
 
 def torch_cnn(obs_shape: tuple[int, ...], layers: list[ConvLayer], activation: str) -> Any:

@@ -3,8 +3,8 @@
 
 import itertools
 import os
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym

@@ -19,6 +19,7 @@ from rlcourse.env.env_runner import (
     build_inference_module,
     first_non_finite,
     non_finite_field,
+    observation_shape_error,
 )
 from rlcourse.env.env_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
@@ -40,26 +41,6 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
     # copy=False: the runner copies each step's observations into its own buffer straight away.
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
-
-
-def observation_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception
-                            ) -> ValueError | None:
-    """A clear error for an observation that does not fit the observation space, naming the env,
-    the space and the shape it returned, for numpy's "Output array is the wrong shape" or "all
-    input arrays must have the same shape" (SYNC) or "could not broadcast" (ASYNC); None for any
-    other error."""
-    if not (isinstance(error, ValueError) and any(
-            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
-        return None
-    space = env.single_observation_space
-    got = f"numpy says: {error}"
-    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
-        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
-               if o is not None and np.shape(o) != space.shape]
-        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
-    return ValueError(f"The {name} returned an observation that does not fit its "
-                      f"observation_space {space} ({got}). Return observations of the space's "
-                      "shape, or declare the space they have in the env's __init__.")
 
 
 class SingleAgentEnvRunner(EnvRunner):
@@ -293,6 +274,8 @@ class SingleAgentEnvRunner(EnvRunner):
         if self._needs_reset:
             return
         self._obs = from_plain(episodes["obs"])
+        if self.frame_stacking:  # earlier frames are not saved: the stacks restart from this one
+            self.frame_stacking.push(self._obs)
         self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
         self._running_returns = list(episodes["running_returns"])
         if self.hooks and episodes.get("hooks") is not None:

@@ -1,4 +1,5 @@
-"""The runners' network: a NumPy MLP built from a default module's state dict, the action heads
+"""The runners' network: a NumPy MLP (after a NumPy CNN for images: cnn_encoder.py) built from a
+default module's state dict, the action heads
 that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
 
 NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
@@ -72,6 +73,8 @@ class NumpyMLP:
         """Take the torch module's arrays (see the chain above)."""
         self.layers = [_layer(state, name) for prefix in CHAIN
                        for name in _linear_layers(state, prefix)]
+        if not any(k.startswith("cnn.") for k in state):  # DQN's, SAC's: no CNN, pixels flattened
+            self.cnn = None
         if self.cnn is not None:
             self.cnn.set_state(state)
 

@@ -126,8 +126,9 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
 
 class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
-    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Runners get
-    `encoder.*` and `pi.*` only."""
+    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Image
+    observations add a CNN (`cnn`) beneath, shared either way. Runners get `cnn.*`, `encoder.*` and
+    `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)

@@ -94,3 +94,15 @@ def test_ppo_trains_on_stacks_rebuilt_by_the_learner():
     with config.build_algo() as algo:
         result = algo.train()
     assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 120
+
+
+def test_learner_connector_must_be_a_function_and_runner_state_restores_with_stacks():
+    with pytest.raises(ConfigError, match="learner_connector.*FrameStackingLearner"):
+        stacking_config().training(learner_connector=4).validate()
+    runner, restored = SingleAgentEnvRunner(stacking_config()), SingleAgentEnvRunner(stacking_config())
+    runner.sample(num_timesteps=6)
+    restored.set_state(runner.get_state())  # mid-episode: the stacks restart from the saved frame
+    episodes = restored.sample(num_timesteps=6)
+    assert FrameStackingLearner(num_frames=K)(episodes)[0].observations.shape[1:] == (5, 5, 3 * K)
+    runner.stop()
+    restored.stop()

@@ -129,6 +129,9 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
     if config.env_to_module_connector is not None and not callable(config.env_to_module_connector):
         fail(config, "env_to_module_connector", "pass a function of the env that returns the "
              "connectors, as in RLlib: lambda env: MeanStdFilter().")
+    if config.learner_connector is not None and not callable(config.learner_connector):
+        fail(config, "learner_connector", "pass a function of the spaces that returns the connector, "
+             "as in RLlib: lambda obs_space, act_space: FrameStackingLearner(num_frames=4).")
 
 
 def _check_resources(config: "AlgorithmConfig") -> None:

@@ -1,6 +1,6 @@
 """The runners' network: a NumPy MLP (after a NumPy CNN for images: cnn_encoder.py) built from a
-default module's state dict, the action heads
-that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
+default module's state dict, the action heads that turn its outputs into actions, and the
+InferenceModule (network + head) an EnvRunner acts with.
 
 NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
 checks it matches the torch modules. The runner layers are one linear chain (CHAIN: PPO and IMPALA's

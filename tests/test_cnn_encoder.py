@@ -55,6 +55,13 @@ def test_bad_conv_filters_name_the_setting_the_layer_and_the_shape(shape, filter
                  {"fcnet_activation": "tanh", "conv_filters": filters})
 
 
+def test_integer_images_are_refused_naming_the_observation_space():
+    pixels = gym.spaces.Box(0, 255, (10, 10, 3), np.uint8)
+    with pytest.raises(ConfigError, match=r"observation_space=.*float images.*uint8 in \[0, 255\]"):
+        DefaultActorCriticModule(pixels, ACTIONS, {"fcnet_hiddens": [16], "fcnet_activation": "tanh",
+                                                   "conv_filters": [[4, 3, 1]]})
+
+
 def test_conv_activation_is_checked_and_validate_accepts_the_conv_settings():
     with pytest.raises(ConfigError, match="conv_activation='gelu'"):
         module((10, 10, 3), conv_filters=[[4, 3, 1]], conv_activation="gelu")

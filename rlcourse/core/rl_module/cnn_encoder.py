@@ -59,6 +59,16 @@ def conv_layers(obs_shape: tuple[int, ...], model_config: dict) -> list[ConvLaye
     return layers
 
 
+def check_image_space(space: Any) -> None:
+    """Refuse integer images: the CNN takes float frames of small values (RLlib's Atari frames are
+    in [-1, 1)); raw pixels in [0, 255] would saturate its first layer."""
+    if not np.issubdtype(space.dtype, np.floating):
+        raise ConfigError("observation_space", space, f"the CNN encoder takes float images, and "
+                          f"these are {space.dtype} in [{space.low.min()}, {space.high.max()}]: "
+                          "scale them in the env to float32 in [0, 1] or [-1, 1] (as "
+                          "wrap_atari_for_new_api_stack does).", "environment")
+
+
 def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     """Zeros before and after, so the output has ceil(size / stride) entries (TensorFlow's "same")."""
     total = max((-(-size // stride) - 1) * stride + kernel - size, 0)

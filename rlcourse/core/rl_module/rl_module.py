@@ -12,7 +12,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlcourse.core.rl_module.cnn_encoder import conv_layers, output_shapes, torch_cnn
+from rlcourse.core.rl_module.cnn_encoder import (
+    check_image_space,
+    conv_layers,
+    output_shapes,
+    torch_cnn,
+)
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
@@ -136,6 +141,7 @@ class DefaultActorCriticModule(RLModule):
         act = self.model_config["fcnet_activation"]
         if layers := conv_layers(self.info.obs_shape, self.model_config):
             # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
+            check_image_space(self.observation_space)
             self.cnn = torch_cnn(self.info.obs_shape, layers,
                                  self.model_config.get("conv_activation", "relu"))
             self.info = replace(self.info, obs_dim=int(np.prod(

@@ -2,6 +2,7 @@
 weights, and a raw connection that speaks RLlink byte by byte."""
 
 import json
+import os
 import socket
 import threading
 
@@ -11,17 +12,19 @@ from helpers import small_ppo
 
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
+    TOKEN_ENV_VAR,
     EnvRunnerServerForExternalInference,
 )
 
 TOKEN = "test-token"
+os.environ[TOKEN_ENV_VAR] = TOKEN  # as a driver sets it: runner actors and client.py read it
 OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 
 
 def external_config(**env_config):
     """A small PPO config whose runner serves CartPole-shaped simulators on a free port."""
     return (small_ppo().environment(observation_space=OBS_SPACE, action_space=gym.spaces.Discrete(2),
-                                    env_config={"port": 0, "token": TOKEN, **env_config})
+                                    env_config={"port": 0, **env_config})
             .env_runners(env_runner_cls=EnvRunnerServerForExternalInference))
 
 

@@ -7,7 +7,7 @@ learner has new weights, or when it waits for episodes, so the simulator samples
 It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
 so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
 
-    python client.py --port 5556 --token SECRET --env CartPole-v1   # --env needs gymnasium
+    RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
 
 import argparse
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 PROTOCOL_VERSION = 1
+TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the server's shared secret (also on the command line)
 HEADER = struct.Struct("!I")  # a 4-byte big-endian length, then UTF-8 JSON
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0), "linear": lambda x: x}
 
@@ -196,13 +197,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5555)
-    parser.add_argument("--token", default=os.environ.get("RLLINK_TOKEN"),
-                        help="the server's env_config['token'] (default: $RLLINK_TOKEN)")
+    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV_VAR),
+                        help=f"the server's shared secret (default: ${TOKEN_ENV_VAR}, which keeps it "
+                        "out of the process list)")
     parser.add_argument("--env", default="CartPole-v1", help="a gymnasium id (needs gymnasium)")
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--max-env-steps", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
+    if not args.token:
+        parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
 
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,

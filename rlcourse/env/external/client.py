@@ -133,6 +133,17 @@ def to_env_action(action: Any, space: dict) -> Any:
     return np.clip(action, decode_array(space["low"]), decode_array(space["high"]))
 
 
+def episode_entry(observations: list, actions: list, rewards: list, logps: list, terminated: bool,
+                  discrete: bool = True) -> dict:
+    """One whole episode as an EPISODES entry: its T+1 observations (reset's first), T actions,
+    rewards and log-probabilities; an episode that did not terminate was truncated."""
+    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
+            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
+            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
+            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
+            "terminated": bool(terminated), "truncated": not terminated}
+
+
 def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None) -> dict:
     """One whole episode, as an EPISODES entry (cut and marked truncated at max_episode_steps)."""
     obs, _ = env.reset(seed=seed)
@@ -146,26 +157,23 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
         rewards.append(reward)
         logps.append(logp)
         truncated = bool(truncated or (not terminated and len(actions) >= config["max_episode_steps"]))
-    discrete = config["action_space"]["type"] == "Discrete"
-    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
-            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
-            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
-            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
-            "terminated": bool(terminated), "truncated": not terminated}
+    return episode_entry(observations, actions, rewards, logps, terminated,
+                         config["action_space"]["type"] == "Discrete")
 
 
 def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
-        seed: int | None = None, on_weights: Any = None) -> int:
+        seed: int | None = None, on_weights: Any = None, connect: Any = Connection) -> int:
     """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
     sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
-    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE.
+    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE;
+    `connect(host, port, token)` makes each Connection (one that also records the traffic, say).
     Returns the env steps sent."""
     sent, connection, lost_since = 0, None, None
     while max_env_steps is None or sent < max_env_steps:
         try:
             if connection is None:
-                connection = Connection(host, port, token)
+                connection = connect(host, port, token)
                 config = connection.request({"type": "GET_CONFIG"}, "SET_CONFIG")
                 policy = Policy(config, seed, on_weights)
                 policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))

@@ -1,6 +1,7 @@
 """Helpers for the external-simulator tests: a server runner in this process (no Ray) with made-up
 weights, and a raw connection that speaks RLlink byte by byte."""
 
+import contextlib
 import json
 import os
 import socket
@@ -45,9 +46,14 @@ def start_runner(**env_config) -> EnvRunnerServerForExternalInference:
     return runner
 
 
+def _run_client(**kwargs) -> None:
+    with contextlib.suppress(OSError):  # the server stopped for good: the client gives up
+        client.run(**kwargs)
+
+
 def run_client_in_thread(runner, max_env_steps: int = 300, **kwargs) -> threading.Thread:
     """client.run() on CartPole against `runner`, on a daemon thread."""
-    thread = threading.Thread(target=client.run, daemon=True, kwargs={
+    thread = threading.Thread(target=_run_client, daemon=True, kwargs={
         "env": gym.make("CartPole-v1"), "host": "127.0.0.1", "port": runner.address[1],
         "token": TOKEN, "steps_per_batch": 100, "max_env_steps": max_env_steps,
         "reconnect_timeout_s": 2.0, "seed": 0, **kwargs})

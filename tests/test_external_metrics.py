@@ -1,11 +1,17 @@
 """What server runners count reaches train()'s results under "env_runners" (clients connected,
-episodes received, messages and episodes refused), and the shared token, which runner actors get
-from the driver's environment, is in no checkpoint."""
+episodes received, messages and episodes refused); the shared token, which runner actors get
+from the driver's environment, is in no checkpoint; a runner Ray restarts serves its simulators."""
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import ray
 from external_helpers import (
     TOKEN,
     external_config,
@@ -16,6 +22,8 @@ from external_helpers import (
     send_raw,
     start_runner,
 )
+
+from rlcourse.env.external import client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,7 +59,7 @@ def test_train_reports_the_counters_and_no_checkpoint_holds_the_token(ray_sessio
               .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))
     algo = algo_factory(config)
     [address] = algo.env_runner_group.foreach_env_runner(lambda runner: runner.address)
-    thread = run_client_in_thread(type("Server", (), {"address": address}), max_env_steps=2000)
+    thread = run_client_in_thread(type("Server", (), {"address": address}), max_env_steps=600)
     results = [algo.train()["env_runners"] for _ in range(2)]
     path = Path(algo.save_to_path(tmp_path / "checkpoint"))
     algo.stop()
@@ -65,3 +73,31 @@ def test_train_reports_the_counters_and_no_checkpoint_holds_the_token(ray_sessio
     files = [f for f in path.rglob("*") if f.is_file()]
     assert files and not [f for f in files if TOKEN.encode() in f.read_bytes()]
     assert TOKEN not in repr(config.to_dict()) and TOKEN not in repr(results)
+
+
+def test_a_runner_restarted_by_ray_serves_its_simulator_again(ray_session, algo_factory):
+    """SIGKILL the server runner's process: Ray restarts it on the same port (a fixed base port;
+    port 0 would pick another), the simulator reconnects, and training goes on."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        base = probe.getsockname()[1]
+    config = (external_config(port=base)
+              .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5)
+              .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))
+    algo = algo_factory(config)
+    simulator = subprocess.Popen([sys.executable, client.__file__, "--port", str(base + 1),
+                                  "--steps-per-batch", "100"], stdout=subprocess.DEVNULL)
+    try:
+        algo.train()
+        [runner] = algo.env_runner_group.remote_env_runners
+        os.kill(ray.get(runner.ping.remote()), signal.SIGKILL)
+        for _ in range(10):
+            result = algo.train()["env_runners"]
+            if result["num_external_clients_connected_lifetime"] >= 2:
+                break
+        assert result["num_env_runner_restarts"] == 1, result
+        assert result["num_external_clients_connected_lifetime"] == 2, result  # it came back
+        assert result["num_env_steps_sampled"] >= 200 and simulator.poll() is None
+    finally:
+        algo.stop()
+        simulator.terminate()
+        simulator.wait(timeout=10)

@@ -48,8 +48,7 @@ class EnvRunnerGroup:
         own_group = n and config.placement_strategy and current_placement_group() is None
         self.placement_group = make_placement_group(config, n) if own_group else None
         self.remote_env_runners = [
-            ray.remote(runner_class).options(**env_runner_options(
-                config, self.placement_group, i, runner_class.driver_env_vars))
+            ray.remote(runner_class).options(**env_runner_options(config, self.placement_group, i))
             .remote(config, env_creator, worker_index=i + 1) for i in range(n)]
         # The actors start in the background; wait_until_ready() collects these answers.
         self._pings = [r.ping.remote() for r in self.remote_env_runners]

@@ -189,7 +189,8 @@ def _check_case(fn: Callable, steps_per_batch: int, max_env_steps: int, seed: in
     if any(version != sum(a <= k for a in answered) for k, (*_, version) in enumerate(policy.acted)):
         _fail(what, "episodes after an answer were sampled with older weights: give "
               "connection.request's answer to policy.set_state(...) before the next episode.")
-    if total < max_env_steps or total - env.episodes[max(seen)]["length"] >= max_env_steps:
+    if not seen or total < max_env_steps or (
+            total - env.episodes[max(seen)]["length"] >= max_env_steps):
         _fail(what, f"{total} env steps were sent: go on until max_env_steps={max_env_steps} are "
               "sent, and stop with the episode that reaches it.")
     if returned != total:

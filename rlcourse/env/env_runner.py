@@ -95,6 +95,9 @@ class EnvRunner:
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
     frame_stacking: Any = None  # its FrameStackingEnvToModule: the module acts on its stacks
+    # Environment variables a runner actor gets from the driver's process (its Ray runtime env):
+    # secrets that must not travel in the config, which checkpoints and Tune results store.
+    driver_env_vars: tuple[str, ...] = ()
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config

@@ -116,7 +116,8 @@ def _train_critics(min_q_weight: float, updates: int = 100) -> float:
         learner.update_from_batch({
             "obs": obs, "actions": np.full((64, 1), 0.5, np.float32),
             "rewards": np.zeros(64, np.float32), "new_obs": np.clip(obs + 0.1, -1, 1),
-            "terminateds": np.zeros(64, bool), "n_step": np.ones(64, np.int64), "weights": np.ones(64, np.float32)}, step)
+            "terminateds": np.zeros(64, bool), "n_step": np.ones(64, np.int64),
+            "weights": np.ones(64, np.float32)}, step)
     module, obs = learner.module, torch.linspace(-1, 1, 21)[:, None]
     with torch.no_grad():
         q_data = module.compute_q_values(obs, torch.full((21, 1), 0.5))[0]

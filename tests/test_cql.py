@@ -2,6 +2,7 @@
 penalty valuing unseen actions below recorded ones, and learning Pendulum from the course's SAC's
 recorded steps (tests/fixtures/record_pendulum_sac.py made them), evaluated in the real env."""
 
+import inspect
 import math
 import subprocess
 import sys
@@ -61,6 +62,17 @@ def test_the_config_imports_neither_torch_nor_ray_data():
             "print('torch' in sys.modules, 'ray.data' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_cqls_settings_and_defaults_are_rllibs():
+    from ray.rllib.algorithms.cql import CQLConfig as RLlibCQLConfig  # (takes seconds to import)
+
+    ours, theirs = CQLConfig(), RLlibCQLConfig()
+    own = {"bc_iters", "temperature", "num_actions", "lagrangian", "lagrangian_thresh",
+           "min_q_weight", "deterministic_backup"}
+    assert own <= set(inspect.signature(RLlibCQLConfig.training).parameters)
+    for setting in own | {"actor_lr", "critic_lr", "alpha_lr", "twin_q", "tau"}:
+        assert getattr(ours, setting) == getattr(theirs, setting), setting
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.5])

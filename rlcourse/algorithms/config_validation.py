@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.default_model_config import (
+    ACTIVATIONS,
+    DEFAULT_MODEL_CONFIG,
+    LSTM_DEFAULTS,
+)
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
 
@@ -222,11 +226,11 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
-    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG))
+    known = {**DEFAULT_MODEL_CONFIG, **LSTM_DEFAULTS}
+    unknown = sorted(set(config.model_config) - set(known))
     if unknown:  # (a module class of your own may read any keys: that case returned above)
         fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
-             f"are {sorted(DEFAULT_MODEL_CONFIG)}. For other architectures, pass your own "
-             "rl_module_class.")
+             f"are {sorted(known)}. For other architectures, pass your own rl_module_class.")
     hiddens = config.model_config.get("fcnet_hiddens")
     if not (isinstance(hiddens, list | tuple) and hiddens and all(
             is_int(h) and h > 0 for h in hiddens)):
@@ -237,6 +241,35 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
     if not isinstance(config.model_config.get("vf_share_layers", False), bool):
         fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
              "the hidden layers) or False (two separate networks).")
+    _check_lstm(config, {**LSTM_DEFAULTS, **config.model_config})
+
+
+def _check_lstm(config: "AlgorithmConfig", settings: dict) -> None:
+    """RLlib's use_lstm, lstm_cell_size and max_seq_len (lstm_module.py), and what they need."""
+    if not isinstance(settings["use_lstm"], bool):
+        fail(config, "model_config", "use_lstm must be True (an LSTM after the encoder) or False.")
+    for key in ("lstm_cell_size", "max_seq_len"):
+        if not (is_int(settings[key]) and settings[key] >= 1):
+            fail(config, "model_config", f"{key} must be a whole number >= 1 (RLlib's default: "
+                 f"{LSTM_DEFAULTS[key]}), got {settings[key]!r}.")
+    if not settings["use_lstm"]:
+        return
+    if not config.algo_class.supports_lstm:
+        fail(config, "model_config", f"use_lstm=True is not implemented for "
+             f"{config.algo_class.__name__} in rlcourse yet; PPO supports it: PPOConfig()."
+             "rl_module(model_config={'use_lstm': True, 'vf_share_layers': True}).")
+    if config.is_multi_agent:
+        fail(config, "model_config", "use_lstm=True is built for single-agent PPO; drop "
+             "config.multi_agent(...) or use_lstm.")
+    if settings["vf_share_layers"] is not True:
+        fail(config, "model_config", "use_lstm=True needs vf_share_layers=True: the policy and "
+             "value heads read one LSTM (as RLlib's StatelessCartPole example sets it).")
+    seq = settings["max_seq_len"]
+    if seq > config.train_batch_size_per_learner or (config.minibatch_size or seq) < seq:
+        fail(config, "model_config", f"max_seq_len={seq} must be at most minibatch_size="
+             f"{config.minibatch_size} and train_batch_size_per_learner="
+             f"{config.train_batch_size_per_learner}: minibatches are whole sequences. Use a "
+             "smaller max_seq_len or larger batches.")
 
 
 def _check_callbacks(config: "AlgorithmConfig") -> None:

@@ -15,8 +15,11 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def lstm_cell(x: np.ndarray, h: np.ndarray, c: np.ndarray, weight: np.ndarray, bias: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """One step of torch's nn.LSTM for a batch: gates i, f, g, o (torch's order) from [x, h];
-    c' = f * c + i * g, h' = o * tanh(c'). `weight` is [W_ih, W_hh] transposed, `bias` b_ih + b_hh."""
-    i, f, g, o = np.split(np.concatenate([x, h], axis=1) @ weight + bias, 4, axis=1)
+    c' = f * c + i * g, h' = o * tanh(c'). `weight` is [W_ih, W_hh] transposed, `bias` b_ih + b_hh.
+    einsum, not `@`: a product this size has OpenBLAS start its threads, whose spinning costs many
+    times the product itself when the cores are busy (einsum stays in this thread)."""
+    xh = np.concatenate([x, h], axis=1)
+    i, f, g, o = np.split(np.einsum("bi,ij->bj", xh, weight) + bias, 4, axis=1)
     c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
     return _sigmoid(o) * np.tanh(c), c
 

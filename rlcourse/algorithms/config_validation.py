@@ -62,6 +62,12 @@ def validate_config(config: "AlgorithmConfig") -> None:
 
 
 def _check_offline_data(config: "AlgorithmConfig") -> None:
+    if config.output_write_episodes is not False:
+        fail(config, "output_write_episodes", "rlcourse records one row per step in RLlib's "
+             "columns (RLlib's output_write_episodes=False); packed episodes are not supported.")
+    if config.output_compress_columns not in ([], ()):
+        fail(config, "output_compress_columns", "rlcourse writes plain columns only: a compressed "
+             "column would be a pickle, and reading a pickle can run any code. Leave it [].")
     if config.output is not None and config.is_multi_agent:
         fail(config, "output", "recording is single-agent for now (as in RLlib): leave output "
              "None for a multi_agent(...) config.")

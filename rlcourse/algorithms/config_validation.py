@@ -7,11 +7,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import (
-    ACTIVATIONS,
-    DEFAULT_MODEL_CONFIG,
-    LSTM_DEFAULTS,
-)
+from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG, LSTM_DEFAULTS
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
 
@@ -260,13 +256,11 @@ def _check_lstm(config: "AlgorithmConfig", settings: dict) -> None:
                  f"{LSTM_DEFAULTS[key]}), got {settings[key]!r}.")
     if not settings["use_lstm"]:
         return
-    if not config.algo_class.supports_lstm:
-        fail(config, "model_config", f"use_lstm=True is not implemented for "
-             f"{config.algo_class.__name__} in rlcourse yet; PPO supports it: PPOConfig()."
-             "rl_module(model_config={'use_lstm': True, 'vf_share_layers': True}).")
-    if config.is_multi_agent:
-        fail(config, "model_config", "use_lstm=True is built for single-agent PPO; drop "
-             "config.multi_agent(...) or use_lstm.")
+    if not config.algo_class.supports_lstm or config.is_multi_agent:
+        fail(config, "model_config", "use_lstm=True is not implemented for "
+             f"{'multi-agent ' if config.is_multi_agent else ''}{config.algo_class.__name__} in "
+             "rlcourse yet; single-agent PPO supports it: PPOConfig().rl_module(model_config="
+             "{'use_lstm': True, 'vf_share_layers': True}).")
     if settings["vf_share_layers"] is not True:
         fail(config, "model_config", "use_lstm=True needs vf_share_layers=True: the policy and "
              "value heads read one LSTM (as RLlib's StatelessCartPole example sets it).")

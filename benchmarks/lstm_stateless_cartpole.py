@@ -66,8 +66,10 @@ def main() -> None:
                 ["library", "env steps", "seconds", "env steps/s", "last return", "best return"],
                 rows)
     ours = reached.get("rlcourse")
-    print(f"rlcourse reached {args.target:g} within {args.max_env_steps:,} env steps: "
-          f"{goal(ours is not None)}")
+    budget = f"{args.max_env_steps:,} env steps" + (f" and {args.time_limit:g} s a run"
+                                                    if args.time_limit else "")
+    print(f"rlcourse reached {args.target:g} within {budget}: {goal(ours is not None)} (the goal: "
+          "within 2,000,000 env steps, no time limit)")
     if ours and reached.get("ray.rllib"):
         ratio = reached["ray.rllib"][1] / ours[1]
         print(f"wall time to {args.target:g}, RLlib / rlcourse: {ratio:.1f}x (goal > 1: "

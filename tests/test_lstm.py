@@ -1,7 +1,6 @@
 """Stateful RLModules (model_config use_lstm): sequences and masks, the runners' state, the NumPy
 cell against torch's, the errors, and PPO learning what a policy without memory cannot."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -11,6 +10,7 @@ from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import (
     add_time_dim,
     sequence_lengths,
 )
+from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.lstm_module import DefaultLSTMModule
@@ -152,37 +152,17 @@ def test_bad_lstm_settings_are_clear_errors(config, message):
     assert "model_config" in str(error.value)
 
 
-class RememberTheCue(gym.Env):
-    """A cue (+1 or -1) shows in the first observation only; after `delay` blank steps the last
-    action earns 1 if it names the cue. Without memory the best policy guesses: 0.5 per episode."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-    delay = 3
-
-    def __init__(self, config=None):
-        super().__init__()
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.cue, self.t = int(self.np_random.integers(2)), 0
-        return np.array([2.0 * self.cue - 1.0, 1.0], np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        done = self.t > self.delay
-        reward = float(done and action == self.cue)
-        return np.zeros(2, np.float32), reward, done, False, {}
-
-
 def _return_after(model_config: dict, env_steps: int) -> float:
+    """RLlib's StatelessCartPole example settings (benchmarks/lstm_stateless_cartpole.py) on a
+    smaller network and batch."""
     torch.set_num_threads(1)
-    config = (PPOConfig().environment(RememberTheCue)
-              .env_runners(num_env_runners=0, num_envs_per_env_runner=8)
-              .training(lr=3e-3, train_batch_size_per_learner=800, minibatch_size=200, num_epochs=6,
-                        gamma=0.99, lambda_=0.95, use_kl_loss=False, vf_loss_coeff=0.5)
-              .rl_module(model_config=model_config)
-              .reporting(metrics_num_episodes_for_smoothing=100).debugging(seed=0))
+    config = (PPOConfig().environment(StatelessCartPole)
+              .env_runners(num_env_runners=0, num_envs_per_env_runner=4,
+                           env_to_module_connector=lambda env: MeanStdFilter())
+              .training(lr=3e-4, gamma=0.99, num_epochs=6, vf_loss_coeff=0.05, use_kl_loss=True,
+                        train_batch_size_per_learner=2000, minibatch_size=128)
+              .rl_module(model_config={"vf_share_layers": True, **model_config})
+              .debugging(seed=0))
     algo = config.build_algo()
     try:
         while (result := algo.train())["num_env_steps_sampled_lifetime"] < env_steps:
@@ -193,10 +173,9 @@ def _return_after(model_config: dict, env_steps: int) -> float:
 
 
 @pytest.mark.learning
-def test_ppo_with_an_lstm_remembers_what_a_feed_forward_policy_cannot():
-    """The learning goal on StatelessCartPole (RLlib's 350) is benchmarks/lstm_stateless_cartpole.py's;
-    this is the CI-sized proof that the state carries information across steps."""
-    lstm = _return_after({"use_lstm": True, "vf_share_layers": True, "lstm_cell_size": 32,
-                          "fcnet_hiddens": [32], "max_seq_len": 4}, 16_000)
-    mlp = _return_after({"fcnet_hiddens": [32]}, 16_000)
-    assert lstm > 0.9 and mlp < 0.7, (lstm, mlp)
+def test_ppo_with_an_lstm_balances_stateless_cartpole_where_a_feed_forward_policy_cannot():
+    """Without the velocities, the LSTM's state must carry them; the full goal (RLlib's 350 within
+    2M env steps) is benchmarks/lstm_stateless_cartpole.py's."""
+    lstm = _return_after({"use_lstm": True, "lstm_cell_size": 64, "fcnet_hiddens": [64]}, 40_000)
+    mlp = _return_after({"fcnet_hiddens": [64, 64]}, 40_000)
+    assert lstm >= 150 and mlp < 100, (lstm, mlp)

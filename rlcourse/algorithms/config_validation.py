@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG, LSTM_DEFAULTS
+from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG, lstm_settings
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
 
@@ -228,7 +228,7 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
-    known = {**DEFAULT_MODEL_CONFIG, **LSTM_DEFAULTS}
+    known = lstm_settings(DEFAULT_MODEL_CONFIG)
     unknown = sorted(set(config.model_config) - set(known))
     if unknown:  # (a module class of your own may read any keys: that case returned above)
         fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
@@ -243,7 +243,7 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
     if not isinstance(config.model_config.get("vf_share_layers", False), bool):
         fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
              "the hidden layers) or False (two separate networks).")
-    _check_lstm(config, {**LSTM_DEFAULTS, **config.model_config})
+    _check_lstm(config, lstm_settings(config.model_config))
 
 
 def _check_lstm(config: "AlgorithmConfig", settings: dict) -> None:
@@ -253,7 +253,7 @@ def _check_lstm(config: "AlgorithmConfig", settings: dict) -> None:
     for key in ("lstm_cell_size", "max_seq_len"):
         if not (is_int(settings[key]) and settings[key] >= 1):
             fail(config, "model_config", f"{key} must be a whole number >= 1 (RLlib's default: "
-                 f"{LSTM_DEFAULTS[key]}), got {settings[key]!r}.")
+                 f"{lstm_settings({})[key]}), got {settings[key]!r}.")
     if not settings["use_lstm"]:
         return
     if not config.algo_class.supports_lstm or config.is_multi_agent:

@@ -6,6 +6,7 @@ import torch
 from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim
 from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
 from rlcourse.core.learner.learner import Learner
+from rlcourse.core.rl_module.default_model_config import lstm_settings
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
 from rlcourse.utils.state_values import check_number
@@ -33,7 +34,8 @@ class PPOLearner(Learner):
         index = flat["obs_index"]
         if STATE_IN in flat:
             flat["obs"] = flat["all_obs"][index]
-            lengths, max_seq_len = [len(ep) for ep in episodes], self.config.model_config["max_seq_len"]
+            lengths = [len(ep) for ep in episodes]
+            max_seq_len = lstm_settings(self.config.model_config)["max_seq_len"]
             values, next_values = self._sequence_values(
                 flat, add_time_dim(flat, lengths, max_seq_len, ("obs",)))
         else:

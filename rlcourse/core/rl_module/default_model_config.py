@@ -13,6 +13,12 @@ DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
 # RLlib's recurrent settings and defaults: `use_lstm` puts an LSTM of `lstm_cell_size` units after the
 # MLP encoder; the learner trains on sequences of `max_seq_len` steps (lstm_module.py).
 LSTM_DEFAULTS = {"use_lstm": False, "lstm_cell_size": 256, "max_seq_len": 20}
+
+
+def lstm_settings(model_config: dict) -> dict:
+    """`model_config` with RLlib's defaults for the recurrent settings it leaves out."""
+    return {**LSTM_DEFAULTS, **model_config}
+
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from rlcourse.core import STATE_IN, STATE_OUT
-from rlcourse.core.rl_module.default_model_config import LSTM_DEFAULTS, space_info
+from rlcourse.core.rl_module.default_model_config import lstm_settings, space_info
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, encoder_mlp, mlp
 
 
@@ -17,7 +17,7 @@ class DefaultLSTMModule(DefaultActorCriticModule):
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
-        settings = {**LSTM_DEFAULTS, **self.model_config}
+        settings = lstm_settings(self.model_config)
         hiddens, act = list(settings["fcnet_hiddens"]), settings["fcnet_activation"]
         self.cell_size = int(settings["lstm_cell_size"])
         self.vf_share_layers = True  # pi and vf both read the LSTM's output

@@ -4,7 +4,7 @@ tests/test_lstm.py checks it against torch's nn.LSTM."""
 
 import numpy as np
 
-from rlcourse.core.rl_module.default_model_config import LSTM_DEFAULTS, SpaceInfo
+from rlcourse.core.rl_module.default_model_config import SpaceInfo, lstm_settings
 from rlcourse.core.rl_module.numpy_mlp import NUMPY_ACTIVATIONS, layer, linear_layers
 
 
@@ -33,7 +33,7 @@ class NumpyLSTM:
     def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
         self.activation = NUMPY_ACTIVATIONS[model_config["fcnet_activation"]]
-        self.cell_size = int({**LSTM_DEFAULTS, **model_config}["lstm_cell_size"])
+        self.cell_size = int(lstm_settings(model_config)["lstm_cell_size"])
 
     def get_initial_state(self) -> np.ndarray:
         return np.zeros((2, self.cell_size), dtype=np.float32)

@@ -118,8 +118,8 @@ class AlgorithmConfig:
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
-        from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule  # torch
-        return RLModuleSpec(module_class=DefaultActorCriticModule)
+        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
+        return RLModuleSpec(module_class=default_actor_critic_class(self.model_config))
 
     # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
     _set = config_setters.set_given

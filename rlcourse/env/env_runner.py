@@ -18,6 +18,7 @@ import numpy as np
 import ray
 
 from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
 from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
 from rlcourse.env.env_runner_state import check_runner_state
 from rlcourse.env.registry import EnvCreator, env_name
@@ -34,7 +35,8 @@ def build_inference_module(config, observation_space: gym.Space, action_space: g
     the runner's GPU if it has one. `worker_index` picks per-runner exploration (Ape-X's epsilons)."""
     head = config.get_action_head(action_space, worker_index)
     if config.rl_module_class is None:
-        network = NumpyMLP(space_info(observation_space, action_space), config.get_model_config())
+        network_class = NumpyLSTM if config.model_config.get("use_lstm") else NumpyMLP
+        network = network_class(space_info(observation_space, action_space), config.get_model_config())
         return InferenceModule(network, head, seed)
     from rlcourse.utils.framework import get_device  # imports torch: this runner holds torch anyway
 

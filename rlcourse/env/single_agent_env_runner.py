@@ -99,6 +99,8 @@ class SingleAgentEnvRunner(EnvRunner):
         self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
         self._t_started = [0] * self.num_envs
         self._running_returns = [0.0] * self.num_envs
+        if self.module.is_stateful:  # every sub-env starts an episode: each from the initial state
+            self.module.reset_state(np.ones(self.num_envs, dtype=bool))
         self._needs_reset = False
 
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
@@ -142,6 +144,8 @@ class SingleAgentEnvRunner(EnvRunner):
             obs[t + 1] = connectors(next_obs) if connectors is not None else next_obs
             if stacking:  # SAME_STEP autoreset: an ended sub-env's obs[t + 1] starts its next episode
                 stacking.push(obs[t + 1], terminated[t] | truncated[t])
+            if self.module.is_stateful:  # sub-envs that reset in this step start a new state
+                self.module.reset_state(terminated[t] | truncated[t])
             if self.hooks:
                 self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
                                    infos)
@@ -252,6 +256,8 @@ class SingleAgentEnvRunner(EnvRunner):
         running = sync and not self._needs_reset
         episodes = {"obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
                     "running_returns": self._running_returns, "envs": envs,
+                    **({"module_state": to_plain(self.module.state)} if self.module.is_stateful
+                       else {}),  # the LSTM's state per sub-env
                     "hooks": self.hooks.get_state() if self.hooks else None} if running else None
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
@@ -278,6 +284,8 @@ class SingleAgentEnvRunner(EnvRunner):
             self.frame_stacking.push(self._obs)
         self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
         self._running_returns = list(episodes["running_returns"])
+        if self.module.is_stateful:
+            self.module.state = from_plain(episodes["module_state"])
         if self.hooks and episodes.get("hooks") is not None:
             self.hooks.set_state(episodes["hooks"])
         elif self.hooks:  # saved without these callbacks: the hooks see the episodes start here

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rlcourse.core import LOSS_MASK
 from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -139,7 +140,8 @@ class Learner:
         self.num_updates += 1
         results = {name: float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
                    for name, values in stats.items()}
-        results["num_env_steps_trained"] = size
+        # Sequences (a stateful module): the real steps, not the padding.
+        results["num_env_steps_trained"] = int(batch[LOSS_MASK].sum()) if LOSS_MASK in batch else size
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 

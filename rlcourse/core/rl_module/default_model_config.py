@@ -10,6 +10,15 @@ import numpy as np
 # learn faster in wall time on [64, 64]: the lessons and tuned_examples/ set that.
 DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
                         "vf_share_layers": True}
+# RLlib's recurrent settings and defaults: `use_lstm` puts an LSTM of `lstm_cell_size` units after the
+# MLP encoder; the learner trains on sequences of `max_seq_len` steps (lstm_module.py).
+LSTM_DEFAULTS = {"use_lstm": False, "lstm_cell_size": 256, "max_seq_len": 20}
+
+
+def lstm_settings(model_config: dict) -> dict:
+    """`model_config` with RLlib's defaults for the recurrent settings it leaves out."""
+    return {**LSTM_DEFAULTS, **model_config}
+
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
 # Image observations' settings (cnn_encoder.py), RLlib's names; read only when given.
 CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
@@ -17,7 +26,7 @@ CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 class DefaultModelConfig(dict):
     """RLlib's spelling of a model_config, as keywords: `DefaultModelConfig(fcnet_hiddens=[32])`.
-    RLlib's settings this model lacks (conv_filters, use_lstm, ...) are refused at build time."""
+    RLlib's settings this model lacks (conv_filters, use_attention, ...) are refused at build time."""
 
     def __init__(self, **settings: object) -> None:
         super().__init__(settings)

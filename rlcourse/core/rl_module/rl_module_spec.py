@@ -21,15 +21,16 @@ class RLModuleSpec:
     model_config: dict | None = None
 
     def build(self) -> Any:
-        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP)."""
+        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP, with an
+        LSTM for use_lstm)."""
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")
-        from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule  # torch
+        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
 
-        module_class = self.module_class or DefaultActorCriticModule
-        return module_class(self.observation_space, self.action_space,
-                            {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})})
+        model_config = {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})}
+        module_class = self.module_class or default_actor_critic_class(model_config)
+        return module_class(self.observation_space, self.action_space, model_config)
 
 
 def settings_from_spec(spec: Any, also_given: bool = False) -> dict[str, Any]:

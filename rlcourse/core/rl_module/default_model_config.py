@@ -26,7 +26,8 @@ CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 class DefaultModelConfig(dict):
     """RLlib's spelling of a model_config, as keywords: `DefaultModelConfig(fcnet_hiddens=[32])`.
-    RLlib's settings this model lacks (conv_filters, use_attention, ...) are refused at build time."""
+    RLlib's settings this model lacks (use_attention, lstm_use_prev_action, ...) are refused at
+    build time."""
 
     def __init__(self, **settings: object) -> None:
         super().__init__(settings)

@@ -14,12 +14,13 @@ from rlcourse.offline.offline_data import table_to_numpy
 EXPERT_DATA = Path(__file__).parent / "fixtures" / "cartpole_ppo_expert"
 
 
-def test_rllibs_step_wise_formula_on_two_episodes():
+def test_the_formula_on_two_episodes_by_hand():
     rows = {"eps_id": np.array(["a", "a", "b"]), "rewards": np.array([1.0, 2.0, 4.0]),
             "action_logp": np.log([0.5, 0.5, 0.25])}
     target = np.log([1.0, 0.25, 0.5])
-    # p: episode a 2, then 2 * 0.5 = 1; episode b 2. w_0 = (2 + 2) / 2, w_1 = 1 (a alone).
-    v_target = ((2 / 2 * 1 + 0.9 * 1 / 1 * 2) + (2 / 2 * 4)) / 2
+    # p: episode a 2, then 2 * 0.5 = 1; episode b 2, and 2 after its end (reward 0 there).
+    # w_0 = (2 + 2) / 2 = 2, w_1 = (1 + 2) / 2 = 1.5.
+    v_target = ((2 / 2 * 1 + 0.9 * 1 / 1.5 * 2) + (2 / 2 * 4)) / 2
     estimate = weighted_importance_sampling(rows, target, gamma=0.9)
     assert estimate["v_target"] == pytest.approx(v_target)
     assert estimate["v_behavior"] == pytest.approx(((1 + 0.9 * 2) + 4) / 2)
@@ -35,19 +36,25 @@ def test_the_behaviour_policy_is_estimated_at_its_recorded_return():
 
 
 def test_another_policys_estimate_is_near_its_true_return():
-    """Five-step episodes, reward 1 for action 1: a coin recorded them; a policy taking action 1
-    with probability 0.8 truly gets sum_t gamma^t 0.8, and would be 0.5 per step by the data's mean."""
+    """Reward 1 per step; action 0 ends the episode, and 10 steps do. A coin recorded the episodes;
+    a policy taking action 1 with probability 0.8 lasts longer: its true return is
+    sum_{t<10} gamma^t 0.8^t. Averaging p_t only over the episodes that reach step t (as RLlib
+    does) would estimate it at the coin's return."""
     rng = np.random.default_rng(0)
-    episodes, steps, gamma = 4000, 5, 0.9
-    actions = rng.integers(0, 2, episodes * steps)
-    rows = {"eps_id": np.repeat(np.arange(episodes), steps), "rewards": actions.astype(float),
-            "action_logp": np.full(len(actions), np.log(0.5))}
+    episodes, steps, gamma = 4000, 10, 0.9
+    actions = [(rng.random(steps) < 0.5).astype(int) for _ in range(episodes)]
+    actions = [a if a.all() else a[:np.argmin(a) + 1] for a in actions]  # to the first 0
+    rows = {"eps_id": np.repeat(np.arange(episodes), [len(a) for a in actions]),
+            "rewards": np.ones(sum(map(len, actions))), "action_logp": np.log(np.full(
+                sum(map(len, actions)), 0.5))}
+    actions = np.concatenate(actions)
     estimate = weighted_importance_sampling(rows, np.log(np.where(actions == 1, 0.8, 0.2)), gamma)
-    true_return = 0.8 * np.sum(gamma ** np.arange(steps))
-    assert estimate["v_target"] == pytest.approx(true_return, rel=0.03)
-    assert estimate["v_behavior"] == pytest.approx(true_return * 0.5 / 0.8, rel=0.03)
+    true_return = np.sum((gamma * 0.8) ** np.arange(steps))
+    assert estimate["v_target"] == pytest.approx(true_return, rel=0.05)
+    assert estimate["v_behavior"] == pytest.approx(np.sum((gamma * 0.5) ** np.arange(steps)),
+                                                   rel=0.05)
     never_one = weighted_importance_sampling(rows, np.log(np.where(actions == 1, 1e-300, 1.0)), gamma)
-    assert never_one["v_target"] == pytest.approx(0.0, abs=1e-6)
+    assert never_one["v_target"] == pytest.approx(1.0)  # one step, then action 0 ends it
 
 
 def test_missing_columns_and_split_episodes_are_named():

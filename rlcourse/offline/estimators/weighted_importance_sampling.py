@@ -1,13 +1,17 @@
-"""Step-wise weighted importance sampling (Precup et al. 2000; RLlib's WeightedImportanceSampling):
+"""Per-decision weighted importance sampling (Precup et al. 2000; RLlib's WeightedImportanceSampling):
 the return a target policy pi_e would get, estimated from episodes that a behaviour policy pi_b
 recorded with their `action_logp`, log pi_b(a_t|s_t).
 
     p_t = prod_{t' <= t} pi_e(a_t'|s_t') / pi_b(a_t'|s_t')     (each episode's cumulative ratio)
-    w_t = the mean of p_t over the episodes that reach step t
+    w_t = the mean of p_t over all episodes
     V(pi_e) ~ mean over episodes of sum_t gamma^t (p_t / w_t) r_t
 
-With pi_e = pi_b every ratio is 1 and the estimate is the recorded mean return. The estimate sees
-only what the data holds: steps no recorded episode reaches, or actions pi_b never took, count as 0.
+An episode that ended keeps its last p_t with reward 0 (an absorbing state), so w_t counts it: how
+long pi_e's episodes last is in the estimate. RLlib averages p_t over the episodes that reach step t
+only, which on an env paying 1 per step (CartPole) estimates every pi_e at the behaviour's return
+(tests/test_off_policy_estimation.py shows it). With pi_e = pi_b every ratio is 1 and the estimate
+is the recorded mean return. It sees only what the data holds: steps no recorded episode reaches,
+or actions pi_b never took, count as 0.
 """
 
 import numpy as np
@@ -35,17 +39,18 @@ def weighted_importance_sampling(rows: dict[str, np.ndarray], target_logp: np.nd
         raise ValueError("An episode's rows are not together (an eps_id appears in two places): "
                          "keep each episode's rows in order, as recorded.")
     log_ratios = np.asarray(target_logp, np.float64) - rows[ACTION_LOGP]
-    p = [np.exp(np.cumsum(log_ratios[rows_])) for rows_ in episodes]  # p_t of each episode
-    horizon = max(map(len, p))
-    total, count = np.zeros(horizon), np.zeros(horizon)
-    for p_i in p:
-        total[:len(p_i)] += p_i
-        count[:len(p_i)] += 1
-    w = total / count  # 0 where pi_e gives every recorded path to step t probability 0
+    horizon = max(map(len, episodes))
+    # [episode, step]: rewards 0 after an episode's end, where its ratio stays at its last value
+    # (the episode sits in an absorbing state, whose actions pi_e and pi_b take alike).
+    rewards, log_p = np.zeros((len(episodes), horizon)), np.zeros((len(episodes), horizon))
+    for i, steps in enumerate(episodes):
+        rewards[i, :len(steps)] = rows[REWARDS][steps]
+        log_p[i, :len(steps)] = np.cumsum(log_ratios[steps])
+        log_p[i, len(steps):] = log_p[i, len(steps) - 1]
+    p = np.exp(log_p - log_p.max(axis=0))  # p_t of each episode, scaled per step (w_t cancels it)
+    w = p.mean(axis=0)
     discounts = gamma ** np.arange(horizon)
-    v_behavior = np.mean([np.sum(discounts[:len(r)] * rows[REWARDS][r]) for r in episodes])
-    v_target = np.mean([np.sum(discounts[:len(r)] * rows[REWARDS][r] * np.divide(
-        p_i, w[:len(r)], out=np.zeros_like(p_i), where=w[:len(r)] > 0))
-        for r, p_i in zip(episodes, p, strict=True)])
+    v_behavior = np.mean(rewards @ discounts)
+    v_target = np.mean((p / w * rewards) @ discounts)
     return {"v_behavior": float(v_behavior), "v_target": float(v_target),
             "v_gain": float(v_target / v_behavior) if v_behavior else float("nan")}

@@ -104,11 +104,11 @@ def test_marwil_beats_bc_on_mixed_quality_data(ray_session, algo_factory, tmp_pa
     for config_class, beta in ((BCConfig, 0.0), (MARWILConfig, 1.0)):
         algo = algo_factory(
             config_class().environment("CartPole-v1").env_runners(num_env_runners=0)
-            .offline_data(input_=str(tmp_path), dataset_num_iters_per_learner=10)
-            .training(lr=3e-3, train_batch_size_per_learner=500, beta=beta)
+            .offline_data(input_=str(tmp_path))  # an iteration: one pass, 15 steps of 1,000 rows
+            .training(lr=3e-3, train_batch_size_per_learner=1000, beta=beta)
             .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
             .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
-        returns[beta] = [  # 4 iterations: 20,000 rows, a pass and a third
+        returns[beta] = [
             algo.train()["evaluation"]["env_runners"]["episode_return_mean"] for _ in range(4)]
         algo.stop()
     print(f"evaluation returns on mixed data, by beta: {returns}")

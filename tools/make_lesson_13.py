@@ -19,7 +19,7 @@ CELLS = [
 5. judge a policy from the data alone with **weighted importance sampling**, beside its true
    return, and write that estimate yourself (the exercise).
 
-**Time:** about 35 minutes of study (one exercise); the cells ran in about a minute on 2 cores
+**Time:** about 35 minutes of study (one exercise); the cells ran in one to two minutes on 2 cores
 shared with other work (measured there).
 Terms: see the [glossary](../docs/glossary.md).
 
@@ -97,9 +97,9 @@ display(table.slice(0, 4).to_pandas())
     md(r"""
 Each row is one step: `obs` $s_t$, `actions` $a_t$, `rewards` $r_t$, `new_obs` $s_{t+1}$, whether
 the episode ended there (`terminateds`, `truncateds`), the episode's id `eps_id`, and what the
-policy computed when it acted: `action_logp`, $\log \mu(a_t \mid s_t)$, and `action_dist_inputs`
-(the logits). Observations are tensor columns (Ray Data's type), numbers a reader can check, not
-pickled objects. The episodes this policy played:
+policy computed when it acted: `action_logp`, $\log \mu(a_t \mid s_t)$ (`agent_id` and
+`module_id` are empty for a single agent, as in RLlib's files). Observations are tensor columns
+(Ray Data's type), numbers a reader can check, not pickled objects. The episodes this policy played:
 """),
     code("""
 random_rows = table_to_numpy(table)
@@ -253,16 +253,18 @@ def p_right(obs, tilt):
 
 
 def true_return(tilt, episodes=100, seed=1000):
-    \"\"\"The policy's mean discounted return, by running it in CartPole.\"\"\"
-    env, rng, returns = gym.make("CartPole-v1"), np.random.default_rng(seed), []
+    \"\"\"The policy's mean discounted return and episode length, by running it in CartPole.\"\"\"
+    env, rng, returns, lengths = gym.make("CartPole-v1"), np.random.default_rng(seed), [], []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
-        total, discount, done = 0.0, 1.0, False
+        total, discount, done, length = 0.0, 1.0, False, 0
         while not done:
             obs, reward, terminated, truncated, _ = env.step(int(rng.random() < p_right(obs, tilt)))
-            total, discount, done = total + discount * reward, discount * GAMMA, terminated or truncated
+            total, discount, length = total + discount * reward, discount * GAMMA, length + 1
+            done = terminated or truncated
         returns.append(total)
-    return float(np.mean(returns))
+        lengths.append(length)
+    return float(np.mean(returns)), float(np.mean(lengths))
 
 
 rewards, behavior = per_episode(random_rows["rewards"]), per_episode(random_rows["action_logp"])
@@ -270,12 +272,15 @@ estimates = []
 for tilt in (0.5, 0.6, 0.7):
     prob_right = p_right(random_rows["obs"], tilt)
     target = np.log(np.where(random_rows["actions"] == 1, prob_right, 1.0 - prob_right))
-    estimates.append({"policy": f"tilt={tilt}", "true return (run)": true_return(tilt),
-                      "WIS estimate (data only)": wis(rewards, behavior, per_episode(target), GAMMA),
-                      "recorded mean": weighted_importance_sampling(random_rows, target,
-                                                                    GAMMA)["v_behavior"]})
+    run_return, run_length = true_return(tilt)
+    estimate = wis(rewards, behavior, per_episode(target), GAMMA)
+    recorded = weighted_importance_sampling(random_rows, target, GAMMA)["v_behavior"]
+    estimates.append({"policy": f"tilt={tilt}", "episode length": run_length,
+                      "true return (run)": run_return, "WIS estimate (data only)": estimate,
+                      "recorded mean": recorded})
 itself = weighted_importance_sampling(random_rows, random_rows["action_logp"], GAMMA)
-estimates.append({"policy": "mu itself", "true return (run)": np.nan,
+estimates.append({"policy": "mu itself (recorded)", "episode length": np.mean(
+    [len(r) for r in rewards]), "true return (run)": np.nan,
                   "WIS estimate (data only)": itself["v_target"],
                   "recorded mean": itself["v_behavior"]})
 wis_table = pd.DataFrame(estimates).set_index("policy")
@@ -283,9 +288,10 @@ display(wis_table.round(1))
 """),
     md(r"""
 Close to $\mu$ the estimate tracks the true return; the further $\pi$ moves from $\mu$, the more
-it falls short. A policy that keeps the pole up for 90 steps is judged from data whose episodes
-last about 20: the few recorded episodes that happen to look like $\pi$'s carry almost all the
-weight, and steps no recorded episode reaches count as nothing. Importance sampling can only see
+it falls short. Compare the episode lengths: a policy whose episodes last several times longer
+than $\mu$'s is judged from data in which few episodes get that far; the few recorded episodes
+that happen to look like $\pi$'s carry almost all the weight, and steps no recorded episode
+reaches count as nothing. Importance sampling can only see
 what the data covers; check how far $\pi$ is from $\mu$ before trusting it.
 
 ## 6. Files RLlib reads, and what they never hold

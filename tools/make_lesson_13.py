@@ -153,7 +153,7 @@ bc_expert = evaluation_returns(offline_config(BCConfig, expert_files), 10, stop_
 print("BC on the expert's steps, evaluation return per iteration:", np.round(bc_expert, 1))
 """),
     md(r"""
-BC reaches the expert's level from 5,000 rows and never touched the env to learn. (RLlib's own BC
+BC comes close to the expert from 5,000 rows, and never touched the env to learn. (RLlib's own BC
 example on CartPole asks for a return of 120.) Now the harder case: the logs of a real system are
 rarely all expert. Mix the expert's 5,000 steps with the 10,000 near-random ones; each iteration
 below is one pass over all 15,000 rows (`dataset_num_iters_per_learner=None`), in 15 steps of
@@ -201,10 +201,11 @@ around, for actions the data never shows.
 
 Before deploying a policy $\pi$ on a system you cannot explore, you want its return, and you only
 have $\mu$'s logs. **Importance sampling** reweighs each recorded episode by how much likelier
-$\pi$ makes it than $\mu$ did. Per decision, with $\rho_{t'} = \pi(a_{t'} \mid s_{t'}) /
-\mu(a_{t'} \mid s_{t'})$ (the data's `action_logp` is $\log \mu$):
+$\pi$ makes it than $\mu$ did. Per decision, over $N$ recorded episodes (the data's
+`action_logp` is $\log \mu(a_t \mid s_t)$):
 
-$$p_t = \prod_{t' \le t} \rho_{t'}, \qquad w_t = \frac{1}{N}\sum_{\text{episodes}} p_t, \qquad
+$$p_t = \prod_{t' \le t} \frac{\pi(a_{t'} \mid s_{t'})}{\mu(a_{t'} \mid s_{t'})}, \qquad
+w_t = \frac{1}{N}\sum_{\text{episodes}} p_t, \qquad
 \hat V(\pi) = \frac{1}{N}\sum_{\text{episodes}} \sum_t \gamma^t \frac{p_t}{w_t} r_t$$
 
 Dividing by $w_t$ (the **weighted** estimator; Precup et al. 2000) trades a little bias for far

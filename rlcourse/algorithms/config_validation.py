@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import ACTIVATIONS, DEFAULT_MODEL_CONFIG
+from rlcourse.core.rl_module.default_model_config import (
+    ACTIVATIONS,
+    CONV_DEFAULTS,
+    DEFAULT_MODEL_CONFIG,
+)
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.utils.validation import fail
 
@@ -58,6 +62,12 @@ def validate_config(config: "AlgorithmConfig") -> None:
 
 
 def _check_offline_data(config: "AlgorithmConfig") -> None:
+    if config.output_write_episodes is not False:
+        fail(config, "output_write_episodes", "rlcourse records one row per step in RLlib's "
+             "columns (RLlib's output_write_episodes=False); packed episodes are not supported.")
+    if config.output_compress_columns not in ([], ()):
+        fail(config, "output_compress_columns", "rlcourse writes plain columns only: a compressed "
+             "column would be a pickle, and reading a pickle can run any code. Leave it [].")
     if config.output is not None and config.is_multi_agent:
         fail(config, "output", "recording is single-agent for now (as in RLlib): leave output "
              "None for a multi_agent(...) config.")
@@ -119,6 +129,9 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
     if config.env_to_module_connector is not None and not callable(config.env_to_module_connector):
         fail(config, "env_to_module_connector", "pass a function of the env that returns the "
              "connectors, as in RLlib: lambda env: MeanStdFilter().")
+    if config.learner_connector is not None and not callable(config.learner_connector):
+        fail(config, "learner_connector", "pass a function of the spaces that returns the connector, "
+             "as in RLlib: lambda obs_space, act_space: FrameStackingLearner(num_frames=4).")
 
 
 def _check_resources(config: "AlgorithmConfig") -> None:
@@ -222,10 +235,11 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
                 and issubclass(config.rl_module_class, RLModule)):
             fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
         return
-    unknown = sorted(set(config.model_config) - set(DEFAULT_MODEL_CONFIG))
+    known = {**DEFAULT_MODEL_CONFIG, **CONV_DEFAULTS}
+    unknown = sorted(set(config.model_config) - set(known))
     if unknown:  # (a module class of your own may read any keys: that case returned above)
         fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
-             f"are {sorted(DEFAULT_MODEL_CONFIG)}. For other architectures, pass your own "
+             f"are {sorted(known)}. For other architectures, pass your own "
              "rl_module_class.")
     hiddens = config.model_config.get("fcnet_hiddens")
     if not (isinstance(hiddens, list | tuple) and hiddens and all(

@@ -38,6 +38,8 @@ class Learner:
             torch.manual_seed(config.seed)
         self.device = get_device(config, config.num_gpus_per_learner)
         self.module = build_module(config, observation_space, action_space).to(self.device)
+        factory = config.learner_connector  # episodes -> episodes, before build_batch
+        self.learner_connector = factory(observation_space, action_space) if factory else None
         self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1
@@ -112,6 +114,8 @@ class Learner:
                ) -> dict[str, float]:
         """Minibatch SGD over the batch built from `episodes`; returns mean loss statistics.
         `num_minibatches` comes from the config, not the shard: all learners take the same steps."""
+        if self.learner_connector is not None:
+            episodes = self.learner_connector(episodes)
         batch = {k: self.to_device(v) for k, v in self.build_batch(episodes).items()}
         size = len(batch["actions"])
         if num_minibatches is None:

@@ -11,6 +11,8 @@ import numpy as np
 DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
                         "vf_share_layers": True}
 ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
+# Image observations' settings (cnn_encoder.py), RLlib's names; read only when given.
+CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 
 class DefaultModelConfig(dict):
@@ -33,6 +35,7 @@ class SpaceInfo:
     obs_dim: int
     discrete_actions: bool
     action_dim: int  # number of actions (Discrete) or action vector size (Box)
+    obs_shape: tuple[int, ...] = ()  # [H, W, C] for images (cnn_encoder.py)
 
     @property
     def dist_inputs_dim(self) -> int:
@@ -52,11 +55,11 @@ def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceIn
             "env-to-module connectors). Have the FlattenObservations connector one-hot Discrete "
             f"and flatten Dict/Tuple observations: {FLATTEN_FIX}. Or pass your own module with "
             "config.rl_module(rl_module_class=...).")
-    obs_dim = int(np.prod(observation_space.shape))
+    obs_dim, shape = int(np.prod(observation_space.shape)), tuple(observation_space.shape)
     if isinstance(action_space, gym.spaces.Discrete):
-        return SpaceInfo(obs_dim, True, int(action_space.n))
+        return SpaceInfo(obs_dim, True, int(action_space.n), shape)
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-        return SpaceInfo(obs_dim, False, int(action_space.shape[0]))
+        return SpaceInfo(obs_dim, False, int(action_space.shape[0]), shape)
     raise ValueError(
         f"Unsupported action_space {action_space}: the default MLP acts in Discrete or 1-D Box "
         "spaces. Wrap the env to use one of those, or pass your own module with "

@@ -1,5 +1,6 @@
-"""The runners' network: a NumPy MLP built from a default module's state dict, the action heads
-that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
+"""The runners' network: a NumPy MLP (after a NumPy CNN for images: cnn_encoder.py) built from a
+default module's state dict, the action heads that turn its outputs into actions, and the
+InferenceModule (network + head) an EnvRunner acts with.
 
 NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
 checks it matches the torch modules. The runner layers are one linear chain (CHAIN: PPO and IMPALA's
@@ -13,6 +14,7 @@ from typing import Protocol
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.core.rl_module.cnn_encoder import NumpyCNN, conv_layers
 from rlcourse.core.rl_module.default_model_config import SpaceInfo
 
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
@@ -63,15 +65,23 @@ class NumpyMLP:
         self.info = info
         self.activation = _ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        layers = conv_layers(info.obs_shape, model_config)  # images: the CNN first
+        self.cnn = NumpyCNN(info.obs_shape, layers, model_config.get("conv_activation", "relu")
+                            ) if layers else None
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Take the torch module's arrays (see the chain above)."""
         self.layers = [_layer(state, name) for prefix in CHAIN
                        for name in _linear_layers(state, prefix)]
+        if not any(k.startswith("cnn.") for k in state):  # DQN's, SAC's: no CNN, pixels flattened
+            self.cnn = None
+        if self.cnn is not None:
+            self.cnn.set_state(state)
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Logits or Q-values (Discrete), means and log-stds (Box), for a batch of observations."""
-        x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)  # Box observations only
+        x = self.cnn(obs) if self.cnn is not None else (
+            np.asarray(obs, dtype=np.float32).reshape(len(obs), -1))  # Box observations only
         *hidden, (w_out, b_out) = self.layers
         for w, b in hidden:
             x = x @ w

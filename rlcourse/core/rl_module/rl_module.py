@@ -4,6 +4,7 @@
 import itertools
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -11,6 +12,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlcourse.core.rl_module.cnn_encoder import (
+    check_image_space,
+    conv_layers,
+    output_shapes,
+    torch_cnn,
+)
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
@@ -19,7 +26,7 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
-INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
+INFERENCE_PREFIXES = ("cnn.", "encoder.", "pi.")  # the default module's weights a runner needs
 
 
 class RLModule(nn.Module):
@@ -124,13 +131,21 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
 
 class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
-    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Runners get
-    `encoder.*` and `pi.*` only."""
+    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Image
+    observations add a CNN (`cnn`) beneath, shared either way. Runners get `cnn.*`, `encoder.*` and
+    `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
+        if layers := conv_layers(self.info.obs_shape, self.model_config):
+            # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
+            check_image_space(self.observation_space)
+            self.cnn = torch_cnn(self.info.obs_shape, layers,
+                                 self.model_config.get("conv_activation", "relu"))
+            self.info = replace(self.info, obs_dim=int(np.prod(
+                output_shapes(self.info.obs_shape, layers)[-1])))
         # Checkpoints written before vf_share_layers existed hold two separate networks.
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:
@@ -151,6 +166,8 @@ class DefaultActorCriticModule(RLModule):
 
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
+        if hasattr(self, "cnn"):  # [B, H, W, C] images, channels-first for torch's Conv2d
+            return self.cnn(obs.float().permute(0, 3, 1, 2))
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

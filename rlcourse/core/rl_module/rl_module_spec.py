@@ -32,8 +32,12 @@ class RLModuleSpec:
                             {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})})
 
 
-def settings_from_spec(spec: Any) -> dict[str, Any]:
-    """The `rl_module()` settings a spec stands for: rl_module_class, and model_config if given."""
+def settings_from_spec(spec: Any, also_given: bool = False) -> dict[str, Any]:
+    """The `rl_module()` settings a spec stands for: rl_module_class, and model_config if given
+    (`also_given`: model_config or rl_module_class were passed beside it)."""
+    if also_given:
+        raise ConfigError("rl_module_spec", spec, "pass either an RLModuleSpec or model_config / "
+                          "rl_module_class, not both.", "rl_module")
     if not isinstance(spec, RLModuleSpec):
         raise ConfigError("rl_module_spec", spec, "pass an RLModuleSpec(module_class=..., "
                           "model_config=...) from rlcourse.core.rl_module.rl_module_spec.", "rl_module")

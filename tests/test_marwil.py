@@ -114,3 +114,19 @@ def test_marwil_beats_bc_on_mixed_quality_data(ray_session, algo_factory, tmp_pa
     print(f"evaluation returns on mixed data, by beta: {returns}")
     bc, marwil = (np.mean(returns[beta]) for beta in (0.0, 1.0))
     assert marwil >= 80 and marwil > 1.5 * bc, returns
+
+
+def test_a_marwil_checkpoint_restores_the_squared_advantage_norm(ray_session, algo_factory,
+                                                                  tmp_path):
+    config = (MARWILConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+              .offline_data(input_=str(EXPERT_DATA), dataset_num_iters_per_learner=2)
+              .training(train_batch_size_per_learner=100,
+                        moving_average_sqd_adv_norm_update_rate=0.5)
+              .rl_module(model_config={"fcnet_hiddens": [8]}).debugging(seed=0))
+    algo = algo_factory(config)
+    norm = algo.train()["learners"]["default_policy"]["moving_avg_sqd_adv_norm"]
+    path = algo.save_to_path(tmp_path / "ckpt")
+    other = algo_factory(config)
+    other.restore_from_path(path)
+    assert norm != pytest.approx(100.0)  # it moved from its start
+    assert other.learner_group.get_state()["moving_avg_sqd_adv_norm"] == pytest.approx(norm)

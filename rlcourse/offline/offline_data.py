@@ -48,7 +48,8 @@ def _quiet_ray_data() -> None:
 
 
 class OfflineData:
-    """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches."""
+    """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches
+    made by `config.prelearner_class`, else by the algorithm's `default_prelearner_class`."""
 
     def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space,
                  default_prelearner_class: type[OfflinePreLearner] = OfflinePreLearner):

@@ -81,7 +81,7 @@ def landing_page() -> str:
     sections = re.split(r"^(?=## )", readme, flags=re.M)
     opening = sections[0]
     binder = re.search(r"^\[!\[Binder\]\(.*?\)\]\((.*?)\)", readme, flags=re.M).group(1)
-    badge = f"[Open the lessons in JupyterLab on Binder]({binder}) (no install)."  # text: no image fetched
+    badge = f"[Open the lessons in JupyterLab on Binder]({binder}) (no install)."  # no image to fetch
     lessons_section = next(s for s in sections if s.startswith("## Lessons"))
     lessons_section = re.sub(r"^\| `(\d\d_\w+)\.ipynb` \|", r"| [\1](lessons/\1.ipynb) |",
                              lessons_section, flags=re.M)

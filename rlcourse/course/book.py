@@ -33,6 +33,8 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = ("*A live widget here when the lesson runs in JupyterLab; the lesson draws its final "
                "state with `.plot()`.*")
 SOLUTION = re.compile(r'show_solution\(\\?"(\w+)\\?"\)')
+# matplotlib's animation HTML links Font Awesome 4 from a CDN; the theme ships Font Awesome, offline.
+REMOTE_STYLESHEET = re.compile(r'<link rel="stylesheet"\s+href="https?://[^"]*"\s*/?>\n?')
 
 
 def lessons() -> list[Path]:
@@ -59,7 +61,8 @@ def executed_lesson(lesson: Path, executed: Path) -> nbformat.NotebookNode:
 
 def book_page(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The lesson as a page: where its outputs came from under the title, each exercise's solution
-    folded under its text, and live widgets (no kernel here) named instead of shown as text."""
+    folded under its text, live widgets (no kernel here) named instead of shown as text, and no
+    stylesheet fetched from the internet."""
     cells = [notebook.cells[0], new_markdown_cell(
         f"```{{note}}\n{describe_run(notebook.metadata['rlcourse']['run'])}\n```")]
     for cell in notebook.cells[1:]:
@@ -67,6 +70,8 @@ def book_page(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         for output in cell.get("outputs", []):
             if WIDGET in output.get("data", {}):
                 output.data = {"text/markdown": WIDGET_NOTE}
+            if "text/html" in output.get("data", {}):
+                output.data["text/html"] = REMOTE_STYLESHEET.sub("", output.data["text/html"])
         for name in SOLUTION.findall(cell.source) if cell.cell_type == "markdown" else ():
             cells.append(new_markdown_cell(
                 f"<details><summary>A solution of <code>{name}</code></summary>\n\n"

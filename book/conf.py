@@ -9,6 +9,7 @@ extensions = ["myst_nb", "sphinx-mathjax-offline"]  # MathJax from its wheel, no
 exclude_patterns = ["**.ipynb_checkpoints"]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]  # a lesson's heading levels are its own business, not the build's
 nb_execution_mode = "off"
 nb_output_stderr = "show"
 html_theme = "sphinx_book_theme"

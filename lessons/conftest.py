@@ -43,7 +43,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """Start sampling at a lesson's first cell (its kernel is up); check the peak at its last."""
+    """Start sampling at a lesson's first cell (its kernel is up); keep each cell's outputs; at the
+    last cell, check the peak and write the executed lesson if every cell passed within the limit."""
     global _monitor
     if item.nodeid in FIRST_CELLS:
         _monitor = PeakTreeMemory(os.getpid(), include_root=False, interval_s=0.5)
@@ -51,19 +52,23 @@ def pytest_runtest_call(item: pytest.Item):
     outputs = record_outputs(item)
     try:
         return (yield)
-    except BaseException:
+    except Exception:
         FAILED.add(item.parent.name)
         raise
     finally:
         if outputs is not None:
             item.cell.outputs, item.cell.execution_count = outputs.finished(), outputs.execution_count
         if item.nodeid in LAST_CELLS:
+            lesson, peak = LAST_CELLS[item.nodeid], None
+            if _monitor is not None:
+                peak, _monitor = _monitor.stop(), None
+                PEAKS[lesson] = peak
+                if peak > LIMIT_MIB:
+                    FAILED.add(lesson)
             save_executed(item.parent)
-        if item.nodeid in LAST_CELLS and _monitor is not None:
-            lesson, peak = LAST_CELLS[item.nodeid], _monitor.stop()
-            _monitor, PEAKS[lesson] = None, peak
-            assert peak <= LIMIT_MIB, (f"{lesson} used {peak:,.0f} MiB at its peak (kernel and Ray "
-                                       f"processes): more than Binder's {LIMIT_MIB:,} MiB")
+            assert peak is None or peak <= LIMIT_MIB, (
+                f"{lesson} used {peak:,.0f} MiB at its peak (kernel and Ray processes): more than "
+                f"Binder's {LIMIT_MIB:,} MiB")
 
 
 def record_outputs(item: pytest.Item) -> CellOutputs | None:

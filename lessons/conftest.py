@@ -57,7 +57,7 @@ def pytest_runtest_call(item: pytest.Item):
         raise
     finally:
         if outputs is not None:
-            item.cell.outputs, item.cell.execution_count = outputs.finished(), outputs.execution_count
+            item.cell.outputs = outputs.finished()
         if item.nodeid in LAST_CELLS:
             lesson, peak = LAST_CELLS[item.nodeid], None
             if _monitor is not None:
@@ -101,6 +101,12 @@ def save_executed(lesson: pytest.Collector) -> None:
     path.unlink(missing_ok=True)
     if lesson.name not in FAILED:
         EXECUTED.mkdir(parents=True, exist_ok=True)
+        code = (cell for cell in lesson.nb.cells if cell.cell_type == "code")
+        for count, cell in enumerate(code, 1):  # nbval runs cells without history: In [1], [2], ...
+            cell.execution_count = count
+            for output in cell.outputs:
+                if output.output_type == "execute_result":
+                    output.execution_count = count
         lesson.nb.metadata["rlcourse"] = {"run": run_record()}
         nbformat.write(lesson.nb, path)
 

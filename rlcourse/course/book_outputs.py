@@ -24,14 +24,11 @@ class CellOutputs:
 
     def __init__(self) -> None:
         self.outputs: list[nbformat.NotebookNode] = []
-        self.execution_count: int | None = None
         self._clear_on_next = False
 
     def add(self, msg: dict) -> None:
         kind, content = msg["msg_type"], msg["content"]
-        if kind == "execute_input":
-            self.execution_count = content.get("execution_count")
-        elif kind == "clear_output":
+        if kind == "clear_output":
             self._clear_on_next = content.get("wait", False)
             if not self._clear_on_next:
                 self.outputs.clear()

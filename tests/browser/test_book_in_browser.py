@@ -49,8 +49,9 @@ def pages() -> list[str]:
 def plots_in_run(page: str) -> int:
     """How many images the lesson's run drew (its executed copy, as staged for the book)."""
     notebook = nbformat.read(SOURCE / Path(page).with_suffix(".ipynb"), as_version=4)
-    return sum("image/png" in output.get("data", {}) for cell in notebook.cells
-               for output in cell.get("outputs", []))
+    return sum("image/png" in data and "text/html" not in data  # HTML comes first when both exist
+               for data in (output.get("data", {}) for cell in notebook.cells
+                            for output in cell.get("outputs", [])))
 
 
 def visit(page: Page, url: str, problems: list[str]) -> None:

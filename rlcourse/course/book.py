@@ -5,7 +5,7 @@ table as the landing page, the glossary and key papers; a static site in _build/
     python -m rlcourse.course.book serve     # http://127.0.0.1:8000
     python -m rlcourse.course.book missing   # the lessons to run first: no executed copy, or an old one
 
-Sphinx with MyST-NB and sphinx-book-theme (pinned in the lock; BOOK_NOTES.md says why not Jupyter
+Sphinx with MyST-NB and sphinx-book-theme (pinned in the lock; docs/book-notes.md says why not Jupyter
 Book 2): every asset ships in the wheels, so nothing is fetched while building or reading.
 """
 

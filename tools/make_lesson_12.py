@@ -20,8 +20,8 @@ CELLS = [
 5. say what Atari preprocessing does to a frame, and why runners send single frames while the
    learner rebuilds the stacks (bytes measured).
 
-**Time:** about 35 minutes of study (one exercise); the cells ran in one to two minutes on 2 cores
-shared with other work (measured there).
+**Time:** about 35 minutes of study (one exercise); the cells ran in under two minutes on 2 cores shared
+with other work (measured there).
 Terms: see the [glossary](../docs/glossary.md).
 
 The papers behind it are listed at the end.
@@ -40,7 +40,7 @@ import torch
 from IPython.display import display
 
 from rlcourse import PPOConfig
-from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim
+from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim, zero_pad
 from rlcourse.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
 from rlcourse.connectors.learner import FrameStackingLearner
 from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
@@ -90,7 +90,8 @@ for name, steps in rule_steps.items():
 print("StatelessCartPole's observation:", StatelessCartPole().observation_space)
 """),
     md(r"""
-The rule that sees only the angle pushes too late and too hard: the pole swings wider each time.
+The rule that sees only the angle reacts to where the pole is, not to where it is going: it keeps
+pushing until the pole has crossed the vertical, and each swing grows.
 A network that sees $(x, \theta)$ can do no better than some rule of $(x, \theta)$. It can
 *estimate* the velocities, but only from earlier observations: $\dot\theta \approx
 (\theta_t - \theta_{t-1}) / \Delta t$. That needs **memory**: a state carried from step to step.
@@ -117,6 +118,8 @@ probe = (PPOConfig().environment(StatelessCartPole)
          .rl_module(model_config=MEMORY_MODEL).debugging(seed=0))
 runner = SingleAgentEnvRunner(probe)
 chunks = runner.sample(num_episodes=2)
+cut_here = runner.sample(num_timesteps=10)[-1]  # an episode cut by the end of a sample() call
+goes_on = runner.sample(num_timesteps=10)[0]  # and its next chunk, from the next call
 runner.stop()
 episode = chunks[0]
 states_in = episode.extra_model_outputs[STATE_IN]
@@ -126,6 +129,9 @@ print(f"an episode of {len(episode)} steps: observations {episode.observations.s
 print("state_in at the first step is all zeros:", not states_in[0].any())
 print("each step's state_in is the step before's state_out:",
       np.array_equal(states_in[1:], states_out[:-1]))
+print(f"episode {goes_on.id_[:8]} goes on at step {goes_on.t_started} in the next sample() from the "
+      "state it ended with:", np.array_equal(goes_on.extra_model_outputs[STATE_IN][0],
+                                             cut_here.extra_model_outputs[STATE_OUT][-1]))
 fig, axes = plt.subplots(1, 2, figsize=(11, 2.6), sharey=True)
 for ax, index, name in zip(axes, (0, 1), ("h (the LSTM's output)", "c (its cell)"), strict=True):
     image = ax.imshow(states_out[:, index].T, aspect="auto", cmap="coolwarm", vmin=-1, vmax=1)
@@ -136,7 +142,7 @@ plt.show()
     md(r"""
 Each column is the state after one step: the memory the next step starts from. A new episode
 starts from zeros again; an episode cut between two `sample()` calls goes on in the next call from
-the state it ended with (tests/test_lstm.py checks both).
+the state it ended with (the runner keeps it; tests/test_lstm.py checks both, with sub-envs).
 
 ## 3. Sequences, padding and a mask
 
@@ -158,19 +164,17 @@ mask = sequences[LOSS_MASK]
 print(f"chunks of {chunk_lengths} steps -> {mask.shape[0]} sequences of {mask.shape[1]} steps; "
       f"obs {sequences['obs'].shape}, state_in {sequences[STATE_IN].shape}, "
       f"{int(mask.sum())} real steps and {int((~mask).sum())} padded")
-starts = np.cumsum([0, *chunk_lengths[:-1]])
 episode_of = np.repeat(np.arange(len(chunks)), chunk_lengths)
-step_of = np.arange(len(episode_of)) - starts[episode_of]
+step_of = np.concatenate([np.arange(n) for n in chunk_lengths])  # t within its episode
 fig, ax = plt.subplots(figsize=(7, 0.35 * len(mask) + 1))
-ax.imshow(np.where(mask, 1 + add_time_dim({"e": episode_of, STATE_IN: episode_of}, chunk_lengths,
-                                          mask.shape[1], ("e",))["e"], 0), cmap="Pastel1_r")
+ax.imshow(np.where(mask, 1 + zero_pad(episode_of, mask), 0), cmap="Pastel1_r")
 for (row, col), t in zip(np.argwhere(mask), step_of, strict=True):
     ax.text(col, row, t, ha="center", va="center", fontsize=8)
 ax.set(title="sequences x time: episode step t in each cell (colour: episode; white: padding)",
        xlabel="position in the sequence", ylabel="sequence")
 plt.show()
-display(pd.DataFrame({"first step (t)": step_of[np.cumsum(mask.sum(1)) - mask.sum(1)],
-                      "real steps": mask.sum(1),
+display(pd.DataFrame({"episode": zero_pad(episode_of, mask)[:, 0],
+                      "first step t": zero_pad(step_of, mask)[:, 0], "real steps": mask.sum(1),
                       "state_in h[:3] it starts from": [np.round(s[0, :3], 3).tolist()
                                                          for s in sequences[STATE_IN]]}))
 """),
@@ -262,8 +266,9 @@ plt.show()
 """),
     md(r"""
 With the same budget the LSTM's return ends far above the MLP's: its state carries what the
-observation leaves out. The MLP is not undertrained; it has no way to tell a falling pole from a
-rising one. RLlib's tuned example asks for 350 within 2 million env steps;
+observation leaves out. The MLP's limit is what it sees, not only its budget: whatever it learns
+maps one $(x, \theta)$ to one action distribution, so it cannot tell a falling pole from a rising
+one. RLlib's tuned example asks for 350 within 2 million env steps;
 `benchmarks/lstm_stateless_cartpole.py` runs that goal beside RLlib's own.
 
 ## 5. Pixels: what an Atari agent sees
@@ -294,7 +299,7 @@ print(f"{screen.nbytes:,} bytes on screen -> {frame.nbytes:,} bytes per frame "
     md(r"""
 One frame shows where the ball is, not where it goes: the same problem as StatelessCartPole.
 Atari agents solve it without an LSTM by **frame stacking**: the module sees the last $k$ frames
-(RLlib's default 4) as $k$ channels. Pong takes hours on 2 CPUs; to see a CNN learn in seconds the
+(4 in RLlib's Atari examples) as $k$ channels. Pong takes hours on 2 CPUs; to see a CNN learn in seconds the
 course draws its GridWorld (lesson 09) as a picture: `PixelGridWorld`
 (`rlcourse/course/pixel_grid_world.py`), one pixel per cell, channel 0 the agent, 1 the pits, 2 the
 goal.

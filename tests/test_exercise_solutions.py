@@ -45,6 +45,7 @@ CONTEXT = {
     "self_play_mapping": ("10_multi_agent.ipynb", {}),
     "diagnose_runs": ("11_diagnosing_a_run.ipynb", {"mystery": {name: pd.DataFrame()
                                                                 for name in "ABC"}}),
+    "zero_padded_sequences": ("12_memory_and_pixels.ipynb", {"np": np}),
     "weighted_importance_sampling": ("13_offline_rl.ipynb", {"np": np}),
     "simulator_loop": ("14_external_simulators.ipynb", {}),
     "time_to_return": ("15_graduating_to_rllib.ipynb", {}),

@@ -28,7 +28,7 @@ The papers behind it are listed at the end.
     md(r"""
 ## 1. Why offline RL
 
-Lessons 01-11 learn by acting: a runner tries actions and sees what happens. Many real systems do
+Lessons 01-12 learn by acting: a runner tries actions and sees what happens. Many real systems do
 not allow that: a recommender, a power plant or a treatment policy cannot try random actions to see
 what they do. What they have are **logs**: the states, actions and rewards of whatever policy ran
 them, the **behaviour policy** $\mu$. Offline RL learns a policy $\pi$ from such logs alone.

@@ -46,8 +46,9 @@ class APPOLearner(IMPALALearner):
                               ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * advantages)
         total, stats = self.actor_critic_loss(-surrogate.mean(), values, vs, dist,
                                               mean_importance_ratio=is_ratio.mean().detach())
-        mean_kl = torch.distributions.kl_divergence(old_dist, dist).mean()
+        mean_kl = torch.zeros(())  # RLlib reports 0 when the KL loss is off
         if cfg.use_kl_loss:
+            mean_kl = torch.distributions.kl_divergence(old_dist, dist).mean()
             total = total + self.curr_kl_coeff * mean_kl
             stats.update(total_loss=total.detach(), curr_kl_coeff=self.curr_kl_coeff)
         return total, {**stats, "mean_kl_loss": mean_kl.detach()}

@@ -67,14 +67,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--target", type=float, default=450.0)
     parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--only", default="", help="run only the rows whose label contains this")
+    # RLlib's APPO puts its learner in an actor of 1 CPU beside 2 runners of 1 CPU each: with
+    # Ray's 2 CPUs of this machine it waits for a CPU forever, so Ray gets 4 logical CPUs.
+    parser.add_argument("--num-cpus", type=int, default=4, help="Ray's logical CPUs")
     args = parser.parse_args()
+    runs = [run for run in RUNS if args.only in run[0]]
     for package in side_by_side.PACKAGES:  # imports before any clock
         side_by_side.imports(rllib_example(0), package)
-    init_ray()
+    init_ray(num_cpus=args.num_cpus)
     rows, seconds = [], {label: [] for label, _, _ in RUNS}
     try:
         for i, seed in enumerate(args.seeds):
-            for label, package, config_for in RUNS if i % 2 == 0 else RUNS[::-1]:
+            for label, package, config_for in runs if i % 2 == 0 else runs[::-1]:
                 run = side_by_side.run(config_for(seed), package, target_return=args.target,
                                        max_env_steps=MAX_ENV_STEPS, max_seconds=args.time_limit,
                                        progress=None)
@@ -85,6 +90,7 @@ def main() -> None:
                              f"{at[0]:,}" if at else f">{run.env_steps[-1]:,.0f}",
                              f"{run.env_steps[-1] / run.seconds[-1]:,.0f}",
                              f"{run.returns[-1]:.0f}"])
+                print(" | ".join(map(str, rows[-1])), flush=True)  # each run as it ends
     finally:
         ray.shutdown()
     print_table(f"APPO on CartPole-v1 to a return of {args.target:g} (budget {MAX_ENV_STEPS:,} env "

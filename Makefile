@@ -5,6 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8888
+BOOK_PORT ?= 8000
 STAMP  := $(VENV)/.installed
 # torch comes from PyTorch's CPU index: on Linux, PyPI's torch is the multi-GB CUDA build. The one
 # switch for a machine with an NVIDIA GPU: `make install TORCH_INDEX=https://download.pytorch.org/whl/cu128`
@@ -17,7 +18,8 @@ CHROMIUM ?= /usr/bin/chromium
 ROOT_USER := $(filter 0,$(shell id -u))
 SUDO := $(if $(ROOT_USER),,sudo)
 
-.PHONY: install test test-fast test-browser chromium lint lab bench tuned-examples binder-profile clean
+.PHONY: install test test-fast test-browser test-book chromium lint lab book book-serve bench tuned-examples \
+	binder-profile clean
 
 install: $(STAMP)
 
@@ -37,7 +39,8 @@ lint: install
 # lessons run beside tests/, in a pytest of their own whose output waits in
 # test-artifacts/lessons.log until the rest is done: much of tests/ waits on Ray and on processes
 # starting, so the two share 2 cores, and every test and lesson is written to pass on a busy machine.
-# Each pytest run ends with its 25 slowest tests; the target fails if any of the three did.
+# Each pytest run ends with its 25 slowest tests; the target fails if any of the three did. Then the
+# book is built from the lessons' executed copies (no lesson runs twice) and checked in Chromium.
 test: lint
 	@mkdir -p test-artifacts
 	@$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax --nbval-cell-timeout=600 \
@@ -46,6 +49,8 @@ test: lint
 	$(MAKE) --no-print-directory test-browser || failed=1; \
 	wait $$lessons || failed=1; \
 	echo "== lessons under nbval (test-artifacts/lessons.log) =="; cat test-artifacts/lessons.log; \
+	$(BIN)/python -m rlcourse.course.book build && \
+	  $(MAKE) --no-print-directory test-book || failed=1; \
 	exit $$failed
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.
@@ -55,7 +60,8 @@ test-fast: install
 # The lessons as learners meet them: JupyterLab in headless Chromium, widgets clicked, screenshots
 # kept in test-artifacts/browser/.
 test-browser: install chromium
-	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider --durations=25 tests/browser
+	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider --durations=25 tests/browser \
+	  --ignore=tests/browser/test_book_in_browser.py
 
 chromium:
 	@test -x $(CHROMIUM) || { export DEBIAN_FRONTEND=noninteractive; \
@@ -92,5 +98,22 @@ tuned-examples: install
 binder-profile: install
 	$(BIN)/python benchmarks/binder_profile.py
 
+# The course as a book in _build/html: every lesson with the outputs of its run under nbval, which
+# lessons/conftest.py keeps in _build/executed/ (`make test` runs them once; `make book` runs the
+# lessons that have no executed copy, or an outdated one). Sphinx + MyST-NB, nothing downloaded.
+book: install
+	@missing=$$($(BIN)/python -m rlcourse.course.book missing); \
+	if [ -n "$$missing" ]; then $(BIN)/python -m pytest -p no:cacheprovider -q --nbval-lax \
+	  --nbval-cell-timeout=600 $$missing; fi
+	$(BIN)/python -m rlcourse.course.book build
+
+book-serve: book
+	$(BIN)/python -m rlcourse.course.book serve --port $(BOOK_PORT)
+
+# Every page of the built book in headless Chromium: links, images, plots, JavaScript errors, search.
+test-book: install chromium
+	RLCOURSE_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -p no:cacheprovider -s \
+	  tests/browser/test_book_in_browser.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache _build

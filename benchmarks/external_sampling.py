@@ -14,6 +14,7 @@ steps and wall time to the target (the learner's time dominates on a busy machin
 """
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -25,10 +26,11 @@ from common import course_cartpole_config, print_table, ray_session
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
+    TOKEN_ENV_VAR,
     EnvRunnerServerForExternalInference,
 )
 
-TOKEN = "benchmark"
+os.environ.setdefault(TOKEN_ENV_VAR, "benchmark")  # the runners' and the clients' shared secret
 
 
 def config(n: int, external: bool) -> PPOConfig:
@@ -38,14 +40,14 @@ def config(n: int, external: bool) -> PPOConfig:
         return config
     return (config.environment(None, observation_space=gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
                                action_space=gym.spaces.Discrete(2),
-                               env_config={"port": 0, "token": TOKEN})
+                               env_config={"port": 0})
             .env_runners(env_runner_cls=EnvRunnerServerForExternalInference))
 
 
 def start_simulators(algo, steps_per_batch: int) -> list[subprocess.Popen]:
     """One client.py process (CartPole-v1) per server runner of `algo`."""
     ports = [a[1] for a in algo.env_runner_group.foreach_env_runner(lambda runner: runner.address)]
-    return [subprocess.Popen([sys.executable, client.__file__, "--port", str(port), "--token", TOKEN,
+    return [subprocess.Popen([sys.executable, client.__file__, "--port", str(port),
                               "--steps-per-batch", str(steps_per_batch)], stdout=subprocess.DEVNULL)
             for port in ports]
 

@@ -25,6 +25,8 @@ _EXPORTS = {
     "SAC": "rlcourse.algorithms.sac.sac",
     "BCConfig": "rlcourse.algorithms.bc.bc",
     "BC": "rlcourse.algorithms.bc.bc",
+    "MARWILConfig": "rlcourse.algorithms.marwil.marwil",
+    "MARWIL": "rlcourse.algorithms.marwil.marwil",
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "SingleAgentEnvRunner": "rlcourse.env.single_agent_env_runner",

@@ -1,7 +1,9 @@
 """Helpers for the external-simulator tests: a server runner in this process (no Ray) with made-up
 weights, and a raw connection that speaks RLlink byte by byte."""
 
+import contextlib
 import json
+import os
 import socket
 import threading
 
@@ -11,17 +13,19 @@ from helpers import small_ppo
 
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
+    TOKEN_ENV_VAR,
     EnvRunnerServerForExternalInference,
 )
 
 TOKEN = "test-token"
+os.environ[TOKEN_ENV_VAR] = TOKEN  # as a driver sets it: runner actors and client.py read it
 OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 
 
 def external_config(**env_config):
     """A small PPO config whose runner serves CartPole-shaped simulators on a free port."""
     return (small_ppo().environment(observation_space=OBS_SPACE, action_space=gym.spaces.Discrete(2),
-                                    env_config={"port": 0, "token": TOKEN, **env_config})
+                                    env_config={"port": 0, **env_config})
             .env_runners(env_runner_cls=EnvRunnerServerForExternalInference))
 
 
@@ -42,9 +46,14 @@ def start_runner(**env_config) -> EnvRunnerServerForExternalInference:
     return runner
 
 
+def _run_client(**kwargs) -> None:
+    with contextlib.suppress(OSError):  # the server stopped for good: the client gives up
+        client.run(**kwargs)
+
+
 def run_client_in_thread(runner, max_env_steps: int = 300, **kwargs) -> threading.Thread:
     """client.run() on CartPole against `runner`, on a daemon thread."""
-    thread = threading.Thread(target=client.run, daemon=True, kwargs={
+    thread = threading.Thread(target=_run_client, daemon=True, kwargs={
         "env": gym.make("CartPole-v1"), "host": "127.0.0.1", "port": runner.address[1],
         "token": TOKEN, "steps_per_batch": 100, "max_env_steps": max_env_steps,
         "reconnect_timeout_s": 2.0, "seed": 0, **kwargs})

@@ -45,6 +45,8 @@ CONTEXT = {
     "self_play_mapping": ("10_multi_agent.ipynb", {}),
     "diagnose_runs": ("11_diagnosing_a_run.ipynb", {"mystery": {name: pd.DataFrame()
                                                                 for name in "ABC"}}),
+    "weighted_importance_sampling": ("13_offline_rl.ipynb", {"np": np}),
+    "simulator_loop": ("14_external_simulators.ipynb", {}),
     "time_to_return": ("15_graduating_to_rllib.ipynb", {}),
 }
 CHECKERS = {getattr(exercises, name).exercise_name: name for name in exercises.__all__

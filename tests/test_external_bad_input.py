@@ -82,7 +82,7 @@ def runner():
 @pytest.mark.parametrize("name", [*BEFORE_HANDSHAKE, *AFTER_HANDSHAKE])
 def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
     good = run_client_in_thread(runner, max_env_steps=200)  # served while the bad one is refused
-    refused_before = runner.num_refused
+    refused_before = runner.counts["num_external_messages_refused"]
     sock = raw_connect(runner)
     if name in AFTER_HANDSHAKE:
         handshake(sock)
@@ -92,7 +92,7 @@ def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
     assert answer["type"] == "ERROR" and words in answer["message"], answer
     assert receive_raw(sock) is None  # then it hangs up
     sock.close()
-    assert runner.num_refused == refused_before + 1
+    assert runner.counts["num_external_messages_refused"] == refused_before + 1
     queued = runner.sample(num_timesteps=150)  # what a learner gets: only the good client's
     good.join(timeout=20)
     queued += list(runner._queue)

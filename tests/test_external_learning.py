@@ -6,7 +6,7 @@ import sys
 import time
 
 import pytest
-from external_helpers import TOKEN, external_config
+from external_helpers import external_config
 
 from rlcourse.env.external import client
 
@@ -23,7 +23,7 @@ def test_ppo_learns_cartpole_from_two_external_simulator_processes(ray_session, 
     ports = [address[1] for address in algo.env_runner_group.foreach_env_runner(
         lambda runner: runner.address)]
     simulators = [subprocess.Popen(
-        [sys.executable, client.__file__, "--port", str(port), "--token", TOKEN, "--seed", str(i),
+        [sys.executable, client.__file__, "--port", str(port), "--seed", str(i),
          "--steps-per-batch", str(CLIENT_STEPS_PER_BATCH)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i, port in enumerate(ports)]
     try:

@@ -10,7 +10,6 @@ import time
 import numpy as np
 import pytest
 from external_helpers import (
-    TOKEN,
     external_config,
     handshake,
     made_up_weights,
@@ -133,9 +132,13 @@ def test_stop_hangs_up_on_clients_and_frees_the_port(runner):
         socket.create_connection(runner.address, timeout=1.0)
 
 
-def test_settings_are_checked():
-    with pytest.raises(ValueError, match="token"):
-        EnvRunnerServerForExternalInference(external_config(token=None))
+def test_settings_are_checked(monkeypatch):
+    with pytest.raises(ValueError, match="would be saved in checkpoints.*RLCOURSE_EXTERNAL_TOKEN"):
+        EnvRunnerServerForExternalInference(external_config(token="in the config"))
+    monkeypatch.delenv("RLCOURSE_EXTERNAL_TOKEN")
+    with pytest.raises(ValueError, match="set the environment variable RLCOURSE_EXTERNAL_TOKEN"):
+        EnvRunnerServerForExternalInference(external_config())
+    monkeypatch.undo()
     with pytest.raises(ConfigError, match="env_runner_cls"):
         external_config().env_runners(env_runner_cls=dict).validate()
     with pytest.raises(ConfigError, match="observation_space and action_space"):
@@ -148,12 +151,11 @@ def test_settings_are_checked():
         taken.stop()
     with pytest.raises(ConfigError, match="evaluation builds the env"):
         external_config().evaluation(evaluation_interval=1).validate()
-    assert TOKEN
 
 
 def test_a_simulator_process_killed_mid_episode_is_forgotten_and_others_are_served(runner):
     simulator = subprocess.Popen(
-        [sys.executable, client.__file__, "--port", str(runner.address[1]), "--token", TOKEN,
+        [sys.executable, client.__file__, "--port", str(runner.address[1]),
          "--steps-per-batch", "1000000"], stdout=subprocess.DEVNULL)  # never sends a batch
     try:
         wait_until(lambda: runner.num_clients == 1, timeout_s=20)

@@ -87,9 +87,10 @@ def test_an_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
 
 def test_rllibs_packed_formats_are_refused_as_settings():
     with pytest.raises(ConfigError, match="output_write_episodes"):
-        BCConfig().offline_data(output_write_episodes=True)
+        BCConfig().environment("CartPole-v1").offline_data(output_write_episodes=True).validate()
     with pytest.raises(ConfigError, match="output_compress_columns.*pickle"):
-        BCConfig().offline_data(output_compress_columns=["obs"])
+        BCConfig().environment("CartPole-v1").offline_data(
+            output_compress_columns=["obs"]).validate()
     with pytest.raises(ValueError, match=r"input_.*offline_data\(input_=PATH\)"):
         BCConfig().environment("CartPole-v1").validate()
 

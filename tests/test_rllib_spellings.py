@@ -106,8 +106,8 @@ def test_default_model_config_is_rllibs_spelling_of_the_model_config_dict():
     assert type(config.model_config) is dict  # saved in checkpoints as a plain dict
     config.validate()
     unsupported = PPOConfig().environment("CartPole-v1").rl_module(
-        model_config=DefaultModelConfig(use_lstm=True))
-    with pytest.raises(ConfigError, match=r"no settings \['use_lstm'\]"):
+        model_config=DefaultModelConfig(use_attention=True))
+    with pytest.raises(ConfigError, match=r"no settings \['use_attention'\]"):
         unsupported.validate()
     not_a_bool = PPOConfig().environment("CartPole-v1").rl_module(
         model_config=DefaultModelConfig(vf_share_layers="yes"))

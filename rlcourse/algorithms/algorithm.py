@@ -38,6 +38,7 @@ class Algorithm(Checkpointable):
     """The training loop's owner. Build one with `config.build_algo()`; call `train()` repeatedly."""
 
     supports_multi_agent = False  # whether its training_step handles config.multi_agent(...)
+    supports_lstm = False  # whether its learner trains stateful modules (model_config use_lstm)
 
     def __init__(self, config: AlgorithmConfig):
         self.config = config

@@ -1,22 +1,20 @@
 """AlgorithmConfig: every setting of a run, set with RLlib's fluent methods (config_setters.py) and
 checked by `validate()` (config_validation.py), so that a config reads as one chain:
 
-    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()
-"""
+    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()"""
 
 import copy
 import math
 from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms import config_setters, config_validation
-from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, setter
+from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.env import registry
-from rlcourse.utils.validation import ConfigError
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -67,6 +65,7 @@ class AlgorithmConfig:
         self.minibatch_size: int | None = 128  # None: the whole batch in one step
         self.num_epochs = 10
         self.grad_clip: float | None = None
+        self.learner_connector: Any = None  # fn(obs_space, act_space) -> episodes -> episodes
         # rl_module()
         self.model_config: dict = copy.deepcopy(self.default_model_config)
         self.rl_module_class: type | None = None
@@ -119,8 +118,8 @@ class AlgorithmConfig:
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
-        from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule  # torch
-        return RLModuleSpec(module_class=DefaultActorCriticModule)
+        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
+        return RLModuleSpec(module_class=default_actor_critic_class(self.model_config))
 
     # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
     _set = config_setters.set_given
@@ -139,18 +138,14 @@ class AlgorithmConfig:
                     num_cpus_per_env_runner: float = NotProvided,
                     num_gpus_per_env_runner: float = NotProvided,
                     gym_env_vectorize_mode: str = NotProvided, explore: bool = NotProvided,
-                    sample_timeout_s: float = NotProvided,
+                    sample_timeout_s: float = NotProvided, env_runner_cls: type | None = NotProvided,
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
-                    env_to_module_connector: Any = NotProvided,
-                    env_runner_cls: type | None = NotProvided) -> "AlgorithmConfig":
+                    env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
         """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
-        slower to answer has failed and is ended; the runner in this process (num_env_runners=0)
-        checks it only between env steps, so an env.step that never returns hangs it (sample on
-        runner actors to end one); `max_requests_in_flight_per_env_runner`: IMPALA's requests;
-        `env_to_module_connector`: `fn(env)` returning observation connectors (connectors/);
-        `env_runner_cls`: another EnvRunner, e.g. env/external/'s server for external simulators
-        (offline_data(output=...) sets offline/'s recording runner)."""
+        slower to answer has failed and is ended (the runner in this process checks it only between
+        env steps); `env_to_module_connector`: `fn(env)` returning connectors (connectors/);
+        `env_runner_cls`: another EnvRunner, e.g. env/external/'s server for external simulators."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
             return {"gym_env_vectorize_mode": mode.upper() if isinstance(mode, str) else mode}
@@ -170,8 +165,8 @@ class AlgorithmConfig:
     @setter
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
                  train_batch_size_per_learner: int = NotProvided, minibatch_size: int = NotProvided,
-                 num_epochs: int = NotProvided, grad_clip: float | None = NotProvided
-                 ) -> "AlgorithmConfig":
+                 num_epochs: int = NotProvided, grad_clip: float | None = NotProvided,
+                 learner_connector: Any = NotProvided) -> "AlgorithmConfig":
         """Settings of the update; algorithm configs add their own (PPO: `lambda_`, ...)."""
 
     @setter
@@ -181,10 +176,8 @@ class AlgorithmConfig:
         RLlib's spelling of both: `rl_module_spec=RLModuleSpec(module_class=..., model_config=...)`."""
         settings = {}
         if rl_module_spec is not NotProvided:
-            if model_config is not NotProvided or rl_module_class is not NotProvided:
-                raise ConfigError("rl_module_spec", rl_module_spec, "pass either an RLModuleSpec or "
-                                  "model_config / rl_module_class, not both.", "rl_module")
-            settings = settings_from_spec(rl_module_spec)
+            settings = settings_from_spec(rl_module_spec, also_given=(
+                model_config, rl_module_class) != (NotProvided, NotProvided))
             model_config = settings.get("model_config", NotProvided)
         if model_config is not NotProvided:  # only the keys given change
             settings["model_config"] = copy.deepcopy({**self.default_model_config, **model_config})
@@ -206,14 +199,12 @@ class AlgorithmConfig:
                         ignore_env_runner_failures: bool = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
                         num_consecutive_sub_env_failures_tolerance: int = NotProvided,
-                        env_runner_health_probe_timeout_s: float = NotProvided
-                        ) -> "AlgorithmConfig":
+                        env_runner_health_probe_timeout_s: float = NotProvided) -> "AlgorithmConfig":
         """What a runner actor that dies or hangs (env/env_runner_health.py) and a failing sub-env
         (env/sub_env_restarts.py) do; 5 consecutive failures end a run (RLlib: 100)."""
 
     @setter
-    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided
-                  ) -> "AlgorithmConfig":
+    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided) -> "AlgorithmConfig":
         """How many recent episodes `episode_return_mean` averages over."""
 
     @setter
@@ -242,15 +233,7 @@ class AlgorithmConfig:
                      output_write_remaining_data: bool = NotProvided) -> "AlgorithmConfig":
         """`output`: runners also write what they sample there as Parquet (offline/); `input_`:
         Parquet paths or a ray.data.Dataset that an offline algorithm (BC) learns from. Files hold
-        one row per step in plain columns: episode packing and pickled columns are refused."""
-        if output_write_episodes is True:
-            raise ConfigError("output_write_episodes", True, "rlcourse records one row per step "
-                              "in RLlib's columns (RLlib's output_write_episodes=False); packed "
-                              "episodes are not supported.", "offline_data")
-        if output_compress_columns not in (NotProvided, [], ()):
-            raise ConfigError("output_compress_columns", output_compress_columns, "rlcourse "
-                              "writes plain columns only: a compressed column would be a pickle, "
-                              "and reading a pickle can run any code. Leave it [].", "offline_data")
+        one row per step in plain columns: episode packing and pickled columns are refused (validate)."""
         if output is not NotProvided:
             from rlcourse.offline.offline_env_runner import OfflineSingleAgentEnvRunner
             return {"env_runner_cls": OfflineSingleAgentEnvRunner if output else None}
@@ -263,19 +246,8 @@ class AlgorithmConfig:
         """`policies` with the spaces of the agents of `env` (default: one built here) mapped to each."""
         return multi_rl_module_spec.multi_rl_module_spec_for(self, env)
 
-    @setter
-    def framework(self, framework: str = "torch") -> "AlgorithmConfig":
-        """RLlib's choice of deep-learning framework; rlcourse's Learners are torch only."""
-        if framework != "torch":
-            raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
-                              "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
-
-    def __getattr__(self, name: str) -> Any:
-        """Only for names that are not attributes: RLlib's renamed setters say where they went."""
-        if name in RENAMED_SETTERS:
-            raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API "
-                                 f"stack); use config.{RENAMED_SETTERS[name]} instead.")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    framework = config_setters.framework  # RLlib's choice of framework: torch only
+    __getattr__ = config_setters.missing_attribute
 
     # -- derived values, copies and building ---------------------------------------------------
 
@@ -306,20 +278,13 @@ class AlgorithmConfig:
     def get_env_creator(self) -> "EnvCreator":
         return registry.get_env_creator(self.env)
 
-    def validate(self) -> None:
-        """Raise ValueError naming the first bad setting and how to fix it."""
-        config_validation.validate_config(self)
+    validate = config_validation.validate_config  # raise naming the first bad setting and the fix
 
     def copy(self) -> "AlgorithmConfig":
         return copy.deepcopy(self)
 
-    def to_dict(self) -> dict:
-        """All settings as a plain dict, plus `config_class` (Ray Tune calls it for param_space)."""
-        return config_setters.config_to_dict(self)
-
-    def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
-        """Set each `name: value` through its setter (RLlib's `update_from_dict`)."""
-        return config_setters.update_from_dict(self, settings)
+    to_dict = config_setters.config_to_dict  # Ray Tune calls it for param_space
+    update_from_dict = config_setters.update_from_dict
 
     @staticmethod
     def from_dict(d: dict) -> "AlgorithmConfig":

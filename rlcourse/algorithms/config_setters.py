@@ -112,6 +112,23 @@ def setter(method: Callable) -> Callable:
     return set_settings
 
 
+@setter
+def framework(config: "AlgorithmConfig", framework: str = "torch") -> "AlgorithmConfig":
+    """RLlib's choice of deep-learning framework (`AlgorithmConfig.framework`): torch only here."""
+    if framework != "torch":
+        raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
+                          "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
+
+
+def missing_attribute(config: "AlgorithmConfig", name: str) -> Any:
+    """`AlgorithmConfig.__getattr__`, only for names that are not attributes: RLlib's renamed
+    setters say where they went."""
+    if name in RENAMED_SETTERS:
+        raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API stack); "
+                             f"use config.{RENAMED_SETTERS[name]} instead.")
+    raise AttributeError(f"{type(config).__name__!r} object has no attribute {name!r}")
+
+
 # -- the config as a dict (Ray Tune's param_space and trials) -----------------------------------
 
 def config_to_dict(config: "AlgorithmConfig") -> dict:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 ALGORITHMS = {"PPO": "rlcourse.algorithms.ppo", "IMPALA": "rlcourse.algorithms.impala",
               "APPO": "rlcourse.algorithms.appo",
               "DQN": "rlcourse.algorithms.dqn", "SAC": "rlcourse.algorithms.sac",
-              "ApexDQN": "rlcourse.algorithms.apex_dqn", "BC": "rlcourse.algorithms.bc"}
+              "ApexDQN": "rlcourse.algorithms.apex_dqn", "BC": "rlcourse.algorithms.bc",
+              "CQL": "rlcourse.algorithms.cql", "MARWIL": "rlcourse.algorithms.marwil"}
 # The Ray sessions (None: before ray.init) where Tune has the names: Tune's registry sends them to
 # the Ray that is up, or to the next one started, and a later Ray starts without them.
 _registered_in: set[str | None] = set()

@@ -7,6 +7,10 @@ passes gymnasium's env checker and draws itself.
 game engine, a robot, a physics server) that the env talks to. Waiting costs no CPU, so more runners
 keep adding env steps per second long after CPU-bound CartPole has used up every core. Use it as
 `config.environment(LatencyBoundCartPole, env_config={"step_latency_s": 0.005})`.
+
+`StatelessCartPole` (RLlib's example env): CartPole-v1 that shows only the cart's position and the
+pole's angle, not their velocities: a policy must remember earlier observations to act well
+(`model_config={"use_lstm": True}`). Registered as "StatelessCartPole".
 """
 
 import time
@@ -14,6 +18,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from rlcourse.env.registry import register_env
 
 DEFAULT_STEP_LATENCY_S = 0.005
 
@@ -30,6 +36,21 @@ class LatencyBoundCartPole(gym.Wrapper):
         time.sleep(self.step_latency_s)  # the simulator is busy elsewhere; this process idles
         return self.env.step(action)
 
+
+class StatelessCartPole(gym.ObservationWrapper):
+    """CartPole-v1 (500-step limit included) observing [x, theta] only: no velocities. RLlib's
+    has no step limit; the limit here keeps an evaluation finite and is above RLlib's mark, 350."""
+
+    def __init__(self, config: dict | None = None):
+        super().__init__(gym.make("CartPole-v1"))
+        high = self.env.observation_space.high[[0, 2]]
+        self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation[[0, 2]]
+
+
+register_env("StatelessCartPole", StatelessCartPole)
 
 UP, RIGHT, DOWN, LEFT = range(4)
 MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]])  # (row, col) change of each action

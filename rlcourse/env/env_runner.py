@@ -1,10 +1,11 @@
 """EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): the module it acts with,
-seeding, weights, the frame of `sample()`, metrics, and two guards on sampling:
+seeding, weights, the frame of `sample()`, metrics, and three guards on sampling:
   * no silent NaNs: one NaN or infinite reward or observation (a None reward arrives as NaN) would
     make every weight NaN, so each sample is checked once, as whole arrays (`NonFiniteEnvData`);
   * `sample_timeout_s` in the driver's process, whose runner cannot be killed as a hung actor is:
     the deadline is checked before each env step (`SampleTimeoutError`). That bounds endless episodes
-    and slow envs, not one `env.step` that never returns (sample on runner actors for that).
+    and slow envs, not one `env.step` that never returns (sample on runner actors for that);
+  * an observation that does not fit its space is named with its shape (`observation_shape_error`).
 """
 
 import math
@@ -17,6 +18,7 @@ import numpy as np
 import ray
 
 from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
 from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
 from rlcourse.env.env_runner_state import check_runner_state
 from rlcourse.env.registry import EnvCreator, env_name
@@ -33,7 +35,8 @@ def build_inference_module(config, observation_space: gym.Space, action_space: g
     the runner's GPU if it has one. `worker_index` picks per-runner exploration (Ape-X's epsilons)."""
     head = config.get_action_head(action_space, worker_index)
     if config.rl_module_class is None:
-        network = NumpyMLP(space_info(observation_space, action_space), config.get_model_config())
+        network_class = NumpyLSTM if config.model_config.get("use_lstm") else NumpyMLP
+        network = network_class(space_info(observation_space, action_space), config.get_model_config())
         return InferenceModule(network, head, seed)
     from rlcourse.utils.framework import get_device  # imports torch: this runner holds torch anyway
 
@@ -65,6 +68,26 @@ def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
     return "obs" if first_non_finite(np.asarray(obs)) is not None else None
 
 
+def observation_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception
+                            ) -> ValueError | None:
+    """A clear error for an observation that does not fit the observation space, naming the env,
+    the space and the shape it returned, for numpy's "Output array is the wrong shape" or "all
+    input arrays must have the same shape" (SYNC) or "could not broadcast" (ASYNC); None for any
+    other error."""
+    if not (isinstance(error, ValueError) and any(
+            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
+        return None
+    space = env.single_observation_space
+    got = f"numpy says: {error}"
+    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
+        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
+               if o is not None and np.shape(o) != space.shape]
+        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
+    return ValueError(f"The {name} returned an observation that does not fit its "
+                      f"observation_space {space} ({got}). Return observations of the space's "
+                      "shape, or declare the space they have in the env's __init__.")
+
+
 class EnvRunner:
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
     `num_envs`) and writes its sample loop (`_sample_steps`, `_sample_episodes`), `_set_module_weights`,
@@ -73,6 +96,10 @@ class EnvRunner:
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
+    frame_stacking: Any = None  # its FrameStackingEnvToModule: the module acts on its stacks
+    # Environment variables a runner actor gets from the driver's process (its Ray runtime env):
+    # secrets that must not travel in the config, which checkpoints and Tune results store.
+    driver_env_vars: tuple[str, ...] = ()
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config

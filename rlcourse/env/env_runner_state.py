@@ -54,7 +54,9 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
 
 def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:
     """The running episodes: one per sub-env, the observations the module acts on next."""
-    if not isinstance(episodes, dict) or set(episodes) not in (EPISODE_KEYS, EPISODE_KEYS - {"hooks"}):
+    # "module_state": a stateful module's state per sub-env (use_lstm), saved with its episodes.
+    if not isinstance(episodes, dict) or set(episodes) - {"module_state"} not in (
+            EPISODE_KEYS, EPISODE_KEYS - {"hooks"}):
         raise CheckpointError(f"{where} must be a dict with keys {sorted(EPISODE_KEYS)}.")
     for key in ("ids", "t_started", "running_returns"):
         if not isinstance(episodes[key], list) or len(episodes[key]) != n:

@@ -19,6 +19,7 @@ from rlcourse.env.env_runner import (
     build_inference_module,
     first_non_finite,
     non_finite_field,
+    observation_shape_error,
 )
 from rlcourse.env.env_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
@@ -42,26 +43,6 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
 
 
-def observation_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception
-                            ) -> ValueError | None:
-    """A clear error for an observation that does not fit the observation space, naming the env,
-    the space and the shape it returned, for numpy's "Output array is the wrong shape" or "all
-    input arrays must have the same shape" (SYNC) or "could not broadcast" (ASYNC); None for any
-    other error."""
-    if not (isinstance(error, ValueError) and any(
-            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
-        return None
-    space = env.single_observation_space
-    got = f"numpy says: {error}"
-    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
-        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
-               if o is not None and np.shape(o) != space.shape]
-        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
-    return ValueError(f"The {name} returned an observation that does not fit its "
-                      f"observation_space {space} ({got}). Return observations of the space's "
-                      "shape, or declare the space they have in the env's __init__.")
-
-
 class SingleAgentEnvRunner(EnvRunner):
     """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
 
@@ -80,6 +61,7 @@ class SingleAgentEnvRunner(EnvRunner):
             self.env_to_module = build_env_to_module_pipeline(
                 config, self.observation_space, self.action_space, self.env)
             self.observation_space = self.env_to_module.observation_space
+            self.frame_stacking = self.env_to_module.frame_stacking
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed, worker_index)
         self.hooks = None
@@ -110,11 +92,15 @@ class SingleAgentEnvRunner(EnvRunner):
                 raise clear from e
             raise
         self._obs = self.env_to_module(obs) if self.env_to_module is not None else obs
+        if self.frame_stacking:
+            self.frame_stacking.push(self._obs)
         if self.hooks:
             self.hooks.on_reset(self._obs, infos)
         self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
         self._t_started = [0] * self.num_envs
         self._running_returns = [0.0] * self.num_envs
+        if self.module.is_stateful:  # every sub-env starts an episode: each from the initial state
+            self.module.reset_state(np.ones(self.num_envs, dtype=bool))
         self._needs_reset = False
 
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
@@ -124,7 +110,8 @@ class SingleAgentEnvRunner(EnvRunner):
             self._reset()
         n_envs, forward = self.num_envs, (self.module.forward_exploration if explore
                                           else self.module.forward_inference)
-        connectors = self.env_to_module
+        connectors, stacking = self.env_to_module, self.frame_stacking
+        self._lookback = stacking.lookback() if stacking else None  # frames before obs[0]
         obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
         rewards = np.empty((steps, n_envs), dtype=np.float32)
         terminated = np.empty((steps, n_envs), dtype=bool)
@@ -136,7 +123,7 @@ class SingleAgentEnvRunner(EnvRunner):
         self._needs_reset = True  # until this sample is done: an error leaves episodes half-stepped
         for t in range(steps):
             self._check_deadline(deadline)
-            out = forward(obs[t])
+            out = forward(stacking.stacked if stacking else obs[t])
             if t == 0:
                 outputs = {k: np.empty((steps, *v.shape), v.dtype) for k, v in out.items()}
             for k, v in out.items():
@@ -155,6 +142,10 @@ class SingleAgentEnvRunner(EnvRunner):
                                "fault_tolerance(restart_failed_sub_environments=True).")
                 raise
             obs[t + 1] = connectors(next_obs) if connectors is not None else next_obs
+            if stacking:  # SAME_STEP autoreset: an ended sub-env's obs[t + 1] starts its next episode
+                stacking.push(obs[t + 1], terminated[t] | truncated[t])
+            if self.module.is_stateful:  # sub-envs that reset in this step start a new state
+                self.module.reset_state(terminated[t] | truncated[t])
             if self.hooks:
                 self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
                                    infos)
@@ -219,6 +210,8 @@ class SingleAgentEnvRunner(EnvRunner):
         episode = SingleAgentEpisode(ep_obs, outputs["actions"][start:end, i], chunk_rewards,
                                      extra, is_terminated, is_truncated,
                                      id_=self._ids[i], t_started=self._t_started[i])
+        if self._lookback is not None and start == 0 and episode.t_started > 0:
+            episode.lookback_observations = self._lookback[i]
         if self.hooks:
             episode.custom_data = self.hooks.custom_data(i, episode.is_done)
         self._running_returns[i] += float(rewards[start:end, i].sum())  # the env's, not clipped
@@ -263,6 +256,8 @@ class SingleAgentEnvRunner(EnvRunner):
         running = sync and not self._needs_reset
         episodes = {"obs": to_plain(self._obs), "ids": self._ids, "t_started": self._t_started,
                     "running_returns": self._running_returns, "envs": envs,
+                    **({"module_state": to_plain(self.module.state)} if self.module.is_stateful
+                       else {}),  # the LSTM's state per sub-env
                     "hooks": self.hooks.get_state() if self.hooks else None} if running else None
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
                 "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
@@ -285,8 +280,12 @@ class SingleAgentEnvRunner(EnvRunner):
         if self._needs_reset:
             return
         self._obs = from_plain(episodes["obs"])
+        if self.frame_stacking:  # earlier frames are not saved: the stacks restart from this one
+            self.frame_stacking.push(self._obs)
         self._ids, self._t_started = list(episodes["ids"]), list(episodes["t_started"])
         self._running_returns = list(episodes["running_returns"])
+        if self.module.is_stateful:
+            self.module.state = from_plain(episodes["module_state"])
         if self.hooks and episodes.get("hooks") is not None:
             self.hooks.set_state(episodes["hooks"])
         elif self.hooks:  # saved without these callbacks: the hooks see the episodes start here

@@ -12,6 +12,9 @@ import numpy as np
 class SingleAgentEpisode:
     """Observations, actions, rewards and model outputs (e.g. `action_logp`) of one episode chunk."""
 
+    # The frames before a continuing chunk's first, which FrameStackingLearner stacks it with.
+    lookback_observations: np.ndarray | None = None
+
     def __init__(self, observations: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
                  extra_model_outputs: dict[str, np.ndarray] | None = None,
                  is_terminated: bool = False, is_truncated: bool = False,
@@ -90,4 +93,5 @@ class SingleAgentEpisode:
             np.concatenate([self.rewards, other.rewards]), extra,
             other.is_terminated, other.is_truncated, self.id_, self.t_started)
         joined.custom_data = {**self.custom_data, **other.custom_data}
+        joined.lookback_observations = self.lookback_observations
         return joined

@@ -48,11 +48,14 @@ def _quiet_ray_data() -> None:
 
 
 class OfflineData:
-    """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches."""
+    """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches
+    made by `config.prelearner_class`, else by the algorithm's `default_prelearner_class`."""
 
-    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space):
+    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space,
+                 default_prelearner_class: type[OfflinePreLearner] = OfflinePreLearner):
+        """`default_prelearner_class`: the algorithm's, where config.prelearner_class is None."""
         self.config = config
-        prelearner_class = config.prelearner_class or OfflinePreLearner
+        prelearner_class = config.prelearner_class or default_prelearner_class
         self.prelearner = prelearner_class(config, observation_space, action_space)
         columns = self.prelearner.columns
         if isinstance(config.input_, ray.data.Dataset):

@@ -27,6 +27,8 @@ PACKAGE_CLASSES: dict[str, str] = {
     "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",
     "BCConfig": "rlcourse.algorithms.bc.bc",
+    "MARWILConfig": "rlcourse.algorithms.marwil.marwil",
+    "CQLConfig": "rlcourse.algorithms.cql.cql",
     "OfflineSingleAgentEnvRunner": "rlcourse.offline.offline_env_runner",  # offline_data(output=)
     "Callbacks": "rlcourse.callbacks.callbacks",
     "RLModule": "rlcourse.core.rl_module.rl_module",

@@ -185,7 +185,9 @@ def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
 
 
 def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, i: int) -> dict:
-    """Ray actor options of runner `i`: what it reserves, its restarts, its bundle of `group`."""
+    """Ray actor options of runner `i`: what it reserves, its restarts, its bundle of `group`, and
+    the driver's values of its class's `driver_env_vars` (secrets kept out of the config) in its
+    runtime env (the default runners have none)."""
     options = {"num_cpus": config.num_cpus_per_env_runner,
                "num_gpus": config.num_gpus_per_env_runner,
                "resources": dict(config.custom_resources_per_env_runner)}
@@ -194,6 +196,9 @@ def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, 
             group, placement_group_bundle_index=i)
     if config.restart_failed_env_runners:
         options["max_restarts"] = config.max_num_env_runner_restarts
+    names = getattr(config.env_runner_cls, "driver_env_vars", ())
+    if env_vars := {k: os.environ[k] for k in names if k in os.environ}:
+        options["runtime_env"] = {"env_vars": env_vars}
     return options
 
 

@@ -69,6 +69,7 @@ class PPO(Algorithm):
     as it is: the LearnerGroup updates each trainable module on its agents' episodes."""
 
     supports_multi_agent = True
+    supports_lstm = True  # ppo_learner.py trains on sequences
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:

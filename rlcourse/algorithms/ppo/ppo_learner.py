@@ -3,7 +3,10 @@
 import numpy as np
 import torch
 
+from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim
+from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
 from rlcourse.core.learner.learner import Learner
+from rlcourse.core.rl_module.default_model_config import lstm_settings
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
 from rlcourse.utils.state_values import check_number
@@ -24,39 +27,74 @@ class PPOLearner(Learner):
         self.curr_kl_coeff = self.config.kl_coeff
 
     def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor]:
-        """Flatten the chunks, compute values (bootstrap observations too), GAE, normalize."""
+        """Flatten the chunks, compute values (bootstrap observations too), GAE, normalize. For a
+        stateful module the steps become zero-padded sequences with a LOSS_MASK
+        (add_time_dim_to_batch_and_zero_pad.py); GAE runs on the real steps only."""
         flat = flatten_episodes(episodes)
-        all_obs = self.to_device(flat["all_obs"])  # on the learner's device once, for both uses
-        with torch.no_grad():
-            all_values = self.module.compute_values({"obs": all_obs}).cpu().numpy()
         index = flat["obs_index"]
+        if STATE_IN in flat:
+            flat["obs"] = flat["all_obs"][index]
+            lengths = [len(ep) for ep in episodes]
+            max_seq_len = lstm_settings(self.config.model_config)["max_seq_len"]
+            values, next_values = self._sequence_values(
+                flat, add_time_dim(flat, lengths, max_seq_len, ("obs",)))
+        else:
+            all_obs = self.to_device(flat["all_obs"])  # on the learner's device once, for both uses
+            with torch.no_grad():
+                all_values = self.module.compute_values({"obs": all_obs}).cpu().numpy()
+            values, next_values = all_values[index], all_values[index + 1]
         advantages, value_targets = compute_gae(
-            flat["rewards"], all_values[index], all_values[index + 1], flat["terminateds"],
+            flat["rewards"], values, next_values, flat["terminateds"],
             flat["chunk_ends"], self.config.gamma, self.config.lambda_)
         # Standardize advantages over the whole batch; across all learners when data-parallel.
         total, total_sq, count = self.all_reduce_sum(
             np.array([advantages.sum(), (advantages**2).sum(), len(advantages)], np.float64))
         mean = total / count
         std = np.sqrt(max(total_sq / count - mean**2, 0.0))
-        advantages = (advantages - mean) / (std + 1e-8)
-        return {"obs": all_obs[self.to_device(index)],
-                "actions": self.to_device(flat["actions"]),
-                "action_logp": self.to_device(flat["action_logp"]),
-                "advantages": self.to_device(advantages, torch.float32),
-                "value_targets": self.to_device(value_targets, torch.float32)}
+        flat["advantages"] = ((advantages - mean) / (std + 1e-8)).astype(np.float32)
+        flat["value_targets"] = value_targets.astype(np.float32)
+        columns = ("actions", "action_logp", "advantages", "value_targets")
+        if STATE_IN in flat:
+            return add_time_dim(flat, lengths, max_seq_len, ("obs", *columns))
+        return {"obs": all_obs[self.to_device(index)], **{k: flat[k] for k in columns}}
+
+    def _sequence_values(self, flat: dict[str, np.ndarray], seqs: dict[str, np.ndarray]
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """V of each step, run over its sequence from its STATE_IN, and V of the step after it: the
+        next step's, or at a chunk's end its last observation's from the chunk's last STATE_OUT."""
+        ends = flat["chunk_ends"]
+        is_last_obs = np.ones(len(flat["all_obs"]), dtype=bool)
+        is_last_obs[flat["obs_index"]] = False
+        with torch.no_grad():
+            values = self.module.compute_values(
+                {"obs": self.to_device(seqs["obs"]), STATE_IN: self.to_device(seqs[STATE_IN])}
+            ).cpu().numpy()[seqs[LOSS_MASK]]
+            bootstrap = self.module.compute_values(
+                {"obs": self.to_device(flat["all_obs"][is_last_obs][:, None]),
+                 STATE_IN: self.to_device(flat[STATE_OUT][ends])}).cpu().numpy()[:, 0]
+        next_values = np.empty_like(values)
+        next_values[:-1], next_values[ends] = values[1:], bootstrap
+        return values, next_values
 
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config
         out = self.module.forward_train(batch)
-        dist = self.module.get_action_dist(out["action_dist_inputs"])
-        logp = dist.log_prob(batch["actions"])
-        log_ratio = logp - batch["action_logp"]
+        # Sequences: only the real steps count (padding is masked out); flat batches: every step.
+        mask = batch.get(LOSS_MASK)
+
+        def steps(values: torch.Tensor) -> torch.Tensor:
+            return values if mask is None else values[mask]
+
+        dist = self.module.get_action_dist(steps(out["action_dist_inputs"]))
+        logp = dist.log_prob(steps(batch["actions"]))
+        log_ratio = logp - steps(batch["action_logp"])
         ratio = log_ratio.exp()
-        adv = batch["advantages"]
+        adv = steps(batch["advantages"])
         surrogate = torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv)
         policy_loss = -surrogate.mean()
-        values = self.module.compute_values(batch, out.get("embeddings"))
-        vf_loss_unclipped = (values - batch["value_targets"]).pow(2)
+        values = steps(self.module.compute_values(batch, out.get("embeddings")))
+        value_targets = steps(batch["value_targets"])
+        vf_loss_unclipped = (values - value_targets).pow(2)
         vf_loss = vf_loss_unclipped.clamp(max=cfg.vf_clip_param).mean()
         entropy = dist.entropy().mean()
         total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
@@ -70,8 +108,7 @@ class PPOLearner(Learner):
         return total, {"total_loss": total.detach(), "policy_loss": policy_loss.detach(),
                        "vf_loss": vf_loss.detach(),
                        "vf_loss_unclipped": vf_loss_unclipped.mean().detach(),
-                       "vf_explained_var": explained_variance(batch["value_targets"],
-                                                              values.detach()),
+                       "vf_explained_var": explained_variance(value_targets, values.detach()),
                        "entropy": entropy.detach(), "mean_kl_loss": mean_kl.detach(), **kl_results}
 
     def get_state(self):

@@ -27,6 +27,7 @@ class SACConfig(AlgorithmConfig):
 
     # Not RLlib's [256, 256]: [128, 128] updates ~5x faster on a busy 2-core machine.
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
+    discrete_instead = "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO"  # named in validate()
 
     @property
     def algo_class(self) -> type["SAC"]:
@@ -119,9 +120,9 @@ class SACConfig(AlgorithmConfig):
         _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
         if not (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
                 and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-            fail(self, "env", f"its action space is {action_space}, and SAC acts in a bounded 1-D "
-                 "Box (continuous actions, squashed into [low, high]). For Discrete actions use "
-                 "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO.")
+            fail(self, "env", f"its action space is {action_space}, and "
+                 f"{self.algo_class.__name__} acts in a bounded 1-D Box (continuous actions, "
+                 f"squashed into [low, high]). For Discrete actions use {self.discrete_instead}.")
 
 
 class SAC(Algorithm):

@@ -41,6 +41,34 @@ def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> floa
     return -float(action_dim) if target_entropy == "auto" else float(target_entropy)
 
 
+@torch.no_grad()
+def bellman_target(module: nn.Module, batch: dict[str, torch.Tensor], gamma: float,
+                   entropy_weight: torch.Tensor | float) -> torch.Tensor:
+    """y = R + gamma^n * (1 - done) * (min_j Q_target_j(s', a') - entropy_weight * log pi(a'|s')),
+    with a fresh a' ~ pi(.|s'): SAC's soft target with entropy_weight = alpha."""
+    next_actions, next_logp = module.sample_actions(batch["new_obs"])
+    next_q = module.compute_target_q_values(batch["new_obs"], next_actions)
+    not_done = 1.0 - batch["terminateds"].float()
+    return batch["rewards"] + gamma ** batch["n_step"].float() * not_done * (
+        next_q - entropy_weight * next_logp)
+
+
+def policy_loss_and_logp(module: nn.Module, obs: torch.Tensor, alpha: torch.Tensor
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """mean(alpha * log pi(a~|s) - min_j Q_j(s, a~)) for reparameterized a~ ~ pi(.|s), judged by
+    the (frozen) critics; and log pi(a~|s), which the temperature's loss reads."""
+    actions, logp = module.sample_actions(obs)
+    with frozen(module.critics):
+        q_policy = torch.stack(module.compute_q_values(obs, actions)).min(dim=0).values
+    return (alpha.detach() * logp - q_policy).mean(), logp
+
+
+def alpha_loss_of(log_alpha: torch.Tensor, logp: torch.Tensor, target_entropy: float
+                  ) -> torch.Tensor:
+    """-mean(log_alpha * (log pi + target_entropy)): alpha shrinks while the entropy is above target."""
+    return -(log_alpha * (logp.detach() + target_entropy)).mean()
+
+
 class SACLearner(DQNLearner):
     """DQN's replay-batch update and target schedule, with SAC's losses and three learning rates."""
 
@@ -63,22 +91,12 @@ class SACLearner(DQNLearner):
         """The sum of the three losses; `td_error` (one per row) is returned for the priorities."""
         cfg, module = self.config, self.module
         alpha = module.log_alpha.exp()
-        # The soft Bellman target, from the target critics and a fresh action at s'.
-        with torch.no_grad():
-            next_actions, next_logp = module.sample_actions(batch["new_obs"])
-            next_q = module.compute_target_q_values(batch["new_obs"], next_actions)
-            not_done = 1.0 - batch["terminateds"].float()
-            target = batch["rewards"] + cfg.gamma ** batch["n_step"].float() * not_done * (
-                next_q - alpha * next_logp)
+        target = bellman_target(module, batch, cfg.gamma, alpha)  # draws a' first, then a~ below
         q_values = module.compute_q_values(batch["obs"], module.to_squashed(batch["actions"]))
         qf_loss = sum((batch["weights"] * nn.functional.huber_loss(
             q, target, reduction="none", delta=1.0)).mean() for q in q_values)
-        # The policy: a reparameterized action at s, judged by the (frozen) critics.
-        actions, logp = module.sample_actions(batch["obs"])
-        with frozen(module.critics):
-            q_policy = torch.stack(module.compute_q_values(batch["obs"], actions)).min(dim=0).values
-        policy_loss = (alpha.detach() * logp - q_policy).mean()
-        alpha_loss = -(module.log_alpha * (logp.detach() + self.target_entropy)).mean()
+        policy_loss, logp = policy_loss_and_logp(module, batch["obs"], alpha)
+        alpha_loss = alpha_loss_of(module.log_alpha, logp, self.target_entropy)
         td_error = q_values[0] - target
         return qf_loss + policy_loss + alpha_loss, {
             "qf_loss": qf_loss.detach(), "policy_loss": policy_loss.detach(),

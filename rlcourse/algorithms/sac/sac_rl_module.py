@@ -25,6 +25,7 @@ from rlcourse.core.rl_module.rl_module import RLModule, mlp
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # std in [2e-9, 7.4]: no collapse, no huge noise
 INFERENCE_PREFIXES = ("pi.",)  # what runners get
+SQUASH_EPS = 1e-6  # recorded actions on the bounds are read this far inside them
 
 
 def squashed_gaussian_logp(u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
@@ -80,6 +81,13 @@ class DefaultSACModule(RLModule):
         mean, log_std = self._forward({"obs": obs})["action_dist_inputs"].chunk(2, dim=-1)
         u = mean + log_std.exp() * torch.randn_like(mean)
         return torch.tanh(u), squashed_gaussian_logp(u, mean, log_std)
+
+    def action_logp(self, obs: torch.Tensor, env_actions: torch.Tensor) -> torch.Tensor:
+        """log pi(a|s) of given env actions (recorded ones), squashed and kept inside (-1, 1)
+        so that atanh stays finite for actions on the bounds."""
+        mean, log_std = self._forward({"obs": obs})["action_dist_inputs"].chunk(2, dim=-1)
+        squashed = self.to_squashed(env_actions).clamp(-1.0 + SQUASH_EPS, 1.0 - SQUASH_EPS)
+        return squashed_gaussian_logp(torch.atanh(squashed), mean, log_std)
 
     def greedy_actions(self, action_dist_inputs: torch.Tensor) -> torch.Tensor:
         """The env action of the Gaussian's mean: tanh(mean), rescaled."""

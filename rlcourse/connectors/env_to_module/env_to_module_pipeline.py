@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from rlcourse.connectors.connector_v2 import ConnectorV2
+from rlcourse.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import ConfigError
 
@@ -53,6 +54,12 @@ class EnvToModulePipeline:
             if isinstance(connector, ConnectorV2):
                 space = connector.recompute_output_observation_space(space, input_action_space)
         self.observation_space = space
+        # The runner acts on its stacks; episodes keep the frames before it (frame_stacking.py).
+        self.frame_stacking = next((c for c in connectors
+                                    if isinstance(c, FrameStackingEnvToModule)), None)
+        if self.frame_stacking is not None and connectors[-1] is not self.frame_stacking:
+            raise ConfigError("env_to_module_connector", connectors, "put FrameStackingEnvToModule "
+                              "last: it stacks the frames the other connectors made.", "env_runners")
 
     def __call__(self, observations: Any) -> Any:
         for connector in self.connectors:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rlcourse.core import LOSS_MASK
 from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -38,6 +39,8 @@ class Learner:
             torch.manual_seed(config.seed)
         self.device = get_device(config, config.num_gpus_per_learner)
         self.module = build_module(config, observation_space, action_space).to(self.device)
+        factory = config.learner_connector  # episodes -> episodes, before build_batch
+        self.learner_connector = factory(observation_space, action_space) if factory else None
         self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1
@@ -112,6 +115,8 @@ class Learner:
                ) -> dict[str, float]:
         """Minibatch SGD over the batch built from `episodes`; returns mean loss statistics.
         `num_minibatches` comes from the config, not the shard: all learners take the same steps."""
+        if self.learner_connector is not None:
+            episodes = self.learner_connector(episodes)
         batch = {k: self.to_device(v) for k, v in self.build_batch(episodes).items()}
         size = len(batch["actions"])
         if num_minibatches is None:
@@ -135,7 +140,8 @@ class Learner:
         self.num_updates += 1
         results = {name: float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
                    for name, values in stats.items()}
-        results["num_env_steps_trained"] = size
+        # Sequences (a stateful module): the real steps, not the padding.
+        results["num_env_steps_trained"] = int(batch[LOSS_MASK].sum()) if LOSS_MASK in batch else size
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 

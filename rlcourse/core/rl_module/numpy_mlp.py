@@ -1,5 +1,6 @@
-"""The runners' network: a NumPy MLP built from a default module's state dict, the action heads
-that turn its outputs into actions, and the InferenceModule (network + head) an EnvRunner acts with.
+"""The runners' network: a NumPy MLP (after a NumPy CNN for images: cnn_encoder.py) built from a
+default module's state dict, the action heads that turn its outputs into actions, and the
+InferenceModule (network + head) an EnvRunner acts with.
 
 NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
 checks it matches the torch modules. The runner layers are one linear chain (CHAIN: PPO and IMPALA's
@@ -13,10 +14,12 @@ from typing import Protocol
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.core import STATE_IN, STATE_OUT
+from rlcourse.core.rl_module.cnn_encoder import NumpyCNN, conv_layers
 from rlcourse.core.rl_module.default_model_config import SpaceInfo
 
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
-_ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
+NUMPY_ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
                "linear": lambda x: x}
 CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")  # the default modules' runner layers
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as sac_rl_module.py clamps them
@@ -35,7 +38,7 @@ def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
     return actions + env_action_offset(action_space)
 
 
-def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
+def linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
     """The linear layers under `prefix`: `prefix` itself, or `prefix.i` of an nn.Sequential."""
     if f"{prefix}.weight" in state:
         return [prefix]
@@ -44,7 +47,7 @@ def _linear_layers(state: dict[str, np.ndarray], prefix: str) -> list[str]:
     return [f"{prefix}.{i}" for i in indices]
 
 
-def _layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+def layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
     """(weight, bias) of a torch linear layer, transposed once here for `x @ w + b`."""
     if name == "q.advantages" and "q.value.weight" in state:  # dueling: fold V into A
         w_a, b_a = (np.asarray(state[f"q.advantages.{p}"], dtype=np.float64) for p in ("weight", "bias"))
@@ -61,17 +64,25 @@ class NumpyMLP:
 
     def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
-        self.activation = _ACTIVATIONS[model_config["fcnet_activation"]]
+        self.activation = NUMPY_ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        layers = conv_layers(info.obs_shape, model_config)  # images: the CNN first
+        self.cnn = NumpyCNN(info.obs_shape, layers, model_config.get("conv_activation", "relu")
+                            ) if layers else None
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Take the torch module's arrays (see the chain above)."""
-        self.layers = [_layer(state, name) for prefix in CHAIN
-                       for name in _linear_layers(state, prefix)]
+        self.layers = [layer(state, name) for prefix in CHAIN
+                       for name in linear_layers(state, prefix)]
+        if not any(k.startswith("cnn.") for k in state):  # DQN's, SAC's: no CNN, pixels flattened
+            self.cnn = None
+        if self.cnn is not None:
+            self.cnn.set_state(state)
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Logits or Q-values (Discrete), means and log-stds (Box), for a batch of observations."""
-        x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)  # Box observations only
+        x = self.cnn(obs) if self.cnn is not None else (
+            np.asarray(obs, dtype=np.float32).reshape(len(obs), -1))  # Box observations only
         *hidden, (w_out, b_out) = self.layers
         for w, b in hidden:
             x = x @ w
@@ -183,7 +194,9 @@ def gaussian_logp(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) ->
 # -- the runner's module ------------------------------------------------------------------------
 
 class Network(Protocol):
-    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`)."""
+    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`). A
+    stateful one (NumpyLSTM) has `is_stateful = True`, `get_initial_state()` and `step(obs, state)`
+    -> (action_dist_inputs, next state) instead of `action_dist_inputs`."""
 
     def set_state(self, state: dict[str, np.ndarray]) -> None: ...
 
@@ -191,24 +204,48 @@ class Network(Protocol):
 
 
 class InferenceModule:
-    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions."""
+    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions. For a stateful
+    network it keeps one state per sub-env (`state`), which its runner resets at episode starts."""
 
     def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
         self.network = network
         self.head = head
         self.rng = np.random.default_rng(seed)
+        self.is_stateful = bool(getattr(network, "is_stateful", False))
+        self.state: np.ndarray | None = None  # [sub-envs, *state shape] for a stateful network
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """New weights (only weights: exploration settings are the head's own fields)."""
         self.network.set_state(state)
 
+    def reset_state(self, starts: np.ndarray) -> None:
+        """Sub-envs where `starts` (a bool per sub-env) begin an episode start from the initial state."""
+        initial = self.network.get_initial_state()
+        if self.state is None or len(self.state) != len(starts):
+            self.state = np.repeat(initial[None], len(starts), axis=0)
+        else:
+            self.state[starts] = initial
+
+    def _step(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The network's outputs, and for a stateful one the STATE_IN and STATE_OUT of this step."""
+        if not self.is_stateful:
+            return self.network.action_dist_inputs(obs), {}
+        if self.state is None or len(self.state) != len(obs):
+            raise ValueError(f"This module is stateful (use_lstm): call reset_state() with one "
+                             f"flag per observation ({len(obs)}) before acting.")
+        state_in = self.state
+        inputs, self.state = self.network.step(obs, state_in)
+        return inputs, {STATE_IN: state_in, STATE_OUT: self.state}
+
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray:
-        return self.network.action_dist_inputs(obs)
+        return self._step(obs)[0]
 
     def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         """Exploring actions (and, for a distribution, their log-probabilities)."""
-        return self.head.explore(self.network.action_dist_inputs(obs), self.rng)
+        inputs, states = self._step(obs)
+        return {**self.head.explore(inputs, self.rng), **states}
 
     def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         """Greedy actions."""
-        return self.head.greedy(self.network.action_dist_inputs(obs))
+        inputs, states = self._step(obs)
+        return {**self.head.greedy(inputs), **states}

@@ -4,6 +4,7 @@
 import itertools
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -11,6 +12,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlcourse.core import STATE_IN, STATE_OUT
+from rlcourse.core.rl_module.cnn_encoder import (
+    check_image_space,
+    conv_layers,
+    output_shapes,
+    torch_cnn,
+)
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
@@ -19,7 +27,7 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
-INFERENCE_PREFIXES = ("encoder.", "pi.")  # the default module's weights a runner needs
+INFERENCE_PREFIXES = ("cnn.", "encoder.", "lstm.", "pi.")  # the default module's weights a runner needs
 
 
 class RLModule(nn.Module):
@@ -42,6 +50,12 @@ class RLModule(nn.Module):
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Return {"action_dist_inputs": ...} for batch["obs"]."""
         raise NotImplementedError
+
+    def get_initial_state(self) -> np.ndarray | None:
+        """None for a stateless module. A stateful one returns its state for one sub-env; then it
+        takes batches of sequences [B, T, ...] with batch[STATE_IN] (each one's first state, [B,
+        ...]) and returns STATE_OUT, and its runners step it with `TorchNetwork.step`."""
+        return None
 
     def compute_values(self, batch: dict[str, torch.Tensor],
                        embeddings: torch.Tensor | None = None) -> torch.Tensor:
@@ -122,22 +136,34 @@ def mlp(sizes: list[int], activation: str) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def encoder_mlp(obs_dim: int, hiddens: list[int], activation: str) -> nn.Sequential:
+    """A shared encoder: each layer ends with its activation, so encoder + pi is one MLP."""
+    return nn.Sequential(*(
+        layer for n_in, n_out in itertools.pairwise([obs_dim, *hiddens])
+        for layer in (nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[activation]())))
+
+
 class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
-    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Runners get
-    `encoder.*` and `pi.*` only."""
+    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Image
+    observations add a CNN (`cnn`) beneath, shared either way. Runners get `cnn.*`, `encoder.*` and
+    `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
+        if layers := conv_layers(self.info.obs_shape, self.model_config):
+            # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
+            check_image_space(self.observation_space)
+            self.cnn = torch_cnn(self.info.obs_shape, layers,
+                                 self.model_config.get("conv_activation", "relu"))
+            self.info = replace(self.info, obs_dim=int(np.prod(
+                output_shapes(self.info.obs_shape, layers)[-1])))
         # Checkpoints written before vf_share_layers existed hold two separate networks.
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:
-            # Each encoder layer ends with its activation: encoder + pi is one MLP (the runner's).
-            self.encoder = nn.Sequential(*(
-                layer for n_in, n_out in itertools.pairwise([self.info.obs_dim, *hiddens])
-                for layer in (nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[act]())))
+            self.encoder = encoder_mlp(self.info.obs_dim, hiddens, act)
             features = hiddens[-1] if hiddens else self.info.obs_dim
             self.pi = mlp([features, self.info.dist_inputs_dim], act)
             self.vf = mlp([features, 1], act)
@@ -151,6 +177,8 @@ class DefaultActorCriticModule(RLModule):
 
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
+        if hasattr(self, "cnn"):  # [B, H, W, C] images, channels-first for torch's Conv2d
+            return self.cnn(obs.float().permute(0, 3, 1, 2))
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -192,10 +220,22 @@ def build_module(config: "AlgorithmConfig", observation_space: gym.Space,
 
 
 class TorchNetwork:
-    """A custom torch RLModule as a runner's network: NumPy observations in, `action_dist_inputs` out."""
+    """A custom torch RLModule as a runner's network: NumPy observations in, `action_dist_inputs` out
+    (a stateful module's: one step of sequences of length 1, and the next state)."""
 
     def __init__(self, module: RLModule):
         self.module = module
+        self.is_stateful = module.get_initial_state() is not None
+
+    def get_initial_state(self) -> np.ndarray | None:
+        return self.module.get_initial_state()
+
+    @torch.no_grad()
+    def step(self, obs: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        device = self.module.device
+        out = self.module.forward_inference({"obs": torch.as_tensor(obs, device=device)[:, None],
+                                             STATE_IN: torch.as_tensor(state, device=device)})
+        return out["action_dist_inputs"][:, 0].cpu().numpy(), out[STATE_OUT].cpu().numpy()
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         self.module.set_state(state)

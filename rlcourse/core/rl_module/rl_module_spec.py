@@ -21,19 +21,24 @@ class RLModuleSpec:
     model_config: dict | None = None
 
     def build(self) -> Any:
-        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP)."""
+        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP, with an
+        LSTM for use_lstm)."""
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")
-        from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule  # torch
+        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
 
-        module_class = self.module_class or DefaultActorCriticModule
-        return module_class(self.observation_space, self.action_space,
-                            {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})})
+        model_config = {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})}
+        module_class = self.module_class or default_actor_critic_class(model_config)
+        return module_class(self.observation_space, self.action_space, model_config)
 
 
-def settings_from_spec(spec: Any) -> dict[str, Any]:
-    """The `rl_module()` settings a spec stands for: rl_module_class, and model_config if given."""
+def settings_from_spec(spec: Any, also_given: bool = False) -> dict[str, Any]:
+    """The `rl_module()` settings a spec stands for: rl_module_class, and model_config if given
+    (`also_given`: model_config or rl_module_class were passed beside it)."""
+    if also_given:
+        raise ConfigError("rl_module_spec", spec, "pass either an RLModuleSpec or model_config / "
+                          "rl_module_class, not both.", "rl_module")
     if not isinstance(spec, RLModuleSpec):
         raise ConfigError("rl_module_spec", spec, "pass an RLModuleSpec(module_class=..., "
                           "model_config=...) from rlcourse.core.rl_module.rl_module_spec.", "rl_module")

@@ -7,7 +7,7 @@ learner has new weights, or when it waits for episodes, so the simulator samples
 It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
 so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
 
-    python client.py --port 5556 --token SECRET --env CartPole-v1   # --env needs gymnasium
+    RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
 
 import argparse
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 PROTOCOL_VERSION = 1
+TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the server's shared secret (also on the command line)
 HEADER = struct.Struct("!I")  # a 4-byte big-endian length, then UTF-8 JSON
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0), "linear": lambda x: x}
 
@@ -132,6 +133,17 @@ def to_env_action(action: Any, space: dict) -> Any:
     return np.clip(action, decode_array(space["low"]), decode_array(space["high"]))
 
 
+def episode_entry(observations: list, actions: list, rewards: list, logps: list, terminated: bool,
+                  discrete: bool = True) -> dict:
+    """One whole episode as an EPISODES entry: its T+1 observations (reset's first), T actions,
+    rewards and log-probabilities; an episode that did not terminate was truncated."""
+    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
+            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
+            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
+            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
+            "terminated": bool(terminated), "truncated": not terminated}
+
+
 def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None) -> dict:
     """One whole episode, as an EPISODES entry (cut and marked truncated at max_episode_steps)."""
     obs, _ = env.reset(seed=seed)
@@ -145,26 +157,23 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
         rewards.append(reward)
         logps.append(logp)
         truncated = bool(truncated or (not terminated and len(actions) >= config["max_episode_steps"]))
-    discrete = config["action_space"]["type"] == "Discrete"
-    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
-            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
-            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
-            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
-            "terminated": bool(terminated), "truncated": not terminated}
+    return episode_entry(observations, actions, rewards, logps, terminated,
+                         config["action_space"]["type"] == "Discrete")
 
 
 def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
-        seed: int | None = None, on_weights: Any = None) -> int:
+        seed: int | None = None, on_weights: Any = None, connect: Any = Connection) -> int:
     """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
     sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
-    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE.
+    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE;
+    `connect(host, port, token)` makes each Connection (one that also records the traffic, say).
     Returns the env steps sent."""
     sent, connection, lost_since = 0, None, None
     while max_env_steps is None or sent < max_env_steps:
         try:
             if connection is None:
-                connection = Connection(host, port, token)
+                connection = connect(host, port, token)
                 config = connection.request({"type": "GET_CONFIG"}, "SET_CONFIG")
                 policy = Policy(config, seed, on_weights)
                 policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))
@@ -196,13 +205,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5555)
-    parser.add_argument("--token", default=os.environ.get("RLLINK_TOKEN"),
-                        help="the server's env_config['token'] (default: $RLLINK_TOKEN)")
+    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV_VAR),
+                        help=f"the server's shared secret (default: ${TOKEN_ENV_VAR}, which keeps it "
+                        "out of the process list)")
     parser.add_argument("--env", default="CartPole-v1", help="a gymnasium id (needs gymnasium)")
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--max-env-steps", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
+    if not args.token:
+        parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
 
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,

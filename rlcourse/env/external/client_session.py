@@ -33,11 +33,12 @@ def _handshake(sock: socket.socket, server: "EnvRunnerServerForExternalInference
     token = message.get("token")
     if not isinstance(token, str) or not hmac.compare_digest(token.encode(), server.token.encode()):
         raise ProtocolError("wrong or missing token: pass the token the server's "
-                            "env_config['token'] holds.")
+                            "RLCOURSE_EXTERNAL_TOKEN holds.")
     if message.get("protocol_version") != PROTOCOL_VERSION:
         raise ProtocolError(f"protocol version {message.get('protocol_version')!r} is not this "
                             f"server's ({PROTOCOL_VERSION}): use the client.py shipped with it.")
     _send(sock, server, {"type": "PONG", "protocol_version": PROTOCOL_VERSION})
+    server.count("num_external_clients_connected")
 
 
 def _receive(sock: socket.socket, server: "EnvRunnerServerForExternalInference") -> dict:
@@ -55,9 +56,14 @@ def _take_episodes(message: dict, server: "EnvRunnerServerForExternalInference")
     episodes = message.get("episodes")
     if not isinstance(episodes, list):
         raise ProtocolError(f"{message['type']} needs 'episodes', a list of episodes.")
-    server.add_episodes([
-        episode_from_message(data, f"episodes[{i}]", server.observation_space, server.action_space,
-                             server.max_episode_steps) for i, data in enumerate(episodes)])
+    try:
+        checked = [episode_from_message(data, f"episodes[{i}]", server.observation_space,
+                                        server.action_space, server.max_episode_steps)
+                   for i, data in enumerate(episodes)]
+    except ProtocolError:
+        server.count("num_external_episodes_refused", len(episodes))
+        raise
+    server.add_episodes(checked)
 
 
 def _drain(sock: socket.socket, max_bytes: int) -> None:
@@ -96,7 +102,7 @@ def serve_client(sock: socket.socket, peer: str,
                 _send(sock, server, state)
     except ProtocolError as e:
         logger.warning("%s: refused client %s: %s", server.name, peer, e)
-        server.num_refused += 1
+        server.count("num_external_messages_refused")
         with contextlib.suppress(OSError):  # (it may have hung up already)
             _send(sock, server, {"type": "ERROR", "message": str(e)})
             _drain(sock, server.max_message_bytes)

@@ -4,12 +4,19 @@ serves each simulator that connects on a thread of its own (client_session.py), 
 and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
 runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
 
-    config.environment(observation_space=..., action_space=..., env_config={"port": 5555,
-                       "token": "a shared secret"})
+    os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
+    config.environment(observation_space=..., action_space=..., env_config={"port": 5555})
           .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
+
+The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
+it through their Ray runtime env), as Ray's own token authentication, so that checkpoints and Tune
+results, which store the config, never hold it. What the runners count (clients connected, episodes
+received, messages and episodes refused, env steps dropped from a full queue) reaches train()'s
+results under "env_runners", as `num_external_*` and `num_external_*_lifetime`.
 """
 
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -32,7 +39,12 @@ from rlcourse.env.external.rllink import (
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
-# env_config keys this runner reads, with their defaults ("token" has none: it must be set).
+TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the shared secret, in the driver's environment
+# What the runner counts (each reported per iteration and as *_lifetime; client_session.py counts).
+COUNTERS = ("num_external_clients_connected", "num_external_episodes_received",
+            "num_external_messages_refused", "num_external_episodes_refused",
+            "num_external_env_steps_dropped")
+# env_config keys this runner reads, with their defaults.
 SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
                    "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
 
@@ -48,15 +60,22 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     """Episodes from simulator processes that connect over TCP (one port per runner)."""
 
     num_envs = 1
+    driver_env_vars = (TOKEN_ENV_VAR,)  # runner actors get the driver's token, never the config
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
+        if "token" in config.env_config:
+            raise ValueError(f"env_config['token'] would be saved in checkpoints and Tune results: "
+                             f"remove it and set the environment variable {TOKEN_ENV_VAR} in the "
+                             "driver's process instead.")
+        self.token = os.environ.get(TOKEN_ENV_VAR, "")
+        if not self.token:
+            raise ValueError(f"EnvRunnerServerForExternalInference needs a shared token: set the "
+                             f"environment variable {TOKEN_ENV_VAR} in the driver's process "
+                             f"(os.environ[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); "
+                             "runner actors get it from there) and give each simulator's client "
+                             "the same token.")
         settings = {**SERVER_SETTINGS, **config.env_config}
-        self.token = settings.get("token")
-        if not isinstance(self.token, str) or not self.token:
-            raise ValueError("EnvRunnerServerForExternalInference needs a shared token: set "
-                             "config.environment(env_config={'token': 'a secret', ...}) and give "
-                             "the same token to each simulator's client.")
         self.observation_space = config.observation_space
         self.action_space = config.action_space
         self.head = config.get_action_head(self.action_space, worker_index)
@@ -80,8 +99,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
         self._clients: list[socket.socket] = []
         self.wire_bytes = 0  # both ways, headers included
-        self.num_refused = 0  # connections closed with an ERROR
-        self.num_dropped_steps = 0  # env steps dropped from a full queue
+        self.counts = dict.fromkeys(COUNTERS, 0)  # since this runner started (count() adds)
+        self._reported = dict(self.counts)  # as of the last get_metrics()
         self.stopping = False
         port = int(settings["port"])  # 0: a free port, which `address` tells
         port = port + worker_index if port else 0
@@ -118,7 +137,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                              daemon=True).start()
 
     def _refuse_full(self, sock: socket.socket) -> None:
-        self.num_refused += 1
+        self.count("num_external_messages_refused")
         with contextlib.suppress(OSError):
             sock.settimeout(1.0)
             send_message(sock, {"type": "ERROR", "message": f"{self.name} serves {self.max_clients} "
@@ -134,6 +153,24 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     @property
     def num_clients(self) -> int:
         return len(self._clients)
+
+    def count(self, counter: str, n: int = 1) -> None:
+        """Add `n` to one of COUNTERS (from any client's thread)."""
+        with self._lock:
+            self.counts[counter] += n
+
+    def get_metrics(self) -> dict:
+        """The runner's metrics, with what it counted since the last call (and the clients now
+        connected: a mean over the iteration's reports, as several reports may come per runner)."""
+        with self._lock:
+            counts, clients = dict(self.counts), len(self._clients)
+        for name, total in counts.items():
+            new = total - self._reported[name]
+            self.metrics.log_value(name, new, reduce="sum", clear_on_reduce=True)
+            self.metrics.log_value(f"{name}_lifetime", new, reduce="sum")
+        self._reported = counts
+        self.metrics.log_value("num_external_clients_per_runner", clients)
+        return super().get_metrics()
 
     def config_message(self) -> dict:
         """SET_CONFIG: what a client needs to act as this runner would (no code, only data)."""
@@ -167,10 +204,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             for episode in episodes:
                 self._queue.append(episode)
                 self._queued_steps += len(episode)
+            self.counts["num_external_episodes_received"] += len(episodes)
             while self._queued_steps - len(self._queue[0]) >= self.max_queued_steps:
                 dropped = len(self._queue.popleft())
                 self._queued_steps -= dropped
-                self.num_dropped_steps += dropped
+                self.counts["num_external_env_steps_dropped"] += dropped
             self._lock.notify_all()
 
     # -- the runner's side -----------------------------------------------------------------------

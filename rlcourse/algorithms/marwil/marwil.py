@@ -1,0 +1,119 @@
+"""MARWIL (Wang et al. 2018, "Exponentially Weighted Imitation Learning for Batched Historical
+Data"): learn a policy from recorded data alone, imitating each recorded action in proportion to
+exp(beta * its advantage), so that good actions in mixed-quality data count more (the loss:
+`marwil_learner.py`). beta 0 imitates every action alike: BC (`bc/bc.py`). It evaluates in the real
+env, as online algorithms do."""
+
+from typing import TYPE_CHECKING, Any
+
+from rlcourse.algorithms.algorithm import Algorithm
+from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.config_setters import NotProvided, setter
+from rlcourse.algorithms.config_validation import check_int, check_number
+from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
+from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.utils.validation import fail
+
+if TYPE_CHECKING:
+    from rlcourse.offline.offline_data import OfflineData
+
+
+class MARWILConfig(AlgorithmConfig):
+    """MARWIL's settings with RLlib 2.60's defaults (beta 1, vf_coeff 1, lr 1e-4, 2,000-row
+    batches, a squared-advantage norm starting at 100 that moves at rate 1e-8); the data comes from
+    `offline_data(input_=...)`, and `dataset_num_iters_per_learner` steps make an iteration
+    (None: one pass over the data)."""
+
+    @property
+    def algo_class(self) -> type["MARWIL"]:
+        return MARWIL
+
+    def get_default_learner_class(self) -> type:
+        from rlcourse.algorithms.marwil.marwil_learner import MARWILLearner  # torch: learners only
+        return MARWILLearner
+
+    # RLlib's MARWIL keeps the policy and value networks apart, as its PPO does.
+    default_model_config = {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lr = 1e-4
+        self.train_batch_size_per_learner = 2000
+        self.minibatch_size = None  # one step on each whole batch, as RLlib's MARWIL takes
+        self.grad_clip = None
+        self.beta = 1.0
+        self.vf_coeff = 1.0
+        self.moving_average_sqd_adv_norm_start = 100.0
+        self.moving_average_sqd_adv_norm_update_rate = 1e-8
+        # RLlib keeps the data in Ray's object store once read (its materialize_data): the
+        # OfflinePreLearner keeps no state, so every epoch can reuse the rows.
+        self.materialize_data = True
+
+    @setter
+    def training(self, *, beta: float = NotProvided, vf_coeff: float = NotProvided,
+                 moving_average_sqd_adv_norm_start: float = NotProvided,
+                 moving_average_sqd_adv_norm_update_rate: float = NotProvided,
+                 **kwargs: Any) -> "MARWILConfig":
+        """`beta`: how strongly advantages weigh the imitation (0: BC); `vf_coeff`: the value loss's
+        weight; the squared-advantage norm c^2 (advantages are divided by c) starts at
+        `moving_average_sqd_adv_norm_start` and moves towards each batch's mean A^2 at `..._rate`."""
+        super().training(**kwargs)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.input_ is None:
+            fail(self, "input_", f"{self.algo_class.__name__} learns from recorded data: set "
+                 "config.offline_data(input_=PATH) to Parquet files recorded with "
+                 "config.offline_data(output=PATH), or to a ray.data.Dataset.")
+        if self.dataset_num_iters_per_learner is not None:
+            check_int(self, "dataset_num_iters_per_learner", 1)
+        check_number(self, "beta", 0.0, 1.0)  # RLlib's range
+        check_number(self, "vf_coeff", 0.0)
+        check_number(self, "moving_average_sqd_adv_norm_start", 0.0, low_open=True)
+        check_number(self, "moving_average_sqd_adv_norm_update_rate", 0.0, 1.0)
+
+
+class MARWIL(Algorithm):
+    """Reads batches of recorded rows and takes one weighted-imitation step on each; the runners
+    only evaluate (config.evaluation(...))."""
+
+    @classmethod
+    def get_default_config(cls) -> MARWILConfig:
+        return MARWILConfig()
+
+    offline_data: "OfflineData | None" = None
+
+    def setup(self, config: MARWILConfig) -> None:
+        from rlcourse.algorithms.marwil.marwil_prelearner import MARWILOfflinePreLearner
+        from rlcourse.offline.offline_data import OfflineData  # Ray Data: only where it runs
+        from rlcourse.offline.offline_prelearner import OfflinePreLearner
+
+        super().setup(config)
+        # The data is checked against the env's spaces here, before any training step. With
+        # beta > 0 the learner needs the rows' rewards and episode boundaries too.
+        prelearner_class = MARWILOfflinePreLearner if config.beta > 0 else OfflinePreLearner
+        self.offline_data = OfflineData(config, self.observation_space, self.action_space,
+                                        prelearner_class)
+
+    def stop(self) -> None:
+        if self.offline_data is not None:
+            self.offline_data.stop()
+        super().stop()
+
+    def training_step(self) -> dict[str, Any]:
+        cfg = self.config
+        num_iters = cfg.dataset_num_iters_per_learner or max(
+            1, self.offline_data.num_rows // cfg.total_train_batch_size)
+        for _ in range(num_iters):
+            # 1. The next batch of recorded rows, streamed by Ray Data (OfflinePreLearner: checked).
+            with self.timers.time("offline_sampling_timer"):
+                batch = self.offline_data.sample(cfg.total_train_batch_size)
+            # 2. One step on the recorded actions, weighted by advantage, split over the learners.
+            with self.timers.time("learner_update_timer"):
+                learner_results = self.learner_group.update_from_batch(batch)
+            self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
+        # 3. The runners (evaluation's, too) act with the new weights.
+        self.sync_env_runner_weights()
+        return {"env_runners": self.episode_stats.add([]),
+                "learners": {DEFAULT_MODULE_ID: learner_results, ALL_MODULES: {
+                    "num_env_steps_trained": learner_results["num_env_steps_trained"]}}}

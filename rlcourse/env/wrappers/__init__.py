@@ -1,0 +1,1 @@
+"""Env wrappers (RLlib's `rllib/env/wrappers/`)."""

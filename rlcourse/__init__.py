@@ -15,6 +15,8 @@ _EXPORTS = {
     "PPO": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
     "IMPALA": "rlcourse.algorithms.impala.impala",
+    "APPOConfig": "rlcourse.algorithms.appo.appo",
+    "APPO": "rlcourse.algorithms.appo.appo",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "DQN": "rlcourse.algorithms.dqn.dqn",
     "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.algorithms.dqn import DQNConfig
 from ray.rllib.algorithms.impala import IMPALAConfig
 from ray.rllib.algorithms.ppo import PPOConfig as RLlibPPOConfig
@@ -142,7 +143,7 @@ def test_the_default_models_settings_are_rllibs():
     assert set(DEFAULT_MODEL_CONFIG) <= rllib_fields
 
 
-# Every setting of PPO's and IMPALA's whose default the course changed to RLlib's (issue 18): an
+# Every setting of PPO's, IMPALA's and APPO's whose default the course changed to RLlib's (issue 18): an
 # RLlib example run with only its import changed must get the same algorithm.
 DEFAULT_SETTINGS = {
     "PPOConfig": ["lr", "train_batch_size_per_learner", "minibatch_size", "num_epochs", "gamma",
@@ -155,13 +156,19 @@ DEFAULT_SETTINGS = {
                      "vtrace_clip_pg_rho_threshold", "vf_loss_coeff", "entropy_coeff",
                      "broadcast_interval", "learner_queue_size", "num_env_runners",
                      "rollout_fragment_length", "max_requests_in_flight_per_env_runner"],
+    "APPOConfig": ["lr", "train_batch_size_per_learner", "num_epochs", "grad_clip", "vtrace",
+                   "vf_loss_coeff", "entropy_coeff", "broadcast_interval", "num_env_runners",
+                   "clip_param", "use_kl_loss", "kl_coeff", "kl_target", "target_worker_clipping",
+                   "tau", "target_network_update_freq", "circular_buffer_num_batches",
+                   "circular_buffer_iterations_per_batch"],
 }
 
 
 @pytest.mark.parametrize("config_name", sorted(DEFAULT_SETTINGS))
-def test_ppo_and_impala_defaults_are_rllibs(config_name):
+def test_ppo_impala_and_appo_defaults_are_rllibs(config_name):
     ours = getattr(rlcourse, config_name)()
-    theirs = {"PPOConfig": RLlibPPOConfig, "IMPALAConfig": IMPALAConfig}[config_name]()
+    theirs = {"PPOConfig": RLlibPPOConfig, "IMPALAConfig": IMPALAConfig,
+              "APPOConfig": APPOConfig}[config_name]()
     differ = {name: (getattr(ours, name), getattr(theirs, name))
               for name in DEFAULT_SETTINGS[config_name]
               if getattr(ours, name) != getattr(theirs, name)}

@@ -62,7 +62,8 @@ def test_a_bad_package_or_parameter_gives_a_clear_error():
         return DQNConfig()
 
     with pytest.raises(ValueError,
-                       match=r"takes \['DQNConfig'\].*may be \['FlattenObservations', 'IMPALAConfig'"):
+                       match=r"takes \['DQNConfig'\].*may be \['APPOConfig', "
+                             r"'FlattenObservations', 'IMPALAConfig'"):
         side_by_side.program(asks_for_dqn, "rlcourse")
     with pytest.raises(ValueError, match="never ends"):
         side_by_side.run(small_ppo, "rlcourse")

@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from rlcourse.algorithms.appo.appo import APPOConfig
 from rlcourse.algorithms.dqn.dqn import DQNConfig
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
@@ -42,6 +43,7 @@ def write(tmp_path, name: str, text: str):
 def test_the_course_ships_every_algorithm_yaml_and_a_course_env_example():
     names = {path.relative_to(tuned_examples_suite.TUNED_EXAMPLES).as_posix() for path in SHIPPED}
     assert {"ppo/cartpole_ppo.py", "ppo/pendulum_ppo.py", "impala/cartpole_impala.py",
+            "appo/cartpole_appo.py",
             "dqn/cartpole_dqn.py", "apex_dqn/cartpole_apex_dqn.py", "sac/pendulum_sac.py",
             "ppo/gridworld_ppo.yaml"} <= names
 
@@ -71,8 +73,8 @@ def test_yaml_example_becomes_the_config_it_says(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig, DQNConfig, SACConfig],
-                         ids=["PPO", "IMPALA", "DQN", "SAC"])
+@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig, APPOConfig, DQNConfig, SACConfig],
+                         ids=["PPO", "IMPALA", "APPO", "DQN", "SAC"])
 def test_static_result_keys_are_what_train_reports(config_class):
     config = (config_class().environment("Pendulum-v1" if config_class is SACConfig
                                          else "CartPole-v1")
@@ -121,10 +123,10 @@ BAD_FILES = {
     "unknown run": ("run.yaml", """\
         x:
           env: CartPole-v1
-          run: APPO
+          run: DreamerV3
           stop: {training_iteration: 1}
           pass_criteria: {training_iteration: 1}
-        """, ["run.yaml", "`run: APPO`", "'IMPALA'", "'PPO'"]),
+        """, ["run.yaml", "`run: DreamerV3`", "'APPO'", "'PPO'"]),
     "unknown setting": ("setting.yaml", """\
         x:
           env: CartPole-v1

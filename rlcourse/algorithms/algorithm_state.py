@@ -19,7 +19,8 @@ from rlcourse.utils.checkpoints import STATE_JSON, CheckpointError
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
 
-TENSORS = ("module", "optimizer", "torch_rng")  # the learner's state that goes to learner.pt
+# The learner's state that goes to learner.pt (APPO's learner has a target network too).
+TENSORS = ("module", "optimizer", "torch_rng", "target_module")
 LEARNER_PT = "learner.pt"
 
 
@@ -31,7 +32,7 @@ def learner_field(key: str) -> str:
 def algorithm_state(algo: "Algorithm") -> tuple[dict[str, Any], dict[str, Any]]:
     """(JSON-compatible state, {"learner.pt": tensors}) of everything a continued run needs."""
     learner_state = algo.learner_group.get_state()
-    tensors = {name: learner_state.pop(name) for name in TENSORS}
+    tensors = {name: learner_state.pop(name) for name in TENSORS if name in learner_state}
     group, eval_group = algo.env_runner_group, algo.eval_env_runner_group
     state = {
         "config": config_to_json(algo.config),

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 # Each name -> the package that exports the algorithm class of that name.
 ALGORITHMS = {"PPO": "rlcourse.algorithms.ppo", "IMPALA": "rlcourse.algorithms.impala",
+              "APPO": "rlcourse.algorithms.appo",
               "DQN": "rlcourse.algorithms.dqn", "SAC": "rlcourse.algorithms.sac",
               "ApexDQN": "rlcourse.algorithms.apex_dqn", "BC": "rlcourse.algorithms.bc",
               "CQL": "rlcourse.algorithms.cql", "MARWIL": "rlcourse.algorithms.marwil"}

@@ -24,12 +24,14 @@ from rlcourse.utils.resources import init_ray
 
 # Where each name a config function may ask for lives, per package.
 NAMES: dict[str, dict[str, str]] = {
-    "rlcourse": {"PPOConfig": "rlcourse", "IMPALAConfig": "rlcourse", "register_env": "rlcourse",
+    "rlcourse": {"PPOConfig": "rlcourse", "IMPALAConfig": "rlcourse", "APPOConfig": "rlcourse",
+                 "register_env": "rlcourse",
                  "FlattenObservations": "rlcourse.connectors.env_to_module",
                  "MeanStdFilter": "rlcourse.connectors.env_to_module",
                  "StatelessCartPole": "rlcourse.course.envs"},
     "ray.rllib": {"PPOConfig": "ray.rllib.algorithms.ppo",
                   "IMPALAConfig": "ray.rllib.algorithms.impala",
+                  "APPOConfig": "ray.rllib.algorithms.appo",
                   "register_env": "ray.tune.registry",
                   "FlattenObservations": "ray.rllib.connectors.env_to_module",
                   "MeanStdFilter": "ray.rllib.connectors.env_to_module",

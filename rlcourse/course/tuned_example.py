@@ -34,6 +34,7 @@ from rlcourse.utils.validation import ConfigError
 
 ALGOS = {"ppo": "rlcourse.algorithms.ppo.ppo:PPOConfig",
          "impala": "rlcourse.algorithms.impala.impala:IMPALAConfig",
+         "appo": "rlcourse.algorithms.appo.appo:APPOConfig",
          "dqn": "rlcourse.algorithms.dqn.dqn:DQNConfig",
          "sac": "rlcourse.algorithms.sac.sac:SACConfig"}
 
@@ -57,6 +58,11 @@ RESULT_KEYS = frozenset(
                                                     "gradients_default_optimizer_global_norm")])
 _POLICY_GRADIENT_LOSSES = [f"learners/default_policy/{key}"
                            for key in ("entropy", "policy_loss", "vf_loss", "total_loss")]
+_IMPALA_RESULT_KEYS = frozenset(_POLICY_GRADIENT_LOSSES + [
+    "learner_queue/num_drops_lifetime", "learner_queue/size", "timers/sample_and_learn"]
+    + [f"learners/default_policy/{key}" for key in (
+        "mean_importance_ratio", "num_updates", "num_updates_lifetime", "policy_lag",
+        "update_time_s")])
 # What each algorithm adds, by the Algorithm class its config builds. (DQN's and SAC's learner keys
 # appear once learning starts, after num_steps_sampled_before_learning_starts.)
 ALGORITHM_RESULT_KEYS = {
@@ -65,11 +71,9 @@ ALGORITHM_RESULT_KEYS = {
         "learners/default_policy/vf_loss_unclipped",
         "learners/__all_modules__/num_env_steps_trained", "timers/env_runner_sampling_timer",
         "timers/learner_update_timer", "timers/synch_weights"]),
-    "IMPALA": frozenset(_POLICY_GRADIENT_LOSSES + [
-        "learner_queue/num_drops_lifetime", "learner_queue/size", "timers/sample_and_learn"]
-        + [f"learners/default_policy/{key}" for key in (
-            "mean_importance_ratio", "num_updates", "num_updates_lifetime", "policy_lag",
-            "update_time_s")]),
+    "IMPALA": _IMPALA_RESULT_KEYS,
+    "APPO": _IMPALA_RESULT_KEYS | {"learners/default_policy/mean_kl_loss",
+                                   "learners/default_policy/num_target_updates"},
     "DQN": frozenset([
         "env_runners/epsilon", "replay_buffer/num_env_steps_stored",
         "replay_buffer/num_episodes_stored", "timers/env_runner_sampling_timer",

@@ -22,6 +22,7 @@ PACKAGE_CLASSES: dict[str, str] = {
     "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
     "PPOConfig": "rlcourse.algorithms.ppo.ppo",
     "IMPALAConfig": "rlcourse.algorithms.impala.impala",
+    "APPOConfig": "rlcourse.algorithms.appo.appo",
     "DQNConfig": "rlcourse.algorithms.dqn.dqn",
     "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
     "SACConfig": "rlcourse.algorithms.sac.sac",

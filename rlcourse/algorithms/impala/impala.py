@@ -1,6 +1,7 @@
 """IMPALA (Espeholt et al. 2018): runners act and the learner learns at the same time, where PPO
 takes turns. Runners act with slightly old weights (the *policy lag*); V-trace corrects for it."""
 
+import queue
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
+from rlcourse.algorithms.impala.circular_buffer import CircularBuffer
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
 from rlcourse.algorithms.trained_module import trained_module
 from rlcourse.core import DEFAULT_MODULE_ID
@@ -77,11 +79,16 @@ class IMPALA(Algorithm):
 
     def setup(self, config) -> None:
         super().setup(config)
-        self.learner_thread = LearnerThread(self.learner_group, config.learner_queue_size,
+        self.learner_thread = LearnerThread(self.learner_group, self.learner_queue(),
                                             config.broadcast_interval)
         self.learner_thread.start()
         self._batch: list = []  # episodes for the next train batch, and their oldest weights
         self._batch_version = np.inf
+
+    def learner_queue(self) -> queue.Queue | CircularBuffer:
+        """Where train batches wait for the learner thread: learner_queue_size of them, each
+        learned from once (APPO's is a CircularBuffer)."""
+        return queue.Queue(maxsize=self.config.learner_queue_size)
 
     def _sync_newest_weights(self) -> None:
         """Hand the learner thread's latest weights to the runners (one ray.put a version)."""

@@ -20,6 +20,16 @@ class IMPALALearner(Learner):
         return [slice(None)]  # the whole batch, in order
 
     def compute_loss(self, batch: dict[str, torch.Tensor]):
+        values, dist, logp, vs, pg_advantages = self.forward_with_vtrace(batch)
+        policy_loss = -(logp * pg_advantages).mean()
+        mean_rho = float(np.exp(to_numpy(logp) - to_numpy(batch["action_logp"])).mean())
+        return self.actor_critic_loss(policy_loss, values, vs, dist, mean_importance_ratio=mean_rho)
+
+    def forward_with_vtrace(self, batch: dict[str, torch.Tensor],
+                            vtrace_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """(values, action distribution, log-probs of the batch's actions) of the learner's module,
+        and V-trace's value targets and policy-gradient advantages for the policy whose log-probs
+        are `vtrace_logp` (IMPALA's: the module's own; APPO passes its target network's)."""
         cfg = self.config
         index = batch["obs_index"]
         # One forward pass over every observation, bootstrap ones included; the value head reuses
@@ -29,23 +39,26 @@ class IMPALALearner(Learner):
         all_values = self.module.compute_values(all_obs, out.get("embeddings"))
         values = all_values[index]
         dist = self.module.get_action_dist(out["action_dist_inputs"][index])
-        target_logp = dist.log_prob(batch["actions"])
+        logp = dist.log_prob(batch["actions"])
         # V-trace runs in NumPy: its inputs come back from the learner's device, its targets go there.
         behaviour_logp = to_numpy(batch["action_logp"])
+        target_logp = to_numpy(logp if vtrace_logp is None else vtrace_logp)
         vs, pg_advantages = vtrace(
-            behaviour_logp,
-            to_numpy(target_logp) if cfg.vtrace else behaviour_logp,
+            behaviour_logp, target_logp if cfg.vtrace else behaviour_logp,
             to_numpy(batch["rewards"]), to_numpy(values),
             to_numpy(all_values[index + 1]), to_numpy(batch["terminateds"]),
             to_numpy(batch["chunk_ends"]), cfg.gamma, cfg.vtrace_clip_rho_threshold,
             cfg.vtrace_clip_pg_rho_threshold)
-        vs = self.to_device(vs, torch.float32)
-        pg_advantages = self.to_device(pg_advantages, torch.float32)
-        policy_loss = -(target_logp * pg_advantages).mean()
+        return (values, dist, logp, self.to_device(vs, torch.float32),
+                self.to_device(pg_advantages, torch.float32))
+
+    def actor_critic_loss(self, policy_loss: torch.Tensor, values: torch.Tensor, vs: torch.Tensor,
+                          dist, **stats: float) -> tuple[torch.Tensor, dict]:
+        """`policy_loss` plus the value loss towards the V-trace targets `vs` minus the entropy
+        bonus, weighted by vf_loss_coeff and entropy_coeff; and the statistics to report."""
+        cfg = self.config
         vf_loss = 0.5 * (values - vs).pow(2).mean()
         entropy = dist.entropy().mean()
         total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
-        mean_rho = float(np.exp(to_numpy(target_logp) - behaviour_logp).mean())
         return total, {"total_loss": total.detach(), "policy_loss": policy_loss.detach(),
-                       "vf_loss": vf_loss.detach(), "entropy": entropy.detach(),
-                       "mean_importance_ratio": mean_rho}
+                       "vf_loss": vf_loss.detach(), "entropy": entropy.detach(), **stats}

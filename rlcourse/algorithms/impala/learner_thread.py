@@ -8,19 +8,22 @@ import time
 
 import numpy as np
 
+from rlcourse.algorithms.impala.circular_buffer import CircularBuffer
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 
 class LearnerThread(threading.Thread):
-    """Takes train batches from a bounded queue (when full, the oldest, sampled by the stalest
-    policy, is dropped) and publishes new weights every `broadcast_interval` updates."""
+    """Takes train batches from `inqueue`, a bounded queue (IMPALA's: when full, the oldest, sampled
+    by the stalest policy, is dropped) or a CircularBuffer (APPO's), and publishes new weights
+    every `broadcast_interval` updates."""
 
-    def __init__(self, learner_group, queue_size: int, broadcast_interval: int):
+    def __init__(self, learner_group, inqueue: queue.Queue | CircularBuffer,
+                 broadcast_interval: int):
         super().__init__(daemon=True, name="rlcourse-learner")
         self.learner_group = learner_group
         self.broadcast_interval = broadcast_interval
-        self.inqueue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.inqueue = inqueue
         self.outqueue: queue.Queue = queue.Queue()
         # Held during an update, so weights are never read mid-step; reentrant for a restore.
         self.lock = threading.RLock()
@@ -32,6 +35,9 @@ class LearnerThread(threading.Thread):
 
     def add(self, episodes: list[SingleAgentEpisode], weights_version: int) -> None:
         """Queue a train batch sampled with `weights_version`; if full, drop the oldest batch."""
+        if isinstance(self.inqueue, CircularBuffer):  # it evicts its oldest batch itself
+            self.num_queue_drops += self.inqueue.put((episodes, weights_version))
+            return
         while True:
             try:
                 self.inqueue.put_nowait((episodes, weights_version))

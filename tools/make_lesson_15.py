@@ -402,17 +402,18 @@ rlcourse is a teaching copy of the new API stack's core loop. RLlib also has:
 - the **old API stack** (`Policy`, `RolloutWorker`, `SampleBatch`, `ModelV2`), still in many
   tutorials and in `api_stack(enable_rl_module_and_learner=False, ...)`;
 - **TensorFlow** (old stack) and JAX pieces; rlcourse is PyTorch only;
-- **offline RL** on `ray.data` (BC, MARWIL, CQL, IQL), reading and writing experiences;
-- the **connector pipelines** in full: frame stacking, recurrent state, prev. actions and rewards,
-  agent-to-module mapping, custom learner connectors;
-- **many more algorithms**: APPO, DreamerV3, TQC, CQL, IQL, MARWIL, BC, and more;
+- **offline RL** beyond lesson 13's BC, MARWIL and CQL: IQL, packed episodes, compressed columns,
+  and learners that each read their own split of the data;
+- the **connector pipelines** in full: prev. actions and rewards, agent-to-module mapping, and
+  connectors for the off-policy algorithms (lesson 12 showed frame stacking and recurrent state);
+- **many more algorithms**: DreamerV3, TQC, IQL, and more (rlcourse has PPO, IMPALA, APPO, DQN,
+  Ape-X, SAC, BC, MARWIL and CQL);
 - **Tune integration** details: `Algorithm` as a `Trainable` directly, `tune.Tuner(PPO, ...)`,
   its own checkpoint format (`Checkpointable`), Tune's loggers and callbacks;
 - **several GPUs per learner** and aggregator actors (lesson 04 showed GPU learners joined by NCCL
   and `num_gpus_per_env_runner`);
-- external envs (a policy server clients connect to), `PettingZoo` / `OpenSpiel` wrappers,
-  vision networks (CNN encoders), LSTM/attention models (lesson 10 showed action masking with a
-  custom module).
+- `PettingZoo` / `OpenSpiel` wrappers, attention models, LSTMs for IMPALA/APPO and multi-agent
+  modules (lesson 12 showed PPO with an LSTM; lesson 14, simulators connected over TCP).
 
 ## Summary
 

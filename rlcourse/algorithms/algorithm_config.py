@@ -143,9 +143,9 @@ class AlgorithmConfig:
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
                     env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
         """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
-        slower to answer has failed and is ended (the runner in this process checks it only between
-        env steps); `env_to_module_connector`: `fn(env)` returning connectors (connectors/);
-        `env_runner_cls`: another EnvRunner, e.g. env/external/'s server for external simulators."""
+        slower to answer is ended; the runner in this process checks it only between env steps, so
+        an env.step that never returns hangs it (sample on runner actors to end one);
+        `env_to_module_connector`: `fn(env)` -> connectors; `env_runner_cls`: e.g. env/external/'s."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
             return {"gym_env_vectorize_mode": mode.upper() if isinstance(mode, str) else mode}

@@ -1,14 +1,21 @@
 """AlgorithmConfig.validate(): the shared settings' checks, one function per setter, so a bad config
 fails at build time naming the setting and the fix (algorithms check theirs, e.g. PPOConfig.validate)."""
 
-from typing import TYPE_CHECKING
+import numbers
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from rlcourse.algorithms.rl_module_validation import check_rl_module
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
+from rlcourse.core.rl_module.default_model_config import (
+    ACTIVATIONS,
+    CONV_DEFAULTS,
+    DEFAULT_MODEL_CONFIG,
+    check_lstm_settings,
+    lstm_settings,
+)
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
-from rlcourse.utils.validation import fail, is_int, is_number
+from rlcourse.utils.validation import fail
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
@@ -17,6 +24,14 @@ PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
 # -- the checks an algorithm's own validate() uses too (PPOConfig.validate, ...) -----------------
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
 
 def check_int(config: "AlgorithmConfig", setting: str, minimum: int) -> None:
     value = getattr(config, setting)
@@ -42,7 +57,7 @@ def check_number(config: "AlgorithmConfig", setting: str, low: float, high: floa
 def validate_config(config: "AlgorithmConfig") -> None:
     """Check the settings every algorithm shares; a new setting's check goes into its setter's."""
     for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
-                  _check_training, check_rl_module, _check_evaluation, _check_fault_tolerance,
+                  _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
                   _check_reporting_and_debugging, _check_callbacks, _check_multi_agent,
                   _check_offline_data):
         check(config)
@@ -213,6 +228,31 @@ def _check_reporting_and_debugging(config: "AlgorithmConfig") -> None:
     check_int(config, "metrics_num_episodes_for_smoothing", 1)
     if config.seed is not None and not is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")
+
+
+def _check_rl_module(config: "AlgorithmConfig") -> None:
+    if config.rl_module_class is not None:
+        from rlcourse.core.rl_module.rl_module import RLModule  # torch: only for a class of one's own
+        if not (isinstance(config.rl_module_class, type)
+                and issubclass(config.rl_module_class, RLModule)):
+            fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
+        return
+    known = {**lstm_settings(DEFAULT_MODEL_CONFIG), **CONV_DEFAULTS}
+    unknown = sorted(set(config.model_config) - set(known))
+    if unknown:  # (a module class of your own may read any keys: that case returned above)
+        fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
+             f"are {sorted(known)}. For other architectures, pass your own rl_module_class.")
+    hiddens = config.model_config.get("fcnet_hiddens")
+    if not (isinstance(hiddens, list | tuple) and hiddens and all(
+            is_int(h) and h > 0 for h in hiddens)):
+        fail(config, "model_config", "fcnet_hiddens must be a non-empty list of positive layer "
+             "sizes, e.g. [256, 256].")
+    if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
+        fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
+    if not isinstance(config.model_config.get("vf_share_layers", False), bool):
+        fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
+             "the hidden layers) or False (two separate networks).")
+    check_lstm_settings(config)
 
 
 def _check_callbacks(config: "AlgorithmConfig") -> None:

@@ -2,7 +2,6 @@
 rlcourse/algorithms/config_validation.py)."""
 
 import inspect
-import numbers
 from typing import Any
 
 
@@ -32,10 +31,3 @@ def fail(config: Any, setting: str, fix: str) -> None:
     """Raise the ConfigError for `config`'s `setting`, naming its setter."""
     raise ConfigError(setting, getattr(config, setting, None), fix, setter_of(config, setting))
 
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -1,10 +1,14 @@
 """The default model's settings and what it needs to know about the spaces; torch-free, since the
 config, the Algorithm and the runners' NumPy module (numpy_mlp.py) read them too."""
 
+import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from rlcourse.utils.validation import fail
 
 # RLlib 2.60's defaults (PPOConfig turns the sharing off, as RLlib's does). The course's small envs
 # learn faster in wall time on [64, 64]: the lessons and tuned_examples/ set that.
@@ -13,15 +17,44 @@ DEFAULT_MODEL_CONFIG = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh",
 # RLlib's recurrent settings and defaults: `use_lstm` puts an LSTM of `lstm_cell_size` units after the
 # MLP encoder; the learner trains on sequences of `max_seq_len` steps (lstm_module.py).
 LSTM_DEFAULTS = {"use_lstm": False, "lstm_cell_size": 256, "max_seq_len": 20}
+ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
+# Image observations' settings (cnn_encoder.py), RLlib's names; read only when given.
+CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 
 def lstm_settings(model_config: dict) -> dict:
     """`model_config` with RLlib's defaults for the recurrent settings it leaves out."""
     return {**LSTM_DEFAULTS, **model_config}
 
-ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activation"]
-# Image observations' settings (cnn_encoder.py), RLlib's names; read only when given.
-CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
+
+def check_lstm_settings(config: Any) -> None:
+    """Validate RLlib's use_lstm, lstm_cell_size and max_seq_len (lstm_module.py) in an
+    AlgorithmConfig, and what they need of the algorithm and its batches."""
+    settings = lstm_settings(config.model_config)
+    if not isinstance(settings["use_lstm"], bool):
+        fail(config, "model_config", "use_lstm must be True (an LSTM after the encoder) or False.")
+    for key in ("lstm_cell_size", "max_seq_len"):
+        if not (isinstance(settings[key], numbers.Integral) and not isinstance(settings[key], bool)
+                and settings[key] >= 1):
+            fail(config, "model_config", f"{key} must be a whole number >= 1 (RLlib's default: "
+                 f"{lstm_settings({})[key]}), got {settings[key]!r}.")
+    if not settings["use_lstm"]:
+        return
+    if not config.algo_class.supports_lstm or config.is_multi_agent:
+        fail(config, "model_config", "use_lstm=True is not implemented for "
+             f"{'multi-agent ' if config.is_multi_agent else ''}{config.algo_class.__name__} in "
+             "rlcourse yet; single-agent PPO supports it: PPOConfig().rl_module(model_config="
+             "{'use_lstm': True, 'vf_share_layers': True}).")
+    if settings["vf_share_layers"] is not True:
+        fail(config, "model_config", "use_lstm=True needs vf_share_layers=True: the policy and "
+             "value heads read one LSTM (as RLlib's StatelessCartPole example sets it).")
+    seq = settings["max_seq_len"]
+    if seq > config.train_batch_size_per_learner or (config.minibatch_size or seq) < seq:
+        fail(config, "model_config", f"max_seq_len={seq} must be at most minibatch_size="
+             f"{config.minibatch_size} and train_batch_size_per_learner="
+             f"{config.train_batch_size_per_learner}: minibatches are whole sequences. Use a "
+             "smaller max_seq_len or larger batches.")
+
 
 
 class DefaultModelConfig(dict):

@@ -99,7 +99,7 @@ QUESTIONS = {"09": [
       ),
     Q("Early in a run the training return lags the evaluation return. Why?", 2, (
         ("Evaluation uses more episodes", "More episodes lower the noise, not the level."),
-        ("The evaluation env is easier", "It is the same env."),
+        ("The evaluation env is easier", "It is the same env, built from the same config."),
         ("Training samples actions (exploration), and its mean is smoothed over episodes from older "
          "policies", "Both pull the training return below the greedy evaluation of the "
          "current weights.")),

@@ -9,7 +9,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from rlcourse.course import book, concept_checks
 from rlcourse.course.book_outputs import run_record
-from rlcourse.course.concept_checks import NumberQuestion, Question, question_widget, static_html
+from rlcourse.course.concept_checks import question_widget, static_html
+from rlcourse.course.concept_question import NumberQuestion, Question
 from rlcourse.course.concept_questions import QUESTIONS
 
 LESSONS = sorted((Path(__file__).resolve().parents[1] / "lessons").glob("[0-9][0-9]_*.ipynb"))

@@ -1,7 +1,7 @@
 """Concept checks of lessons 01-04: Ray and RL basics, an algorithm's anatomy, custom envs, scaling."""
 
-from rlcourse.course.concept_checks import NumberQuestion as N
-from rlcourse.course.concept_checks import Question as Q
+from rlcourse.course.concept_question import NumberQuestion as N
+from rlcourse.course.concept_question import Question as Q
 
 QUESTIONS = {"01": [
     N("An episode gives rewards 1, 1, 1 and ends. With the discount factor gamma = 0.9, what is the "

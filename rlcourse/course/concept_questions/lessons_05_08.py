@@ -1,6 +1,6 @@
 """Concept checks of lessons 05-08: IMPALA, Ray clusters, Ray Tune, callbacks and serving."""
 
-from rlcourse.course.concept_checks import Question as Q
+from rlcourse.course.concept_question import Question as Q
 
 QUESTIONS = {"05": [
     Q("In PPO's synchronous loop, what do the runners do while the learner updates?", 1, (

@@ -1,7 +1,7 @@
 """Concept checks of lessons 09-12: off-policy RL, multi-agent RL, diagnosing a run, memory and
 pixels."""
 
-from rlcourse.course.concept_checks import Question as Q
+from rlcourse.course.concept_question import Question as Q
 
 QUESTIONS = {"09": [
     Q("Why can DQN learn from transitions an old epsilon-greedy policy collected, while PPO cannot "

@@ -1,6 +1,6 @@
 """Concept checks of lessons 13-15: offline RL, external simulators, graduating to RLlib."""
 
-from rlcourse.course.concept_checks import Question as Q
+from rlcourse.course.concept_question import Question as Q
 
 QUESTIONS = {"13": [
     Q("BC's loss uses no rewards. Why can it still learn CartPole from the expert's data?", 1, (

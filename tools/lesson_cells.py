@@ -35,3 +35,13 @@ def write_lesson(name: str, cells: list) -> Path:
     path = LESSONS / name
     nbformat.write(build_notebook(cells), path)
     return path
+
+
+def concept_checks_cell(lesson: str) -> nbformat.NotebookNode:
+    """The cell that shows lesson `lesson`'s concept checks (rlcourse/course/concept_checks.py)."""
+    return code(f"""
+# Concept checks: pick an answer and the widget says right or wrong, and why (nothing waits for you).
+from rlcourse.course.concept_checks import concept_checks
+
+concept_checks("{lesson}")
+""")

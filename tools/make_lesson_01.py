@@ -1,6 +1,6 @@
 """Writes lessons/01_ray_and_rl_basics.ipynb (outputs stripped): python tools/make_lesson_01.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "01_ray_and_rl_basics.ipynb"
 
@@ -356,6 +356,7 @@ print(f"restored from {path}: iteration {restored.iteration}, same actions: {sam
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("01"),
     code("""
 # Lesson check: the machine is ready, PPO learned CartPole, greedy play and the checkpoint agree.
 assert not [c.name for c in checks if c.status == "FAIL"], checks

@@ -1,6 +1,6 @@
 """Writes lessons/02_anatomy_of_an_algorithm.ipynb from the cells below (outputs stripped)."""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "02_anatomy_of_an_algorithm.ipynb"
 
@@ -511,6 +511,7 @@ print(inspect.getsource(PPO.training_step))"""),
   Learner).
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md)."""),
+    concept_checks_cell("02"),
     code("""# Lesson check: the pieces fit together, the baseline lowered the gradient's variance without
 # moving its mean, the hand-written loop learned, and the Algorithm is made of them.
 assert logp_gap < 1e-4, logp_gap

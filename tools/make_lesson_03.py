@@ -1,6 +1,6 @@
 """Writes lessons/03_custom_environments.ipynb from the cells below (outputs stripped)."""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "03_custom_environments.ipynb"
 
@@ -479,13 +479,7 @@ Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's whil
   `gamma * Phi(s') - Phi(s)` (Ng, Harada & Russell 1999) keeps the optimal policy. Compare such
   changes at a fixed env-step budget, on the env's own return.
 
-**Concept checks**
-1. Why does the default network refuse a cell number, rather than take it as one float?
-2. Two runners each saw 1,000 observations. How many does the merged MeanStdFilter count, and why
-   does each runner normalize with the merged statistics rather than its own?
-3. Why can `episode_return_mean` not compare a shaped run with an unshaped one?
-4. Shaping adds +0.1 for every step that gets closer to the goal (and nothing for stepping away).
-   What could an agent learn that the potential-based form rules out?
+**Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
 **Read next in the source**
 - `rlcourse/course/envs.py`: GridWorld, and how it draws itself.
@@ -504,6 +498,7 @@ Corridor = check_env_implementation(Corridor)  # yours if right, rlcourse's whil
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("03"),
     code("""# Lesson check: PPO learned GridWorld well above the random policy, each sub-env got its own
 # EnvContext, the broken env failed with its ValueError; both runners normalized with the merged
 # statistics; the filter, the reward's scale and the shaping each changed the learning curve.

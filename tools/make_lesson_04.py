@@ -1,6 +1,6 @@
 """Writes lessons/04_scaling.ipynb from the cells below (outputs stripped)."""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "04_scaling.ipynb"
 
@@ -332,6 +332,7 @@ else:
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("04"),
     code("""# Lesson check: every scaling row and both vectorization modes were measured (how much they
 # scale depends on the machine and how busy it is: the tables above say what this one did), and
 # data-parallel learning gave the same weights as one learner.

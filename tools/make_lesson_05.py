@@ -1,6 +1,6 @@
 """Writes lessons/05_impala.ipynb (outputs stripped): python tools/make_lesson_05.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "05_impala.ipynb"
 
@@ -279,6 +279,7 @@ Watch `learners/default_policy/entropy` in the results when you try larger learn
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("05"),
     code("""
 # Lesson check: both learned, and IMPALA's policy lag grows with the broadcast interval (how much
 # faster it sampled depends on the machine: the chart's title says what this one did).

@@ -1,6 +1,6 @@
 """Writes lessons/06_ray_clusters.ipynb (outputs stripped): python tools/make_lesson_06.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "06_ray_clusters.ipynb"
 
@@ -369,6 +369,7 @@ The algorithm code never changes; the config and where the driver runs do.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("06"),
     code("""
 # Lesson check: runners used both nodes, came back on the head after worker-1 was lost, the job
 # reached its return, and no process of the cluster is left.

@@ -1,6 +1,6 @@
 """Writes lessons/07_ray_tune.ipynb (outputs stripped): python tools/make_lesson_07.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "07_ray_tune.ipynb"
 
@@ -370,6 +370,7 @@ command line too: `rlcourse evaluate <checkpoint> --episodes 20`.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("07"),
     code("""
 # Lesson check: the sweeps ran without errors, the robust pick's mean beats the worst config's,
 # ASHA stopped a trial early, PBT exploited, and the checkpoint evaluates near its trial's return.

@@ -1,6 +1,6 @@
 """Writes lessons/08_serving_a_policy.ipynb (outputs stripped): python tools/make_lesson_08.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "08_serving_a_policy.ipynb"
 
@@ -356,6 +356,7 @@ print(f"{len(ray_processes)} processes of Ray and Serve were running; left now: 
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("08"),
     code("""
 # Lesson check: the metric came from the runners, evaluation ran, best and latest exist, the resume
 # was exact, the exported and served policies act as the module does, and nothing failed under load.

@@ -1,6 +1,6 @@
 """Writes lessons/09_off_policy.ipynb (outputs stripped): python tools/make_lesson_09.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "09_off_policy.ipynb"
 
@@ -540,6 +540,7 @@ env steps/s and updates/s of DQN against Ape-X with 1 and 2 runners.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("09"),
     code("""
 # Lesson check: the Q-table's greedy policy is optimal; both algorithms trained; the sum-tree sampled in proportion to priority
 # and the weights undid it; n-step rows stopped only at the termination; double Q removed the max's

@@ -1,6 +1,6 @@
 """Writes lessons/10_multi_agent.ipynb (outputs stripped): python tools/make_lesson_10.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "10_multi_agent.ipynb"
 
@@ -309,6 +309,7 @@ runs broken on purpose.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("10"),
     code("""
 # Lesson check: the envs returned dicts; both MeetingGrid setups learned to meet; the self-play
 # player, which never played the heuristic, beat it more often than the untrained policy did.

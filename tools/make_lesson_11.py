@@ -1,6 +1,6 @@
 """Writes lessons/11_diagnosing_a_run.ipynb (outputs stripped): python tools/make_lesson_11.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "11_diagnosing_a_run.ipynb"
 
@@ -413,14 +413,7 @@ diagnosis = check_diagnosis(diagnose, mystery)
 - Everything a run reports is on disk: `progress.csv`, `result.json`, and event files that a
   few lines read.
 
-**Concept checks**
-1. Why does `policy_loss` stay near 0 in a run that learns well?
-2. A run's `vf_loss` is 10.0 at every iteration. Which setting would you look at first, and which
-   other metric confirms it?
-3. Why is a missing bootstrap at truncation invisible on an env whose episodes never reach the
-   time limit?
-4. The training return lags the evaluation return early in a run. Name the two reasons.
-5. Why can PPO still learn when the critic learns nothing?
+**Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
 **Read next in the source**
 - `rlcourse/algorithms/ppo/ppo_learner.py`: where each learner metric is computed (`compute_loss`,
@@ -451,6 +444,7 @@ diagnosis = check_diagnosis(diagnose, mystery)
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("11"),
     code("""
 # Lesson check: each broken run's tell moved from its healthy run's in the expected direction (the
 # sizes differ from machine to machine), the fixes brought it back, the results read from disk

@@ -1,6 +1,6 @@
 """Writes lessons/12_memory_and_pixels.ipynb (outputs stripped): python tools/make_lesson_12.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "12_memory_and_pixels.ipynb"
 
@@ -393,13 +393,7 @@ a runner with a torch CNN costs in memory and start-up against the NumPy one.
   grayscale with frameskip 4; stacks are rebuilt on the learner so frames cross the object store
   once.
 
-**Concept checks**
-1. Why can no MLP on $(x, \theta)$ match the rule that also sees $\dot\theta$, however long it trains?
-2. A sequence starts at step 16 of an episode. Which state does the learner start it from, and what
-   would go wrong if it started from zeros?
-3. Why must a sequence not run from the end of one episode into the next?
-4. What would a larger `max_seq_len` cost, and what could it buy?
-5. Frame stacking gives the module the last 4 frames. What can it still not know that an LSTM could?
+**Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
 **Read next in the source**
 - `rlcourse/connectors/common/add_time_dim_to_batch_and_zero_pad.py`: sequences and masks.
@@ -427,6 +421,7 @@ a runner with a torch CNN costs in memory and start-up against the NumPy one.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("12"),
     code("""
 # Lesson check: without velocities the memoryless policy failed where the LSTM learned, the angle-only
 # rule lasted shorter than the one that sees the angular velocity, the CNN learned the pixel task,

@@ -1,6 +1,6 @@
 """Writes lessons/13_offline_rl.ipynb (outputs stripped): python tools/make_lesson_13.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "13_offline_rl.ipynb"
 
@@ -329,14 +329,7 @@ ray.shutdown()  # the offline algorithms started a small local Ray for Ray Data
   $\\beta = 0$ is BC.
 - Weighted importance sampling judges a policy from the logs; it is trustworthy only near $\\mu$.
 
-**Concept checks**
-1. BC's loss uses no rewards. Why can it still learn CartPole from the expert's data?
-2. What would MARWIL with a very large $\\beta$ do on the mixed data, and why does dividing the
-   advantage by $c$ help choose $\\beta$?
-3. The estimate for `tilt=0.7` falls short of its true return. Which recorded episodes carry its
-   weight, and what data would make it accurate?
-4. Why does the estimate of $\\mu$ itself equal the recorded mean exactly?
-5. Why does rlcourse refuse a pickled column instead of unpickling it?
+**Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
 **Read next in the source**
 - `rlcourse/algorithms/marwil/marwil_learner.py`: `value_targets`, `compute_loss`, the weights.
@@ -365,6 +358,7 @@ ray.shutdown()  # the offline algorithms started a small local Ray for Ray Data
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
+    concept_checks_cell("13"),
     code("""
 # Lesson check: BC copied the expert, MARWIL beat BC on the mixed data, the estimate of mu is its
 # recorded return and a nearby policy's estimate is near its true return, the recording holds no

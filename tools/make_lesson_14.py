@@ -1,6 +1,6 @@
 """Writes lessons/14_external_simulators.ipynb (outputs stripped): python tools/make_lesson_14.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "14_external_simulators.ipynb"
 
@@ -273,12 +273,7 @@ print(f"your loop sent {sent[0] if sent else 'nothing'} env steps; messages refu
 - The token lives in the driver's environment, never in the config a checkpoint saves.
 - A dead simulator loses only its unfinished episode; a new one connects to the same port.
 
-**Concept checks**
-1. Why does the client run the policy itself instead of asking the server for each action?
-2. Why must a simulator send whole episodes only? What would a partial one do to the advantages?
-3. What does the server do with an `EPISODES_AND_GET_STATE` that arrives while the learner is
-   training, and why does that keep PPO on-policy?
-4. Why is the token an environment variable and not `env_config["token"]`?
+**Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
 **Read next in the source**
 - `rlcourse/env/external/client.py`: the whole simulator side (`run`, `run_episode`, `Policy`).
@@ -291,6 +286,7 @@ print(f"your loop sent {sent[0] if sent else 'nothing'} env steps; messages refu
 RLlib's counterpart: `rllib/env/external/` (`env_runner_server_for_external_inference.py`,
 `rllink.py`) and the example `env_connecting_to_rllib_w_tcp_client.py`.
 """),
+    concept_checks_cell("14"),
     code("""
 # Lesson check: PPO learned from the external simulators within the budget, the dead simulator
 # was replaced and training went on, every message was accepted, and nothing is left running.

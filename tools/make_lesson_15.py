@@ -1,6 +1,6 @@
 """Writes lessons/15_graduating_to_rllib.ipynb (outputs stripped): python tools/make_lesson_15.py"""
 
-from lesson_cells import code, md, write_lesson
+from lesson_cells import code, concept_checks_cell, md, write_lesson
 
 NAME = "15_graduating_to_rllib.ipynb"
 
@@ -429,6 +429,7 @@ rlcourse is a teaching copy of the new API stack's core loop. RLlib also has:
 - RLlib's `algorithms/ppo/ppo.py` (`training_step`) beside `rlcourse/algorithms/ppo/ppo.py`.
 - RLlib's `env/single_agent_env_runner.py` (`_sample`) beside `rlcourse/env/env_runner.py`.
 """),
+    concept_checks_cell("15"),
     code("""
 # Lesson check: every diff changed imports only; both libraries reached the PPO target on CartPole
 # and on the custom env, and the wall-time ratio was measured; every course key is in both results.

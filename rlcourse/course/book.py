@@ -61,15 +61,16 @@ def executed_lesson(lesson: Path, executed: Path) -> nbformat.NotebookNode:
 
 def book_page(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The lesson as a page: where its outputs came from under the title, each exercise's solution
-    folded under its text, live widgets (no kernel here) named instead of shown as text, and no
+    folded under its text, live widgets (no kernel here) shown in their static HTML form or named, and no
     stylesheet fetched from the internet."""
     cells = [notebook.cells[0], new_markdown_cell(
         f"```{{note}}\n{describe_run(notebook.metadata['rlcourse']['run'])}\n```")]
     for cell in notebook.cells[1:]:
         cells.append(cell)
         for output in cell.get("outputs", []):
-            if WIDGET in output.get("data", {}):
-                output.data = {"text/markdown": WIDGET_NOTE}
+            if WIDGET in output.get("data", {}):  # a widget with a static form (concept checks) shows it
+                output.data = ({"text/html": output.data["text/html"]} if "text/html" in output.data
+                               else {"text/markdown": WIDGET_NOTE})
             if "text/html" in output.get("data", {}):
                 output.data["text/html"] = REMOTE_STYLESHEET.sub("", output.data["text/html"])
         for name in SOLUTION.findall(cell.source) if cell.cell_type == "markdown" else ():

@@ -49,7 +49,8 @@ QUESTIONS = {"13": [
          "now and then and acting stays local", "The simulator steps at its own speed."),
         ("The server has no copy of the policy", "It has the learner's weights; the point is where "
          "acting is cheap."),
-        ("Torch cannot run on the server", "The server runs torch; the client runs NumPy.")),
+        ("Torch cannot run on the server", "Torch is not the point: the server runner and the "
+         "client both act with the same NumPy network.")),
       ),
     Q("Why must a simulator send whole episodes only?", 2, (
         ("The protocol cannot split messages", "Messages carry any batch; the rule is about the "

@@ -1,8 +1,8 @@
 """EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
 on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
-serves each simulator that connects on a thread of its own (client_session.py), hands it the config
-and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
-runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
+serves each simulator that connects on a thread of its own (client_session.py) with the config and
+weights, and returns the whole episodes they send from `sample()`, as any runner does, so algorithms
+train unchanged. Simulators run the policy (client.py) or ask for actions (server_side_inference.py).
 
     os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
     config.environment(observation_space=..., action_space=..., env_config={"port": 5555})
@@ -95,6 +95,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._queued_steps = 0
         self._lock = threading.Condition()  # guards the queue, the weights and the client list
         self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
+        self.network: NumpyMLP | None = None  # the same, for server-side inference
         self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
         self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
         self._clients: list[socket.socket] = []
@@ -219,6 +220,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
         with self._lock:
             self._layers = layers
+            self.network = network
             self._layers_version += 1
             self._lock.notify_all()
 

@@ -10,8 +10,7 @@ train unchanged. Simulators run the policy (client.py) or ask for actions (serve
 
 The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
 it through their Ray runtime env), as Ray's own token authentication, so that checkpoints and Tune
-results, which store the config, never hold it. What the runners count (clients connected, episodes
-received, messages and episodes refused, env steps dropped from a full queue) reaches train()'s
+results, which store the config, never hold it. What runners count (COUNTERS) reaches train()'s
 results under "env_runners", as `num_external_*` and `num_external_*_lifetime`.
 """
 
@@ -71,10 +70,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.token = os.environ.get(TOKEN_ENV_VAR, "")
         if not self.token:
             raise ValueError(f"EnvRunnerServerForExternalInference needs a shared token: set the "
-                             f"environment variable {TOKEN_ENV_VAR} in the driver's process "
-                             f"(os.environ[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); "
-                             "runner actors get it from there) and give each simulator's client "
-                             "the same token.")
+                             f"environment variable {TOKEN_ENV_VAR} in the driver's process (os.environ"
+                             f"[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); runner actors get "
+                             "it from there) and give each simulator's client the same token.")
         settings = {**SERVER_SETTINGS, **config.env_config}
         self.observation_space = config.observation_space
         self.action_space = config.action_space
@@ -217,12 +215,14 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def _set_module_weights(self, weights: dict[str, np.ndarray]) -> None:
         network = NumpyMLP(self.info, self.config.get_model_config())
         network.set_state(weights)
-        layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
-        with self._lock:
-            self._layers = layers
-            self.network = network
-            self._layers_version += 1
-            self._lock.notify_all()
+        self._layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
+        self.network = network  # (set_weights holds the lock)
+        self._layers_version += 1
+        self._lock.notify_all()
+
+    def set_weights(self, *args, **kwargs) -> None:
+        with self._lock:  # clients get new layers only with their weights_seq_no (state_message)
+            super().set_weights(*args, **kwargs)
 
     def _initialize_weights(self) -> None:
         from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only

@@ -99,8 +99,9 @@ class ServerSideInference:
                                     "(nothing was done yet); end each episode with END_EPISODE.")
             self.version = server.state_message(self.version)[1]
         elif len(self.actions) >= server.max_episode_steps:
-            raise ProtocolError(f"GET_ACTION: the episode has {len(self.actions)} steps "
-                                f"(max_episode_steps): send END_EPISODE with truncated=true.")
+            raise ProtocolError(f"GET_ACTION: the episode has max_episode_steps="
+                                f"{server.max_episode_steps} steps already: truncate it in the "
+                                "simulator (END_EPISODE with truncated=true).")
         else:
             self.rewards.append(_reward(message, "GET_ACTION"))
         action, logp = act(server.network, server.head, obs, self.rng, server.config.explore)

@@ -117,7 +117,9 @@ def latency(inference: str, steps: int) -> tuple[float, float, float]:
     try:
         process = subprocess.Popen([sys.executable, __file__, "--latency-client", str(runner.address[1]),
                                     inference, str(steps)], stdout=subprocess.PIPE, text=True)
-        runner.sample(num_timesteps=steps)  # wanting episodes: no client waits for weights
+        taken = 0  # take what the client sends as it comes (a runner's queue is bounded)
+        while taken < steps:  # (sample() wants episodes: no client waits for weights)
+            taken += sum(map(len, runner.sample(num_timesteps=min(steps - taken, 1000))))
         report = json.loads(process.communicate(timeout=600)[0].splitlines()[-1])
     finally:
         runner.stop()

@@ -1,19 +1,27 @@
 """Speed of external simulators (issue 35): N simulator processes running client.py, each
 connected to its own EnvRunnerServerForExternalInference actor, against N in-process runner actors
 (SingleAgentEnvRunner, one CartPole sub-env each), both with the same [64, 64] policy; and the
-bytes each env step costs on the wire (both directions, headers included).
+bytes each env step costs on the wire (both directions, headers included); external clients with
+client-side inference (the policy in the simulator's process, whole episodes sent) and with
+server-side inference (`--inference server`: one GET_ACTION -> ACTION round trip per env step).
 
 What is measured: env steps per second of `EnvRunnerGroup.sample()` (what PPO's training_step
 calls), after a warm-up, over `--seconds` of sampling; no training. Clients send their episodes
 every `--steps-per-batch` env steps with EPISODES_AND_GET_STATE (one weights answer per batch).
+Latency per env step, for one client.py process against a runner in this process (no Ray): the
+time from an observation to its action, client-side (the local forward pass) or server-side (the
+GET_ACTION -> ACTION round trip over TCP), median and 95th percentile over `--latency-steps`
+env steps, with that client's env steps/s.
 With `--learn`, also PPO with the course's CartPole settings (tuned_examples/ppo/cartpole_ppo.py,
 one sub-env per runner) to `--target` with 2 in-process runners and with 2 external clients: env
 steps and wall time to the target (the learner's time dominates on a busy machine).
 
-    python benchmarks/external_sampling.py [--clients 1 2] [--seconds 10] [--learn --target 450]
+    python benchmarks/external_sampling.py [--clients 1 2] [--seconds 10] [--latency-steps 5000]
+                                           [--learn --target 450]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +32,7 @@ import numpy as np
 from common import course_cartpole_config, print_table, ray_session
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     TOKEN_ENV_VAR,
@@ -44,19 +53,23 @@ def config(n: int, external: bool) -> PPOConfig:
             .env_runners(env_runner_cls=EnvRunnerServerForExternalInference))
 
 
-def start_simulators(algo, steps_per_batch: int) -> list[subprocess.Popen]:
+def start_simulators(algo, steps_per_batch: int, inference: str = "client"
+                     ) -> list[subprocess.Popen]:
     """One client.py process (CartPole-v1) per server runner of `algo`."""
     ports = [a[1] for a in algo.env_runner_group.foreach_env_runner(lambda runner: runner.address)]
-    return [subprocess.Popen([sys.executable, client.__file__, "--port", str(port),
-                              "--steps-per-batch", str(steps_per_batch)], stdout=subprocess.DEVNULL)
-            for port in ports]
+    return [subprocess.Popen([sys.executable, client.__file__, "--port", str(port), "--inference",
+                              inference, "--steps-per-batch", str(steps_per_batch)],
+                             stdout=subprocess.DEVNULL) for port in ports]
 
 
-def steps_per_s(n: int, external: bool, seconds: float, steps_per_batch: int) -> tuple[float, float]:
-    """(env steps/s, wire bytes per env step; NaN in-process) of N runners."""
+def steps_per_s(n: int, inference: str | None, seconds: float, steps_per_batch: int
+                ) -> tuple[float, float]:
+    """(env steps/s, wire bytes per env step; NaN in-process) of N runners: in-process runners
+    (`inference` None) or external clients with client- or server-side inference."""
+    external = inference is not None
     algo = config(n, external).build_algo()
     group = algo.env_runner_group
-    simulators = start_simulators(algo, steps_per_batch) if external else []
+    simulators = start_simulators(algo, steps_per_batch, inference) if external else []
     try:
         group.sample()  # warm-up (and the clients' connecting)
         wire_before = sum(group.foreach_env_runner(lambda r: getattr(r, "wire_bytes", 0)))
@@ -72,6 +85,46 @@ def steps_per_s(n: int, external: bool, seconds: float, steps_per_batch: int) ->
         for simulator in simulators:
             simulator.terminate()
             simulator.wait(timeout=10)
+
+
+def latency_client(port: int, inference: str, steps: int) -> None:
+    """(In a client process of its own.) Time each observation -> action of client.py's loop and
+    print the times, the env steps and the seconds they took as JSON."""
+    times = []
+    owner, name = (client.Policy, "act") if inference == "client" else (client, "get_action")
+    untimed = getattr(owner, name)
+
+    def timed(*args):
+        start = time.perf_counter()
+        out = untimed(*args)
+        times.append(time.perf_counter() - start)
+        return out
+
+    setattr(owner, name, timed)
+    start = time.perf_counter()
+    sent = client.run(gym.make("CartPole-v1"), "127.0.0.1", port, os.environ[TOKEN_ENV_VAR],
+                      max_env_steps=steps, seed=0, inference=inference)
+    print(json.dumps({"times": times, "steps": sent, "seconds": time.perf_counter() - start}))
+
+
+def latency(inference: str, steps: int) -> tuple[float, float, float]:
+    """(median and p95 seconds from observation to action, env steps/s) of one client process
+    against a server runner in this process, which samples as fast as the client sends."""
+    runner_config = config(1, True)
+    runner = EnvRunnerServerForExternalInference(runner_config)
+    runner.set_weights(build_module(runner_config, *runner.get_spaces())
+                       .get_state(inference_only=True))
+    try:
+        process = subprocess.Popen([sys.executable, __file__, "--latency-client", str(runner.address[1]),
+                                    inference, str(steps)], stdout=subprocess.PIPE, text=True)
+        taken = 0  # take what the client sends as it comes (a runner's queue is bounded)
+        while taken < steps:  # (sample() wants episodes: no client waits for weights)
+            taken += sum(map(len, runner.sample(num_timesteps=min(steps - taken, 1000))))
+        report = json.loads(process.communicate(timeout=600)[0].splitlines()[-1])
+    finally:
+        runner.stop()
+    median, p95 = np.percentile(report["times"], [50, 95])
+    return median, p95, report["steps"] / report["seconds"]
 
 
 def learn(external: bool, target: float, steps_per_batch: int) -> tuple[int, float]:
@@ -98,17 +151,33 @@ def main() -> None:
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--learn", action="store_true")
     parser.add_argument("--target", type=float, default=450.0)
+    parser.add_argument("--latency-steps", type=int, default=5000)
+    parser.add_argument("--latency-client", nargs=3, help=argparse.SUPPRESS)  # PORT MODE STEPS
     args = parser.parse_args()
+    if args.latency_client:
+        port, inference, steps = args.latency_client
+        return latency_client(int(port), inference, int(steps))
     rows = []
     with ray_session():
         for n in args.clients:
-            inside, _ = steps_per_s(n, False, args.seconds, args.steps_per_batch)
-            outside, wire = steps_per_s(n, True, args.seconds, args.steps_per_batch)
-            rows.append([n, f"{inside:,.0f}", f"{outside:,.0f}", f"{outside / inside:.2f}",
-                         f"{wire:,.0f}"])
+            inside, _ = steps_per_s(n, None, args.seconds, args.steps_per_batch)
+            outside, wire = steps_per_s(n, "client", args.seconds, args.steps_per_batch)
+            server, server_wire = steps_per_s(n, "server", args.seconds, args.steps_per_batch)
+            rows.append([n, f"{inside:,.0f}", f"{outside:,.0f}", f"{server:,.0f}",
+                         f"{outside / inside:.2f}", f"{server / inside:.2f}", f"{wire:,.0f}",
+                         f"{server_wire:,.0f}"])
     print_table("CartPole-v1, [64, 64] policy: env steps/s of EnvRunnerGroup.sample()",
-                ["runners (= clients)", "in-process runners", "external clients", "ratio",
-                 "wire bytes/env step"], rows)
+                ["runners (= clients)", "in-process runners", "external, client-side inference",
+                 "external, server-side inference", "ratio client-side", "ratio server-side",
+                 "wire bytes/env step client-side", "server-side"], rows)
+    rows = []
+    for inference in ("client", "server"):
+        median, p95, speed = latency(inference, args.latency_steps)
+        rows.append([f"{inference}-side", f"{median * 1e6:,.0f}", f"{p95 * 1e6:,.0f}",
+                     f"{speed:,.0f}"])
+    print_table(f"One client.py process, CartPole-v1, {args.latency_steps:,} env steps: "
+                "observation -> action",
+                ["inference", "median us", "p95 us", "env steps/s"], rows)
     if args.learn:
         with ray_session():
             rows = [[name, *learn(external, args.target, args.steps_per_batch)]

@@ -46,13 +46,16 @@ def start_runner(**env_config) -> EnvRunnerServerForExternalInference:
     return runner
 
 
-def _run_client(**kwargs) -> None:
+def _run_client(sent: list | None = None, **kwargs) -> None:
     with contextlib.suppress(OSError):  # the server stopped for good: the client gives up
-        client.run(**kwargs)
+        steps = client.run(**kwargs)
+        if sent is not None:
+            sent.append(steps)
 
 
-def run_client_in_thread(runner, max_env_steps: int = 300, **kwargs) -> threading.Thread:
-    """client.run() on CartPole against `runner`, on a daemon thread."""
+def run_client_in_thread(runner, max_env_steps: int | None = 300, **kwargs) -> threading.Thread:
+    """client.run() on CartPole against `runner`, on a daemon thread (`sent=[]`: the env steps it
+    sent are appended; `inference="server"`: server-side inference)."""
     thread = threading.Thread(target=_run_client, daemon=True, kwargs={
         "env": gym.make("CartPole-v1"), "host": "127.0.0.1", "port": runner.address[1],
         "token": TOKEN, "steps_per_batch": 100, "max_env_steps": max_env_steps,

@@ -1,5 +1,6 @@
 """Bad input from a simulator: each gets an ERROR message naming what was wrong, the connection
-closes, the runner keeps serving a good client beside it, and nothing bad is queued for a learner."""
+closes, the runner keeps serving a good client beside it, and nothing bad is queued for a learner;
+with server-side inference too (GET_ACTION, END_EPISODE), where an episode in progress is refused."""
 
 import json
 
@@ -34,6 +35,12 @@ def episodes(*entries) -> bytes:
     return json.dumps({"type": "EPISODES", "episodes": list(entries)}).encode()
 
 
+def server_side(kind: str = "GET_ACTION", obs: np.ndarray | None = None, **fields) -> bytes:
+    """A server-side inference message with a good CartPole observation unless `obs` is given."""
+    obs = np.zeros(4, np.float32) if obs is None else obs
+    return json.dumps({"type": kind, "obs": encode_array(obs), **fields}).encode()
+
+
 PING = {"type": "PING", "token": TOKEN, "protocol_version": PROTOCOL_VERSION}
 BEFORE_HANDSHAKE = {  # name: (body, words the ERROR message must hold)
     "malformed JSON": (b'{"type": "PING", "token": ', "not UTF-8 JSON"),
@@ -45,7 +52,7 @@ BEFORE_HANDSHAKE = {  # name: (body, words the ERROR message must hold)
                                  "protocol version 99"),
 }
 AFTER_HANDSHAKE = {
-    "unknown message type": (b'{"type": "GET_ACTION"}', "unknown message type 'GET_ACTION'"),
+    "unknown message type": (b'{"type": "GET_WEATHER"}', "unknown message type 'GET_WEATHER'"),
     "NaN in JSON": (b'{"type": "EPISODES", "episodes": [NaN]}', "NaN"),
     "oversized message": (b" " * (MAX_BYTES + 1), "over the limit"),
     "episodes not a list": (b'{"type": "EPISODES", "episodes": 3}', "'episodes', a list"),
@@ -70,6 +77,32 @@ AFTER_HANDSHAKE = {
     "a good episode beside a bad one": (
         episodes(episode(), episode(rewards=np.full(5, np.nan, np.float32))), "episodes[1]"),
 }
+SERVER_SIDE = {
+    "GET_ACTION without an observation": (b'{"type": "GET_ACTION"}', "GET_ACTION.obs: expected"),
+    "GET_ACTION's observation of the wrong shape": (server_side(obs=np.zeros(5, np.float32)),
+                                                    "GET_ACTION.obs: shape (5,), expected (4,)"),
+    "GET_ACTION's observation of the wrong dtype": (server_side(obs=np.zeros(4)),
+                                                    "GET_ACTION.obs: dtype float64"),
+    "GET_ACTION's infinite observation": (server_side(obs=np.full(4, np.inf, np.float32)),
+                                          "GET_ACTION.obs: a NaN or infinite value"),
+    "a reward before the first action": (server_side(reward=1.0), "first GET_ACTION has no reward"),
+    "GET_ACTION with an unknown field": (server_side(rewards=1.0), "unknown fields ['rewards']"),
+    "END_EPISODE before any action": (server_side("END_EPISODE", reward=1.0, terminated=True,
+                                                  truncated=False), "END_EPISODE without"),
+}
+MID_EPISODE = {  # after one good GET_ACTION: the episode in progress is refused
+    "an observation of the wrong shape mid-episode": (
+        server_side(obs=np.zeros((2, 2), np.float32), reward=1.0),
+        "GET_ACTION.obs: shape (2, 2), expected (4,)"),
+    "no reward for the last action": (server_side(), "GET_ACTION.reward: expected a finite number"),
+    "an infinite reward": (server_side(reward=1.0).replace(b'"reward": 1.0', b'"reward": 1e999'),
+                           "GET_ACTION.reward"),  # JSON reads 1e999 as infinity
+    "an episode's end neither terminated nor truncated": (
+        server_side("END_EPISODE", reward=1.0, terminated=False, truncated=False),
+        "whole episodes only"),
+    "END_EPISODE without its reward": (
+        server_side("END_EPISODE", terminated=True, truncated=False), "END_EPISODE.reward"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -79,20 +112,28 @@ def runner():
     runner.stop()
 
 
-@pytest.mark.parametrize("name", [*BEFORE_HANDSHAKE, *AFTER_HANDSHAKE])
+@pytest.mark.parametrize("name", [*BEFORE_HANDSHAKE, *AFTER_HANDSHAKE, *SERVER_SIDE, *MID_EPISODE])
 def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
-    good = run_client_in_thread(runner, max_env_steps=200)  # served while the bad one is refused
-    refused_before = runner.counts["num_external_messages_refused"]
+    server_side_case = name in SERVER_SIDE or name in MID_EPISODE
+    good = run_client_in_thread(runner, max_env_steps=150,  # served while the bad one is refused
+                                inference="server" if server_side_case else "client")
+    before = dict(runner.counts)
     sock = raw_connect(runner)
-    if name in AFTER_HANDSHAKE:
+    if name not in BEFORE_HANDSHAKE:
         handshake(sock)
-    body, words = {**BEFORE_HANDSHAKE, **AFTER_HANDSHAKE}[name]
+    if name in MID_EPISODE:
+        send_raw(sock, server_side())
+        assert receive_raw(sock)["type"] == "ACTION"
+    body, words = {**BEFORE_HANDSHAKE, **AFTER_HANDSHAKE, **SERVER_SIDE, **MID_EPISODE}[name]
     send_raw(sock, body)
     answer = receive_raw(sock)
     assert answer["type"] == "ERROR" and words in answer["message"], answer
     assert receive_raw(sock) is None  # then it hangs up
     sock.close()
-    assert runner.counts["num_external_messages_refused"] == refused_before + 1
+    assert runner.counts["num_external_messages_refused"] == before["num_external_messages_refused"] + 1
+    if server_side_case:  # the episode in progress is refused; there is none before an action
+        assert (runner.counts["num_external_episodes_refused"]
+                == before["num_external_episodes_refused"] + (name in MID_EPISODE))
     queued = runner.sample(num_timesteps=150)  # what a learner gets: only the good client's
     good.join(timeout=20)
     queued += list(runner._queue)

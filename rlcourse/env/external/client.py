@@ -6,6 +6,8 @@ learner has new weights, or when it waits for episodes, so the simulator samples
 
 It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
 so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
+With `--inference server` it runs no policy: it sends each observation and gets the action back
+(GET_ACTION, ACTION; END_EPISODE ends an episode), and the server records the episodes.
 
     RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
@@ -161,23 +163,57 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
                          config["action_space"]["type"] == "Discrete")
 
 
+def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
+    """Server-side inference: the env's action for `obs` (GET_ACTION, with the reward of the last
+    action, None at an episode's first step), computed and recorded by the server."""
+    message = {"type": "GET_ACTION", "obs": encode_array(np.asarray(obs, dtype=np.float32))}
+    if reward is not None:
+        message["reward"] = float(reward)
+    action = connection.request(message, "ACTION")["action"]
+    return action if isinstance(action, int) else decode_array(action)
+
+
+def run_episode_on_server(env: Any, connection: Connection, config: dict, seed: int | None = None
+                          ) -> int:
+    """One whole episode with the server choosing each action; END_EPISODE sends the last
+    observation, reward and ending (truncated at max_episode_steps). Returns its env steps."""
+    obs, _ = env.reset(seed=seed)
+    reward, steps = None, 0
+    while True:
+        obs, reward, terminated, truncated, _ = env.step(get_action(connection, obs, reward))
+        steps += 1
+        if terminated or truncated or steps >= config["max_episode_steps"]:
+            connection.send({"type": "END_EPISODE", "obs": encode_array(np.asarray(obs, np.float32)),
+                             "reward": float(reward), "terminated": bool(terminated),
+                             "truncated": not terminated})
+            return steps
+
+
 def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
-        seed: int | None = None, on_weights: Any = None, connect: Any = Connection) -> int:
+        seed: int | None = None, on_weights: Any = None, connect: Any = Connection,
+        inference: str = "client") -> int:
     """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
     sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
     in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE;
     `connect(host, port, token)` makes each Connection (one that also records the traffic, say).
+    `inference="server"`: the server acts and records, episode by episode (no weights here).
     Returns the env steps sent."""
+    if inference not in ("client", "server"):
+        raise ValueError(f"inference={inference!r}: 'client' (run the policy here) or 'server'.")
     sent, connection, lost_since = 0, None, None
     while max_env_steps is None or sent < max_env_steps:
         try:
             if connection is None:
                 connection = connect(host, port, token)
                 config = connection.request({"type": "GET_CONFIG"}, "SET_CONFIG")
-                policy = Policy(config, seed, on_weights)
-                policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))
+                if inference == "client":
+                    policy = Policy(config, seed, on_weights)
+                    policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))
                 lost_since = None
+            if inference == "server":
+                sent += run_episode_on_server(env, connection, config, seed if sent == 0 else None)
+                continue
             batch, steps = [], 0
             while steps < steps_per_batch:
                 batch.append(run_episode(env, policy, config, seed if sent == steps == 0 else None))
@@ -212,13 +248,16 @@ def main() -> None:
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--max-env-steps", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--inference", choices=("client", "server"), default="client",
+                        help="where the policy runs: here (sending whole episodes) or on the "
+                        "server (sending each observation for its action)")
     args = parser.parse_args()
     if not args.token:
         parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
 
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,
-               args.max_env_steps, seed=args.seed)
+               args.max_env_steps, seed=args.seed, inference=args.inference)
     print(f"sent {sent} env steps")
 
 

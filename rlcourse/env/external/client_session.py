@@ -1,6 +1,7 @@
 """One simulator's connection to its server runner, served on its own thread: a PING with the token
-and protocol version first, then config, weights and episodes. Anything the protocol does not allow
-gets an ERROR message back and the connection closes; other clients and the learner never see it."""
+and protocol version first, then config, weights and episodes (or, with server-side inference,
+observations answered with actions). Anything the protocol does not allow gets an ERROR message
+back and the connection closes; other clients and the learner never see it."""
 
 import contextlib
 import hmac
@@ -10,11 +11,13 @@ from typing import TYPE_CHECKING
 
 from rlcourse.env.external.episode_checks import episode_from_message
 from rlcourse.env.external.rllink import (
+    CLIENT_MESSAGES,
     PROTOCOL_VERSION,
     ProtocolError,
     receive_message,
     send_message,
 )
+from rlcourse.env.external.server_side_inference import ServerSideInference
 
 if TYPE_CHECKING:
     from rlcourse.env.external.env_runner_server_for_external_inference import (
@@ -84,6 +87,7 @@ def serve_client(sock: socket.socket, peer: str,
     try:
         _handshake(sock, server)
         version = -1  # of the weights this client holds
+        inference = None  # with server-side inference: its episode in progress, dropped if it leaves
         while True:
             message = _receive(sock, server)
             kind = message["type"]
@@ -93,9 +97,13 @@ def serve_client(sock: socket.socket, peer: str,
                 _send(sock, server, server.config_message())
             elif kind in ("EPISODES", "EPISODES_AND_GET_STATE"):
                 _take_episodes(message, server)
+            elif kind in ("GET_ACTION", "END_EPISODE"):
+                inference = inference or ServerSideInference(server)
+                if answer := inference.answer(message):
+                    _send(sock, server, answer)
             elif kind != "GET_STATE":
-                raise ProtocolError(f"unknown message type {kind!r}; a client sends PING, "
-                                    "GET_CONFIG, GET_STATE, EPISODES or EPISODES_AND_GET_STATE.")
+                raise ProtocolError(f"unknown message type {kind!r}; a client sends one of "
+                                    f"{', '.join(CLIENT_MESSAGES)}.")
             if kind in ("GET_STATE", "EPISODES_AND_GET_STATE"):
                 state, version = server.state_message(
                     version if kind == "EPISODES_AND_GET_STATE" else None)

@@ -1,8 +1,8 @@
 """EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
 on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
-serves each simulator that connects on a thread of its own (client_session.py), hands it the config
-and the current weights, and returns the whole episodes the simulators send from `sample()`, as any
-runner does, so an algorithm trains unchanged. Simulators run the policy themselves (client.py).
+serves each simulator that connects on a thread of its own (client_session.py) with the config and
+weights, and returns the whole episodes they send from `sample()`, as any runner does, so algorithms
+train unchanged. Simulators run the policy (client.py) or ask for actions (server_side_inference.py).
 
     os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
     config.environment(observation_space=..., action_space=..., env_config={"port": 5555})
@@ -10,8 +10,7 @@ runner does, so an algorithm trains unchanged. Simulators run the policy themsel
 
 The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
 it through their Ray runtime env), as Ray's own token authentication, so that checkpoints and Tune
-results, which store the config, never hold it. What the runners count (clients connected, episodes
-received, messages and episodes refused, env steps dropped from a full queue) reaches train()'s
+results, which store the config, never hold it. What runners count (COUNTERS) reaches train()'s
 results under "env_runners", as `num_external_*` and `num_external_*_lifetime`.
 """
 
@@ -71,10 +70,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.token = os.environ.get(TOKEN_ENV_VAR, "")
         if not self.token:
             raise ValueError(f"EnvRunnerServerForExternalInference needs a shared token: set the "
-                             f"environment variable {TOKEN_ENV_VAR} in the driver's process "
-                             f"(os.environ[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); "
-                             "runner actors get it from there) and give each simulator's client "
-                             "the same token.")
+                             f"environment variable {TOKEN_ENV_VAR} in the driver's process (os.environ"
+                             f"[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); runner actors get "
+                             "it from there) and give each simulator's client the same token.")
         settings = {**SERVER_SETTINGS, **config.env_config}
         self.observation_space = config.observation_space
         self.action_space = config.action_space
@@ -95,6 +93,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._queued_steps = 0
         self._lock = threading.Condition()  # guards the queue, the weights and the client list
         self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
+        self.network: NumpyMLP | None = None  # the same, for server-side inference
         self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
         self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
         self._clients: list[socket.socket] = []
@@ -216,11 +215,14 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def _set_module_weights(self, weights: dict[str, np.ndarray]) -> None:
         network = NumpyMLP(self.info, self.config.get_model_config())
         network.set_state(weights)
-        layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
-        with self._lock:
-            self._layers = layers
-            self._layers_version += 1
-            self._lock.notify_all()
+        self._layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
+        self.network = network  # (set_weights holds the lock)
+        self._layers_version += 1
+        self._lock.notify_all()
+
+    def set_weights(self, *args, **kwargs) -> None:
+        with self._lock:  # clients get new layers only with their weights_seq_no (state_message)
+            super().set_weights(*args, **kwargs)
 
     def _initialize_weights(self) -> None:
         from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only

@@ -5,7 +5,9 @@ data, it cannot make the other side run code. client.py carries its own copy of 
 imports nothing of rlcourse); tests/test_external_client.py checks that the two agree.
 
 Client -> server: PING (first, with "token" and "protocol_version"), GET_CONFIG, GET_STATE, EPISODES,
-EPISODES_AND_GET_STATE. Server -> client: PONG, SET_CONFIG, SET_STATE, ERROR (then it hangs up).
+EPISODES_AND_GET_STATE; with server-side inference (server_side_inference.py) GET_ACTION and
+END_EPISODE instead of the episodes. Server -> client: PONG, SET_CONFIG, SET_STATE, ACTION, ERROR
+(then it hangs up).
 """
 
 import base64
@@ -16,8 +18,9 @@ import struct
 import numpy as np
 
 PROTOCOL_VERSION = 1
-CLIENT_MESSAGES = ("PING", "GET_CONFIG", "GET_STATE", "EPISODES", "EPISODES_AND_GET_STATE")
-SERVER_MESSAGES = ("PONG", "SET_CONFIG", "SET_STATE", "ERROR")
+CLIENT_MESSAGES = ("PING", "GET_CONFIG", "GET_STATE", "EPISODES", "EPISODES_AND_GET_STATE",
+                   "GET_ACTION", "END_EPISODE")
+SERVER_MESSAGES = ("PONG", "SET_CONFIG", "SET_STATE", "ACTION", "ERROR")
 MAX_MESSAGE_BYTES = 8 * 2**20  # default; env_config["max_message_bytes"] changes it
 HEADER = struct.Struct("!I")
 ARRAY_DTYPES = ("float32", "float64", "int64", "bool")  # what an array on the wire may be

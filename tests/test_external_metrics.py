@@ -4,6 +4,7 @@ from the driver's environment, is in no checkpoint; a runner Ray restarts serves
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -75,11 +76,24 @@ def test_train_reports_the_counters_and_no_checkpoint_holds_the_token(ray_sessio
     assert TOKEN not in repr(config.to_dict()) and TOKEN not in repr(results)
 
 
+def free_base_port_below_the_ephemeral_range() -> int:
+    """A base port whose runner 1 (base + 1) is free too, below Linux's ephemeral ports (32768+),
+    which the simulator's own reconnect attempts could otherwise take (client.py refuses TCP's
+    self-connect too)."""
+    for base in random.Random().sample(range(20000, 32000, 2), 50):
+        try:
+            with socket.create_server(("127.0.0.1", base)), \
+                    socket.create_server(("127.0.0.1", base + 1)):
+                return base
+        except OSError:
+            continue
+    raise RuntimeError("no two free ports in 20000-32000")
+
+
 def test_a_runner_restarted_by_ray_serves_its_simulator_again(ray_session, algo_factory):
     """SIGKILL the server runner's process: Ray restarts it on the same port (a fixed base port;
     port 0 would pick another), the simulator reconnects, and training goes on."""
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        base = probe.getsockname()[1]
+    base = free_base_port_below_the_ephemeral_range()
     config = (external_config(port=base)
               .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5)
               .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))

@@ -49,6 +49,9 @@ class Connection:
 
     def __init__(self, host: str, port: int, token: str, timeout_s: float = 60.0):
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        if self.sock.getsockname() == self.sock.getpeername():  # TCP's self-connect: it would hold
+            self.sock.close()  # the port a restarting server needs (an ephemeral port on loopback)
+            raise ConnectionRefusedError(f"nothing listens on {host}:{port} yet")
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.wire_bytes = 0
         self.request({"type": "PING", "token": token, "protocol_version": PROTOCOL_VERSION}, "PONG")

@@ -225,13 +225,15 @@ checkpoint (weights, optimizer, everything) and goes on from there, then **explo
 perturbs the copied `lr` (x0.8 or x1.2, or sometimes a fresh sample from
 `hyperparam_mutations`). The result is a *schedule* of `lr` over training, found while training.
 
-PBT needs exact save and restore: the trainable saves a checkpoint when PBT asks for one, and the
+`synch=True` makes each perturbation point a meeting: trials that reach it wait (paused) until the
+whole population has, so exploits never depend on which trial a busy machine happened to start
+first. PBT needs exact save and restore: the trainable saves a checkpoint when PBT asks for one, and the
 donor's checkpoint must still be on disk when another trial copies it, so keep all checkpoints here
 (`num_to_keep=1` could delete a donor's checkpoint before it is copied).
 """),
     code("""
 pbt_scheduler = PopulationBasedTraining(
-    time_attr="training_iteration", perturbation_interval=3, quantile_fraction=0.5,
+    time_attr="training_iteration", perturbation_interval=3, quantile_fraction=0.5, synch=True,
     hyperparam_mutations={"lr": tune.loguniform(1e-5, 1e-2)})
 start = time.perf_counter()
 pbt = tune.Tuner(

@@ -15,10 +15,10 @@ Every `target_network_update_interval` updates the target network moves to the p
 import copy
 from typing import Any
 
-import numpy as np
 import torch
 
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner
+from rlcourse.algorithms.ppo.ppo_learner import adapted_kl_coeff
 from rlcourse.core.learner.learner import to_cpu
 from rlcourse.utils.state_values import check_counter, check_like, check_number
 
@@ -57,13 +57,8 @@ class APPOLearner(IMPALALearner):
         results = super().update(episodes, num_minibatches)
         if self.num_updates % self.config.target_network_update_interval == 0:
             self.update_target_network()
-        if self.config.use_kl_loss:  # move the KL penalty towards kl_target, as RLlib does
-            # Averaged over learners so that every learner keeps the same coefficient.
-            kl = self.all_reduce_sum(np.array([results["mean_kl_loss"]]))[0] / self.world_size
-            if kl > 2.0 * self.config.kl_target:
-                self.curr_kl_coeff *= 1.5
-            elif kl < 0.5 * self.config.kl_target:
-                self.curr_kl_coeff *= 0.5
+        if self.config.use_kl_loss:
+            self.curr_kl_coeff = adapted_kl_coeff(self, results["mean_kl_loss"])
         return {**results, "num_target_updates": self.num_target_updates}
 
     @torch.no_grad()

@@ -1,5 +1,7 @@
 """PPOLearner: GAE targets for the batch, and the clipped-surrogate loss for each minibatch."""
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -124,11 +126,17 @@ class PPOLearner(Learner):
 
     def update(self, episodes, num_minibatches=None):
         results = super().update(episodes, num_minibatches)
-        if self.config.use_kl_loss:  # adapt the KL penalty towards kl_target, as RLlib does
-            # Averaged over learners so that every learner keeps the same coefficient.
-            kl = self.all_reduce_sum(np.array([results["mean_kl_loss"]]))[0] / self.world_size
-            if kl > 2.0 * self.config.kl_target:
-                self.curr_kl_coeff *= 1.5
-            elif kl < 0.5 * self.config.kl_target:
-                self.curr_kl_coeff *= 0.5
+        if self.config.use_kl_loss:
+            self.curr_kl_coeff = adapted_kl_coeff(self, results["mean_kl_loss"])
         return results
+
+
+def adapted_kl_coeff(learner: Any, mean_kl: float) -> float:
+    """The KL penalty's coefficient moved towards kl_target, as RLlib does (PPO's and APPO's): the
+    KL is averaged over learners so that every learner keeps the same coefficient."""
+    kl = learner.all_reduce_sum(np.array([mean_kl]))[0] / learner.world_size
+    if kl > 2.0 * learner.config.kl_target:
+        return learner.curr_kl_coeff * 1.5
+    if kl < 0.5 * learner.config.kl_target:
+        return learner.curr_kl_coeff * 0.5
+    return learner.curr_kl_coeff

@@ -1,18 +1,27 @@
 """GPU learners and runners: the device is picked in one place, and everything a Learner computes
 with lives on it. The device path runs here on the CPU; the CUDA cases run where CUDA exists."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from helpers import assert_learners_updated_together, small_ppo
 
+from rlcourse.algorithms.appo import APPOConfig
+from rlcourse.algorithms.cql import CQLConfig
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import BATCH_KEYS, DQNLearner
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
+from rlcourse.algorithms.sac import SACConfig
+from rlcourse.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+from rlcourse.connectors.learner.frame_stacking import FrameStackingLearner
 from rlcourse.core.learner import learner as learner_module
 from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+from rlcourse.course.envs import StatelessCartPole
+from rlcourse.course.pixel_grid_world import PixelGridWorld
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.framework import get_device, get_distributed_backend
 from rlcourse.utils.resources import env_runner_options, learner_options, trial_bundles
@@ -117,11 +126,29 @@ def _assert_on_device(learner, batches):
 DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 
+def _lstm() -> PPOConfig:
+    return _ppo().environment(StatelessCartPole).rl_module(model_config={
+        "use_lstm": True, "vf_share_layers": True, "lstm_cell_size": 8, "fcnet_hiddens": [16],
+        "max_seq_len": 4})
+
+
+def _pixels_with_frame_stacking() -> PPOConfig:
+    return (_ppo().environment(PixelGridWorld, env_config={"size": 5, "pixels_per_cell": 1})
+            .env_runners(env_to_module_connector=lambda env: FrameStackingEnvToModule(num_frames=2))
+            .training(learner_connector=lambda obs, act: FrameStackingLearner(num_frames=2))
+            .rl_module(model_config={"conv_filters": [[4, 3, 1]], "fcnet_hiddens": [16]}))
+
+
+EPISODE_CONFIGS = {"PPO": _ppo, "IMPALA": lambda: _ppo(IMPALAConfig()),
+                   "APPO": lambda: _ppo(APPOConfig()), "PPO-LSTM": _lstm,
+                   "PPO-CNN-frame-stacking": _pixels_with_frame_stacking}
+
+
 @pytest.mark.parametrize("device_type", DEVICES)
-@pytest.mark.parametrize("config_class", [PPOConfig, IMPALAConfig])
+@pytest.mark.parametrize("name", EPISODE_CONFIGS)
 def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
-        config_class, device_type, monkeypatch):
-    config = _ppo(config_class())
+        name, device_type, monkeypatch):
+    config = EPISODE_CONFIGS[name]()
     learner = _learner(config, device_type, monkeypatch)
     batches = _record_batches(learner, monkeypatch)
     runner = SingleAgentEnvRunner(config, config.get_env_creator())
@@ -135,22 +162,42 @@ def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
     _assert_on_device(learner, batches)
 
 
-@pytest.mark.parametrize("device_type", DEVICES)
-def test_replay_learners_keep_module_optimizer_and_batches_on_their_device(device_type,
-                                                                           monkeypatch):
-    config = DQNConfig().environment("CartPole-v1").debugging(seed=1)
-    learner = _learner(config, device_type, monkeypatch)
-    assert isinstance(learner, DQNLearner)
-    batches = _record_batches(learner, monkeypatch)
+def _replay_batch(config, n: int = 32) -> dict[str, np.ndarray]:
+    """A random batch of `n` one-step transitions with the spaces of the config's env."""
+    env = config.get_env_creator()({})
+    env.reset(seed=0)
+    env.action_space.seed(0)
     rng = np.random.default_rng(0)
-    n = 32
-    batch = {"obs": rng.normal(size=(n, 4)).astype(np.float32), "actions": rng.integers(0, 2, n),
-             "rewards": np.ones(n, np.float32), "new_obs": rng.normal(size=(n, 4)).astype(np.float32),
-             "terminateds": np.zeros(n, bool), "n_step": np.ones(n, np.int64),
-             "weights": np.ones(n, np.float32)}
+    obs = np.stack([env.observation_space.sample() for _ in range(2 * n)]).astype(np.float32)
+    return {"obs": obs[:n], "actions": np.stack([env.action_space.sample() for _ in range(n)]),
+            "rewards": rng.normal(size=n).astype(np.float32), "new_obs": obs[n:],
+            "terminateds": rng.random(n) < 0.1, "n_step": np.ones(n, np.int64),
+            "weights": np.ones(n, np.float32)}
+
+
+REPLAY_CONFIGS = {
+    "DQN": lambda: DQNConfig().environment("CartPole-v1"),
+    "SAC": lambda: SACConfig().environment("Pendulum-v1"),
+    "CQL": lambda: CQLConfig().environment("Pendulum-v1").offline_data(
+        input_=str(Path(__file__).parent / "fixtures" / "pendulum_sac")),
+}
+
+
+@pytest.mark.parametrize("device_type", DEVICES)
+@pytest.mark.parametrize("name", REPLAY_CONFIGS)
+def test_replay_learners_keep_module_optimizer_and_batches_on_their_device(name, device_type,
+                                                                           monkeypatch):
+    config = REPLAY_CONFIGS[name]().debugging(seed=1)
+    learner = _learner(config, device_type, monkeypatch)
+    assert isinstance(learner, DQNLearner)  # SAC's and CQL's learners are DQN's with other losses
+    batches = _record_batches(learner, monkeypatch)
+    batch = _replay_batch(config)
     assert set(batch) == set(BATCH_KEYS)
-    results = learner.update_from_batch(batch, num_env_steps_sampled_lifetime=n)
-    assert isinstance(results["td_error"], np.ndarray) and results["td_error"].shape == (n,)
+    before = learner.get_weights()
+    results = learner.update_from_batch(batch, num_env_steps_sampled_lifetime=32)
+    assert isinstance(results["td_error"], np.ndarray) and results["td_error"].shape == (32,)
+    assert np.isfinite(results["td_error"]).all()
+    assert any(not np.array_equal(before[k], v) for k, v in learner.get_weights().items())
     _assert_on_device(learner, batches)
 
 

@@ -18,8 +18,8 @@ CHROMIUM ?= /usr/bin/chromium
 ROOT_USER := $(filter 0,$(shell id -u))
 SUDO := $(if $(ROOT_USER),,sudo)
 
-.PHONY: install test test-fast test-browser test-book chromium lint lab book book-serve bench tuned-examples \
-	binder-profile clean
+.PHONY: install test test-fast test-browser test-book chromium lint lab lessons-sync book book-serve bench \
+	tuned-examples binder-profile clean
 
 install: $(STAMP)
 
@@ -73,6 +73,13 @@ chromium:
 lab: install
 	binder/start $(BIN)/jupyter lab --notebook-dir=lessons --ip=127.0.0.1 --port=$(PORT) \
 	  $(if $(ROOT_USER),--allow-root)
+
+# Each lesson's source is lessons/NN_name.md (MyST Markdown), paired with the notebook learners open
+# and nbval runs (lessons/jupytext.toml): JupyterLab saves both. After editing a .md elsewhere, this
+# writes its cells into the notebook (the newer file of a pair is the source), then strips outputs.
+lessons-sync: install
+	$(BIN)/jupytext --sync lessons/[0-9][0-9]_*.md
+	$(BIN)/jupyter nbconvert --log-level=WARN --clear-output --inplace lessons/[0-9][0-9]_*.ipynb
 
 bench: install
 	$(BIN)/python benchmarks/sampling.py

@@ -1,23 +1,15 @@
-"""Every lesson matches its generator and has the parts each lesson promises (nbval runs them)."""
+"""Every lesson matches its source and has the parts each lesson promises (nbval runs them)."""
 
-import importlib.util
 import re
-import sys
+import tomllib
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GENERATORS = sorted((ROOT / "tools").glob("make_lesson_*.py"))
-sys.path.insert(0, str(ROOT / "tools"))
-
-
-def load_generator(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SYNC = "run `make lessons-sync` (jupytext --sync, then outputs cleared)"
 
 
 def lessons() -> list[tuple[str, nbformat.NotebookNode]]:
@@ -25,18 +17,20 @@ def lessons() -> list[tuple[str, nbformat.NotebookNode]]:
             for path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))]
 
 
-def test_every_lesson_has_a_generator_and_matches_it():
-    from lesson_cells import build_notebook
-
-    generated = {}
-    for path in GENERATORS:
-        module = load_generator(path)
-        generated[module.NAME] = build_notebook(module.CELLS)
-    assert sorted(generated) == [name for name, _ in lessons()]
-    for name, notebook in lessons():
-        expected = [(c.cell_type, c.source) for c in generated[name].cells]
-        actual = [(c.cell_type, c.source) for c in notebook.cells]
-        assert actual == expected, f"{name} differs from its generator: run tools/make_lesson_*.py"
+def test_every_lesson_notebook_holds_the_cells_of_its_myst_source():
+    """lessons/NN_name.md (jupytext's MyST Markdown) is the lesson's one source; the committed notebook,
+    paired with it by lessons/jupytext.toml, must hold the same cells, metadata included."""
+    config = tomllib.loads((ROOT / "lessons" / "jupytext.toml").read_text())
+    assert config["formats"] == "ipynb,md:myst"
+    sources = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.md"))
+    assert [p.stem for p in sources] == [name.removesuffix(".ipynb") for name, _ in lessons()]
+    for (name, notebook), source in zip(lessons(), sources, strict=True):
+        text = jupytext.read(source)
+        assert text.metadata["jupytext"]["text_representation"]["format_name"] == "myst", source.name
+        expected = [(c.cell_type, c.source, c.metadata) for c in text.cells]
+        actual = [(c.cell_type, c.source, c.metadata) for c in notebook.cells]
+        assert actual == expected and notebook.metadata.kernelspec == text.metadata.kernelspec, (
+            f"lessons/{name} differs from its source lessons/{source.name}: {SYNC}")
 
 
 @pytest.mark.parametrize(("name", "notebook"), lessons(), ids=[name for name, _ in lessons()])
@@ -44,7 +38,7 @@ def test_lesson_structure(name, notebook):
     cells = notebook.cells
     text = "\n".join(c.source for c in cells)
     assert all(not c.get("outputs") and c.get("execution_count") is None
-               for c in cells if c.cell_type == "code"), f"{name}: outputs must be stripped"
+               for c in cells if c.cell_type == "code"), f"{name}: outputs must be stripped: {SYNC}"
     assert cells[0].cell_type == "markdown" and "By the end of this lesson" in cells[0].source
     assert "minutes of study" in cells[0].source, f"{name}: the header gives the study time"
     assert "docs/glossary.md" in cells[0].source, f"{name}: the header links the glossary"

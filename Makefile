@@ -74,11 +74,11 @@ lab: install
 	binder/start $(BIN)/jupyter lab --notebook-dir=lessons --ip=127.0.0.1 --port=$(PORT) \
 	  $(if $(ROOT_USER),--allow-root)
 
-# Each lesson's source is lessons/NN_name.md (MyST Markdown), paired with the notebook learners open
+# Each lesson's source is lessons/source/NN_name.md (MyST Markdown), paired with the notebook learners open
 # and nbval runs (lessons/jupytext.toml): JupyterLab saves both. After editing a .md elsewhere, this
 # writes its cells into the notebook (the newer file of a pair is the source), then strips outputs.
 lessons-sync: install
-	$(BIN)/jupytext --sync lessons/[0-9][0-9]_*.md
+	$(BIN)/jupytext --sync lessons/source/[0-9][0-9]_*.md
 	$(BIN)/jupyter nbconvert --log-level=WARN --clear-output --inplace lessons/[0-9][0-9]_*.ipynb
 
 bench: install

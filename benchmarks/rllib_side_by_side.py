@@ -1,7 +1,7 @@
 """Lesson 15's PPO CartPole run on rlcourse and on RLlib for several seeds: wall time to a return.
 
 What is measured: for each seed, the lesson's config function (`ppo_cartpole` in
-lessons/15_graduating_to_rllib.md: every PPO setting written out, one runner in the driver, one
+lessons/source/15_graduating_to_rllib.md: every PPO setting written out, one runner in the driver, one
 local Learner, a 64 x 64 network, `episode_return_mean` over 20 episodes) is built and trained by
 rlcourse and by RLlib in turn, in this process, sharing one small Ray started by `init_ray` (not
 timed). The time runs from just before `build_algo()` to the first iteration whose

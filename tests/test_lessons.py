@@ -18,11 +18,11 @@ def lessons() -> list[tuple[str, nbformat.NotebookNode]]:
 
 
 def test_every_lesson_notebook_holds_the_cells_of_its_myst_source():
-    """lessons/NN_name.md (jupytext's MyST Markdown) is the lesson's one source; the committed notebook,
-    paired with it by lessons/jupytext.toml, must hold the same cells, metadata included."""
+    """lessons/source/NN_name.md (jupytext's MyST Markdown) is the lesson's one source; the committed
+    notebook, paired with it by lessons/jupytext.toml, must hold the same cells, metadata included."""
     config = tomllib.loads((ROOT / "lessons" / "jupytext.toml").read_text())
-    assert config["formats"] == "ipynb,md:myst"
-    sources = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.md"))
+    assert config["formats"] == "ipynb,source//md:myst"
+    sources = sorted((ROOT / "lessons" / "source").glob("[0-9][0-9]_*.md"))
     assert [p.stem for p in sources] == [name.removesuffix(".ipynb") for name, _ in lessons()]
     for (name, notebook), source in zip(lessons(), sources, strict=True):
         text = jupytext.read(source)
@@ -30,7 +30,7 @@ def test_every_lesson_notebook_holds_the_cells_of_its_myst_source():
         expected = [(c.cell_type, c.source, c.metadata) for c in text.cells]
         actual = [(c.cell_type, c.source, c.metadata) for c in notebook.cells]
         assert actual == expected and notebook.metadata.kernelspec == text.metadata.kernelspec, (
-            f"lessons/{name} differs from its source lessons/{source.name}: {SYNC}")
+            f"lessons/{name} differs from its source lessons/source/{source.name}: {SYNC}")
 
 
 @pytest.mark.parametrize(("name", "notebook"), lessons(), ids=[name for name, _ in lessons()])

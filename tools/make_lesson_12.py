@@ -6,7 +6,7 @@ NAME = "12_memory_and_pixels.ipynb"
 
 CELLS = [
     md(r"""
-# Lesson 12 — Memory and pixels: LSTM modules, CNN encoders, frame stacking
+# Lesson 12 — Memory and pixels: LSTM modules, CNN encoders, frame stacking, APPO
 
 **By the end of this lesson you can**
 1. say why a policy without memory cannot act well when the observation hides part of the state
@@ -18,9 +18,11 @@ CELLS = [
 4. turn on an LSTM (`use_lstm`) or a CNN (`conv_filters`) in `model_config` and see both learn
    within a small budget;
 5. say what Atari preprocessing does to a frame, and why runners send single frames while the
-   learner rebuilds the stacks (bytes measured).
+   learner rebuilds the stacks (bytes measured);
+6. say what APPO adds to IMPALA (a clipped surrogate, a target network, a circular buffer) and run
+   both on CartPole with the same budget.
 
-**Time:** about 35 minutes of study (one exercise); the cells ran in under two minutes on 2 cores shared
+**Time:** about 40 minutes of study (one exercise); the cells ran in under two minutes on 2 cores shared
 with other work (measured there).
 Terms: see the [glossary](../docs/glossary.md).
 
@@ -39,7 +41,7 @@ import ray
 import torch
 from IPython.display import display
 
-from rlcourse import PPOConfig
+from rlcourse import APPOConfig, IMPALAConfig, PPOConfig
 from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim, zero_pad
 from rlcourse.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
 from rlcourse.connectors.learner import FrameStackingLearner
@@ -381,6 +383,83 @@ $k$: actions, rewards and each episode's framing are sent either way). For Pong 
 default 4,000-step batch, `benchmarks/frame_stacking_bytes.py` measures the same table, and what
 a runner with a torch CNN costs in memory and start-up against the NumPy one.
 
+## 8. APPO against IMPALA
+
+IMPALA (lesson 05) learns from each train batch once, with a plain policy gradient on V-trace
+advantages. **APPO** (`APPOConfig`, `rlcourse/algorithms/appo/`; RLlib's APPO, the IMPACT paper)
+keeps IMPALA's pipeline, runners sampling while a learner thread learns with V-trace correcting
+the policy lag, and changes the learner in three ways:
+
+- **PPO's clipped surrogate on V-trace advantages** (`rlcourse/algorithms/appo/appo_learner.py`):
+  the ratio $r_t = \min(\mu / \pi_{old}, \text{target\_worker\_clipping}) \cdot \pi / \mu$ is clipped
+  to $[1 - \epsilon, 1 + \epsilon]$ (`clip_param`), so one update cannot move the policy far.
+- **A target network** $\pi_{old}$, an older copy of the policy: V-trace's targets and the clipping
+  are computed against it, and it follows the policy every `target_network_update_freq` x N x K
+  updates (`update_target_network`).
+- **A circular buffer** (`rlcourse/algorithms/impala/circular_buffer.py`) in place of IMPALA's
+  queue: it holds N train batches (`circular_buffer_num_batches`) and the learner draws each up to K
+  times (`circular_buffer_iterations_per_batch`): more updates from the same env steps, which the
+  clipping keeps safe.
+
+Both with the course's CartPole settings (tuned_examples/impala/cartpole_impala.py and
+tuned_examples/appo/cartpole_appo.py; APPO's lr is its own) and the same budget of env steps, each
+with one runner in this process (a learner thread beside it, no Ray actors):
+"""),
+    code("""
+CARTPOLE_BUDGET = 40_000  # env steps per run
+
+
+def cartpole_run(config):
+    \"\"\"(env steps, mean training return) after each iteration until CARTPOLE_BUDGET, the
+    learner's updates, and the wall seconds.\"\"\"
+    config = (config.environment("CartPole-v1")
+              .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=50)
+              .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
+                                       "vf_share_layers": False})
+              .debugging(seed=0))
+    curve, start = [], time.perf_counter()
+    with config.build_algo() as algo:
+        while not curve or curve[-1][0] < CARTPOLE_BUDGET:
+            result = algo.train()
+            curve.append((result["num_env_steps_sampled_lifetime"],
+                          result["env_runners"]["episode_return_mean"]))
+    updates = result["learners"]["default_policy"]["num_updates_lifetime"]
+    return curve, updates, time.perf_counter() - start
+
+
+impala_config = IMPALAConfig().training(
+    lr=1e-3, train_batch_size_per_learner=500, gamma=0.99, grad_clip=40.0, vtrace=True,
+    vf_loss_coeff=0.5, entropy_coeff=0.01, learner_queue_size=4)
+appo_config = APPOConfig().training(
+    lr=2e-3, train_batch_size_per_learner=500, gamma=0.99, grad_clip=40.0, vf_loss_coeff=0.5,
+    entropy_coeff=0.01, clip_param=0.4, circular_buffer_num_batches=4,
+    circular_buffer_iterations_per_batch=2, target_network_update_freq=2)
+async_runs = {name: cartpole_run(config)
+              for name, config in {"IMPALA": impala_config, "APPO": appo_config}.items()}
+for name, (curve, updates, seconds) in async_runs.items():
+    plt.plot(*zip(*curve), label=name)
+    print(f"{name:6s} return {curve[-1][1]:6.1f} after {curve[-1][0]:,} env steps, "
+          f"{updates} learner updates ({seconds:.0f} s here)")
+impala_updates, appo_updates = (updates for _, updates, _ in async_runs.values())
+impala_return, appo_return = (curve[-1][1] for curve, _, _ in async_runs.values())
+print(f"APPO made {appo_updates / impala_updates:.1f} times as many updates from the same env steps "
+      f"(each batch up to circular_buffer_iterations_per_batch times); its return ended "
+      f"{abs(appo_return - impala_return):.0f} {'above' if appo_return > impala_return else 'below'}"
+      " IMPALA's")
+plt.gca().set(xlabel="env steps", ylabel="mean training return",
+              title="CartPole-v1: IMPALA and APPO, the same env-step budget")
+plt.legend()
+plt.show()
+"""),
+    md(r"""
+What differs by construction is the number of updates per env step (printed above): APPO reuses
+each batch, and the clipping and the target network keep the reused data from pushing the policy
+too far. More updates need not mean more return per env step: the curves show what they bought in
+this run, at a budget that is a small part of a run to CartPole's best (500). With one runner in
+this process, sampling and learning take turns; the pipeline's gain in wall time needs runners of
+their own. `benchmarks/appo_cartpole.py` times both to a return of 450 with 2 runner actors,
+beside RLlib's own APPO example.
+
 ## Summary
 
 - A policy that sees only part of the state (StatelessCartPole's $(x, \theta)$) cannot tell
@@ -392,6 +471,8 @@ a runner with a torch CNN costs in memory and start-up against the NumPy one.
 - `conv_filters` builds a CNN for [H, W, C] images; Atari frames are preprocessed to 84x84
   grayscale with frameskip 4; stacks are rebuilt on the learner so frames cross the object store
   once.
+- APPO is IMPALA with PPO's clipped surrogate on V-trace advantages, a target network and a
+  circular buffer that learns from each batch up to K times.
 
 **Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
@@ -403,6 +484,8 @@ a runner with a torch CNN costs in memory and start-up against the NumPy one.
 - `rlcourse/core/rl_module/cnn_encoder.py`: `conv_filters`, checked shapes, NumPy on runners.
 - `rlcourse/connectors/env_to_module/frame_stacking.py` and
   `rlcourse/connectors/learner/frame_stacking.py`: stacks on both sides.
+- `rlcourse/algorithms/appo/appo_learner.py` (the loss and the target network) and
+  `rlcourse/algorithms/impala/circular_buffer.py` (the reuse).
 """),
     md("""
 ## Papers
@@ -418,6 +501,9 @@ a runner with a torch CNN costs in memory and start-up against the NumPy one.
 - Machado et al., *Revisiting the Arcade Learning Environment*, JAIR 61, 2018
   ([arXiv:1709.06009](https://arxiv.org/abs/1709.06009)): the ALE that `ale-py` packages, and
   how to evaluate on it.
+- Luo et al., *IMPACT: Importance Weighted Asynchronous Architectures with Clipped Target Networks*,
+  ICLR 2020 ([arXiv:1912.00167](https://arxiv.org/abs/1912.00167)): APPO's clipped surrogate,
+  target network and circular buffer.
 
 All the course's papers, and the lessons that use them: [docs/key_papers.md](../docs/key_papers.md).
 """),
@@ -425,16 +511,20 @@ All the course's papers, and the lessons that use them: [docs/key_papers.md](../
     code("""
 # Lesson check: without velocities the memoryless policy failed where the LSTM learned, the angle-only
 # rule lasted shorter than the one that sees the angular velocity, the CNN learned the pixel task,
-# the learner's stacks cost more bytes than single frames, and nothing is left running.
+# the learner's stacks cost more bytes than single frames, IMPALA and APPO both learned CartPole
+# within the same budget, APPO with more updates, and nothing is left running.
 rule_means = [np.mean(steps) for steps in rule_steps.values()]
 assert rule_means[0] < rule_means[1], rule_steps
 assert lstm_return >= 150 and lstm_return > mlp_return + 50, curves
 assert same_as_connector
 assert pixel_return > 0.8, pixel_curve
 assert stacked_bytes > 2 * single_bytes, (single_bytes, stacked_bytes)
+assert impala_return >= 50 and appo_return >= 50, async_runs
+assert appo_updates > impala_updates, (appo_updates, impala_updates)
 assert not ray.is_initialized() and not psutil.Process().children(recursive=True)
 print(f"Lesson 12 complete in {time.perf_counter() - LESSON_START:.0f} s: memory beat no memory "
-      f"({lstm_return:.0f} against {mlp_return:.0f}), and a CNN learned from pixels.")
+      f"({lstm_return:.0f} against {mlp_return:.0f}), a CNN learned from pixels, and IMPALA and "
+      "APPO learned CartPole.")
 """),
 ]
 

@@ -1,8 +1,9 @@
 """Every lesson trains CartPole with the course's settings: those of its tuned example.
 
-tuned_examples/ppo/cartpole_ppo.py and tuned_examples/impala/cartpole_impala.py are the one source
-of the course's CartPole settings. Lessons write them out (a learner should see them), so this test
-reads every PPO and IMPALA `.training(...)` call, `.rl_module(model_config=...)` call and
+tuned_examples/ppo/cartpole_ppo.py, tuned_examples/impala/cartpole_impala.py and
+tuned_examples/appo/cartpole_appo.py are the one source of the course's CartPole settings. Lessons
+write them out (a learner should see them), so this test reads every PPO, IMPALA and APPO
+`.training(...)` call, `.rl_module(model_config=...)` call and
 `rlcourse train --set` string in the lessons' code, and fails when one differs from its tuned
 example. A lesson that deliberately differs names the settings in DIFFERENCES and says why in its
 text (and must not call them the course's CartPole settings).
@@ -18,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rlcourse import IMPALAConfig, PPOConfig
+from rlcourse import APPOConfig, IMPALAConfig, PPOConfig
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.course.train_job import parse_settings
 
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 # The keyword that marks a `.training(...)` call as the algorithm's, its config class, its source.
 ALGORITHMS = {"num_epochs": (PPOConfig, ROOT / "tuned_examples/ppo/cartpole_ppo.py"),
-              "learner_queue_size": (IMPALAConfig, ROOT / "tuned_examples/impala/cartpole_impala.py")}
+              "learner_queue_size": (IMPALAConfig, ROOT / "tuned_examples/impala/cartpole_impala.py"),
+              "circular_buffer_num_batches": (APPOConfig, ROOT / "tuned_examples/appo/cartpole_appo.py")}
 # Settings a lesson sets differently on purpose; the lesson's text names each and says why.
 DIFFERENCES = {
     "02_anatomy_of_an_algorithm.ipynb": {"model_config"},  # shows RLlib's default network

@@ -11,29 +11,17 @@ The loss, for a batch of n-step transitions (s, a, R, s', done, n) with importan
 the online one by `tau` every `target_network_update_freq` env steps sampled (as RLlib counts).
 """
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from rlcourse.core.learner.learner import Learner
+from rlcourse.utils.framework import one_torch_thread
 from rlcourse.utils.state_values import check_counter
 
 BATCH_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step", "weights")
-
-
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block: on small replay batches more threads only add
-    synchronization (8x slower on a busy 2-core machine); a later PPO run keeps its threads."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 class DQNLearner(Learner):

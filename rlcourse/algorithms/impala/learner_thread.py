@@ -11,6 +11,7 @@ import numpy as np
 from rlcourse.algorithms.impala.circular_buffer import CircularBuffer
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
+from rlcourse.utils.framework import one_torch_thread
 
 
 class LearnerThread(threading.Thread):
@@ -55,13 +56,16 @@ class LearnerThread(threading.Thread):
             time.sleep(0.002)  # sleeping releases the lock to the learner thread
 
     def run(self) -> None:
+        # A learner in this process computes on one torch thread, as one in an actor of 1 CPU does:
+        # more threads beside the runners and the driver's loop made each update many times slower.
         try:
-            while not self._stopped.is_set():
-                try:
-                    episodes, version = self.inqueue.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                self._update(episodes, version)
+            with one_torch_thread() if self.learner_group.is_local else contextlib.nullcontext():
+                while not self._stopped.is_set():
+                    try:
+                        episodes, version = self.inqueue.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    self._update(episodes, version)
         except BaseException as e:  # the driver re-raises it; a thread cannot
             self.error = e
 

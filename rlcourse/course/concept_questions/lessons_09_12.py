@@ -143,4 +143,14 @@ QUESTIONS = {"09": [
         ("Nothing: 4 frames are the full state", "Only when nothing older matters, as on many but "
          "not all Atari games.")),
       ),
+    Q("APPO's circular buffer hands each train batch to the learner up to K times. What keeps those "
+      "repeated updates from pushing the policy too far from the one that sampled the data?", 1, (
+        ("V-trace alone", "V-trace corrects the value targets for the policy lag; it does not limit "
+         "how far an update moves the policy, which IMPALA's plain gradient may do."),
+        ("The clipped surrogate, whose ratio is clipped around the target network's policy",
+         "Past 1 +/- clip_param the ratio gives no more gradient, so reusing a batch cannot move "
+         "the policy far from the older copy."),
+        ("Dropping each batch after its first use", "That is IMPALA's queue; APPO's buffer keeps it "
+         "for up to K uses.")),
+      ),
 ]}

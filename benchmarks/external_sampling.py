@@ -8,8 +8,9 @@ server-side inference (`--inference server`: one GET_ACTION -> ACTION round trip
 What is measured: env steps per second of `EnvRunnerGroup.sample()` (what PPO's training_step
 calls), after a warm-up, over `--seconds` of sampling; no training. Clients send their episodes
 every `--steps-per-batch` env steps with EPISODES_AND_GET_STATE (one weights answer per batch).
-Latency per env step, for one client.py process against a runner in this process (no Ray): the
-time from an observation to its action, client-side (the local forward pass) or server-side (the
+Latency per env step, for one client.py process against a runner in this process (no Ray;
+rlcourse/course/external_simulators.py's time_inference, which lesson 14 runs too): the time from an
+observation to its action, client-side (the local forward pass) or server-side (the
 GET_ACTION -> ACTION round trip over TCP), median and 95th percentile over `--latency-steps`
 env steps, with that client's env steps/s.
 With `--learn`, also PPO with the course's CartPole settings (tuned_examples/ppo/cartpole_ppo.py,
@@ -21,7 +22,6 @@ steps and wall time to the target (the learner's time dominates on a busy machin
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +33,7 @@ from common import course_cartpole_config, print_table, ray_session
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module import build_module
+from rlcourse.course.external_simulators import time_inference
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     TOKEN_ENV_VAR,
@@ -40,6 +41,7 @@ from rlcourse.env.external.env_runner_server_for_external_inference import (
 )
 
 os.environ.setdefault(TOKEN_ENV_VAR, "benchmark")  # the runners' and the clients' shared secret
+SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))  # CartPole's
 
 
 def config(n: int, external: bool) -> PPOConfig:
@@ -47,8 +49,7 @@ def config(n: int, external: bool) -> PPOConfig:
               .env_runners(num_env_runners=n, num_envs_per_env_runner=1))
     if not external:
         return config
-    return (config.environment(None, observation_space=gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
-                               action_space=gym.spaces.Discrete(2),
+    return (config.environment(None, observation_space=SPACES[0], action_space=SPACES[1],
                                env_config={"port": 0})
             .env_runners(env_runner_cls=EnvRunnerServerForExternalInference))
 
@@ -87,46 +88,6 @@ def steps_per_s(n: int, inference: str | None, seconds: float, steps_per_batch: 
             simulator.wait(timeout=10)
 
 
-def latency_client(port: int, inference: str, steps: int) -> None:
-    """(In a client process of its own.) Time each observation -> action of client.py's loop and
-    print the times, the env steps and the seconds they took as JSON."""
-    times = []
-    owner, name = (client.Policy, "act") if inference == "client" else (client, "get_action")
-    untimed = getattr(owner, name)
-
-    def timed(*args):
-        start = time.perf_counter()
-        out = untimed(*args)
-        times.append(time.perf_counter() - start)
-        return out
-
-    setattr(owner, name, timed)
-    start = time.perf_counter()
-    sent = client.run(gym.make("CartPole-v1"), "127.0.0.1", port, os.environ[TOKEN_ENV_VAR],
-                      max_env_steps=steps, seed=0, inference=inference)
-    print(json.dumps({"times": times, "steps": sent, "seconds": time.perf_counter() - start}))
-
-
-def latency(inference: str, steps: int) -> tuple[float, float, float]:
-    """(median and p95 seconds from observation to action, env steps/s) of one client process
-    against a server runner in this process, which samples as fast as the client sends."""
-    runner_config = config(1, True)
-    runner = EnvRunnerServerForExternalInference(runner_config)
-    runner.set_weights(build_module(runner_config, *runner.get_spaces())
-                       .get_state(inference_only=True))
-    try:
-        process = subprocess.Popen([sys.executable, __file__, "--latency-client", str(runner.address[1]),
-                                    inference, str(steps)], stdout=subprocess.PIPE, text=True)
-        taken = 0  # take what the client sends as it comes (a runner's queue is bounded)
-        while taken < steps:  # (sample() wants episodes: no client waits for weights)
-            taken += sum(map(len, runner.sample(num_timesteps=min(steps - taken, 1000))))
-        report = json.loads(process.communicate(timeout=600)[0].splitlines()[-1])
-    finally:
-        runner.stop()
-    median, p95 = np.percentile(report["times"], [50, 95])
-    return median, p95, report["steps"] / report["seconds"]
-
-
 def learn(external: bool, target: float, steps_per_batch: int) -> tuple[int, float]:
     """(env steps, seconds) for PPO with 2 runners to reach `target` (or 200k env steps)."""
     algo = config(2, external).build_algo()
@@ -152,11 +113,7 @@ def main() -> None:
     parser.add_argument("--learn", action="store_true")
     parser.add_argument("--target", type=float, default=450.0)
     parser.add_argument("--latency-steps", type=int, default=5000)
-    parser.add_argument("--latency-client", nargs=3, help=argparse.SUPPRESS)  # PORT MODE STEPS
     args = parser.parse_args()
-    if args.latency_client:
-        port, inference, steps = args.latency_client
-        return latency_client(int(port), inference, int(steps))
     rows = []
     with ray_session():
         for n in args.clients:
@@ -171,10 +128,11 @@ def main() -> None:
                  "external, server-side inference", "ratio client-side", "ratio server-side",
                  "wire bytes/env step client-side", "server-side"], rows)
     rows = []
+    weights = build_module(config(1, True), *SPACES).get_state(inference_only=True)
     for inference in ("client", "server"):
-        median, p95, speed = latency(inference, args.latency_steps)
-        rows.append([f"{inference}-side", f"{median * 1e6:,.0f}", f"{p95 * 1e6:,.0f}",
-                     f"{speed:,.0f}"])
+        row = time_inference(config(1, True), weights, inference, args.latency_steps)
+        rows.append([row["inference"], f"{row['median_us']:,.0f}", f"{row['p95_us']:,.0f}",
+                     f"{row['env_steps_per_s']:,.0f}"])
     print_table(f"One client.py process, CartPole-v1, {args.latency_steps:,} env steps: "
                 "observation -> action",
                 ["inference", "median us", "p95 us", "env steps/s"], rows)

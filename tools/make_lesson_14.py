@@ -16,9 +16,11 @@ CELLS = [
    the weights, and whole episodes sent in batches with `EPISODES_AND_GET_STATE`;
 3. train PPO on CartPole from two simulator **processes** that import neither Ray nor rlcourse
    nor torch, kill one mid-run, and watch training go on and a new simulator connect;
-4. write a simulator's loop that batches whole episodes and picks up new weights (the exercise).
+4. measure client-side against server-side inference (the simulator runs the policy, or asks
+   the server for each action) and say when each fits;
+5. write a simulator's loop that batches whole episodes and picks up new weights (the exercise).
 
-**Time:** about 30 minutes of study (one exercise); the last cell prints how long the cells took
+**Time:** about 35 minutes of study (one exercise); the last cell prints how long the cells took
 on your machine.
 Terms: see the [glossary](../docs/glossary.md).
 """),
@@ -39,7 +41,7 @@ from IPython.display import display
 
 from rlcourse import PPOConfig
 from rlcourse.course.external_diagrams import external_system, protocol_timeline, training_run
-from rlcourse.course.external_simulators import RecordedExchange
+from rlcourse.course.external_simulators import RecordedExchange, time_inference
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     TOKEN_ENV_VAR, EnvRunnerServerForExternalInference)
@@ -212,7 +214,55 @@ training_run(rows, {"killed": killed_at, "new simulator": restarted_at})
 display(pd.DataFrame(rows).tail(6).set_index("env_steps"))
 """),
     md("""
-## 5. Exercise: a simulator's loop
+## 5. Client-side against server-side inference
+
+So far each simulator ran the policy itself: the server ships the weights with each answer, and
+every action is a forward pass in the simulator's own process. Some simulators cannot do that: a
+controller written in another language, a device too small for the network, a policy whose
+weights must not leave the server. Such a client sends each observation and waits for the action
+instead (`client.py --inference server`: `GET_ACTION` -> `ACTION`, and `END_EPISODE` at the end);
+the runner acts with its copy of the network and records the episode exactly as a client would
+have sent it (`rlcourse/env/external/server_side_inference.py`). RLlib's new stack does not have
+this mode yet.
+
+Below, `time_inference` starts one simulator process each way against a server runner in this
+notebook that holds the weights PPO has learned so far. The simulator times every observation ->
+action (client-side: the local forward pass; server-side: the round trip over TCP, the server's
+forward pass included) and its whole loop's env steps per second; the runner counts the bytes
+both ways.
+"""),
+    code("""
+weights = algo.learner_group.get_weights(inference_only=True)
+timing = pd.DataFrame([time_inference(config, weights, inference, env_steps=2000)
+                       for inference in ("client", "server")]).set_index("inference")
+display(timing.round(1))
+local, remote = timing.median_us
+speed = timing.env_steps_per_s
+print(f"asking the server took {remote - local:.0f} us more per env step (median) than acting "
+      f"locally, {remote / local:.1f}x the local forward pass, on loopback, where packets travel "
+      f"no distance; the simulator's loop ran {speed['client-side'] / speed['server-side']:.1f}x "
+      f"as fast client-side. The weights a client-side simulator receives with each answer: "
+      f"{timeline[timeline.type == 'SET_STATE'].bytes.max():,} bytes.")
+"""),
+    md("""
+Read the measurement as a floor. On loopback a round trip is only the operating system's and
+Python's work of passing two small messages, and that alone outweighs this small network's
+forward pass. Between machines each server-side step also waits for the network's round trip, so
+a simulator that asks for every action can never step faster than one step per round trip;
+a client-side simulator waits for the network once per batch. The bytes matter less than the
+waits: client-side ships the weights with each answer and the episodes in batches, server-side a
+message each way per step.
+
+- **Client-side** (RLlib's choice, and the default here) fits fast simulators, many of them, and
+  real networks, as long as the policy can run where the simulator runs (here: NumPy and the
+  weights, which then leave the server).
+- **Server-side** fits a simulator that cannot run the policy (another language, a small device,
+  a network that needs the server's GPU, weights that must stay on the server), or one whose steps
+  are slow anyway (a robot acting a few times a second, where a round trip is a small part of each
+  step). The runner then does every simulator's inference: its CPU, not theirs, bounds the total.
+"""),
+    md("""
+## 6. Exercise: a simulator's loop
 
 Write the heart of `client.py` yourself: `simulate(connection, policy, env, steps_per_batch,
 max_env_steps)`.
@@ -272,6 +322,9 @@ print(f"your loop sent {sent[0] if sent else 'nothing'} env steps; messages refu
   `GET_CONFIG`, `GET_STATE`, and batches of episodes that fetch new weights on the way back.
 - The token lives in the driver's environment, never in the config a checkpoint saves.
 - A dead simulator loses only its unfinished episode; a new one connects to the same port.
+- Client-side inference ships weights now and then and acts locally; server-side inference costs a
+  round trip per env step (measured above on loopback; a real network adds its own), and fits
+  simulators that cannot run the policy or step slowly anyway.
 
 **Concept checks**: the questions at the end of this lesson, each choice with its explanation.
 
@@ -282,6 +335,8 @@ print(f"your loop sent {sent[0] if sent else 'nothing'} env steps; messages refu
 - `rlcourse/env/external/client_session.py` and `rlcourse/env/external/episode_checks.py`: one
   client's thread, and every check an episode passes before it reaches a learner.
 - `rlcourse/env/external/rllink.py`: the framing.
+- `rlcourse/env/external/server_side_inference.py`: the runner's side of `GET_ACTION`; the timed
+  simulator of section 5 is `rlcourse/course/timed_simulator.py`.
 
 RLlib's counterpart: `rllib/env/external/` (`env_runner_server_for_external_inference.py`,
 `rllink.py`) and the example `env_connecting_to_rllib_w_tcp_client.py`.
@@ -289,7 +344,8 @@ RLlib's counterpart: `rllib/env/external/` (`env_runner_server_for_external_infe
     concept_checks_cell("14"),
     code("""
 # Lesson check: PPO learned from the external simulators within the budget, the dead simulator
-# was replaced and training went on, every message was accepted, and nothing is left running.
+# was replaced and training went on, a simulator of each kind of inference sent its steps, every
+# message was accepted, and nothing is left running.
 for simulator in simulators:
     simulator.terminate()
     simulator.wait(timeout=10)
@@ -302,6 +358,7 @@ assert best >= MARK, rows
 assert rows[-1]["env_steps"] > restarted_at and rows[-1]["connected"] >= 4, rows
 assert min(row["clients"] for row in rows if killed_at < row["env_steps"] <= restarted_at) < 2
 assert rows[-1]["refused"] == 0 and sent and sent[0] >= 1000, (rows[-1], sent)
+assert list(timing.index) == ["client-side", "server-side"] and (timing.env_steps >= 2000).all()
 assert all(simulator.poll() is not None for simulator in simulators)
 assert not yours.is_alive() and not exchange.thread.is_alive() and not ray.is_initialized()
 print("Lesson 14 complete: PPO trained from simulators outside Ray, through a simulator's death.")

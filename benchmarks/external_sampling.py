@@ -15,14 +15,19 @@ GET_ACTION -> ACTION round trip over TCP), median and 95th percentile over `--la
 env steps, with that client's env steps/s.
 With `--learn`, also PPO with the course's CartPole settings (tuned_examples/ppo/cartpole_ppo.py,
 one sub-env per runner) to `--target` with 2 in-process runners and with 2 external clients: env
-steps and wall time to the target (the learner's time dominates on a busy machine).
+steps and wall time to the target (the learner's time dominates on a busy machine); with `--rllib`
+also RLlib's own TCP client example (PPO, 2 runner actors, 2 client processes; its settings, not
+the course's), in the same Ray. The time runs from the first train() call (the clients started).
+RLlib's server runner needs msgpack and msgpack_numpy (`pip install msgpack msgpack_numpy`).
 
     python benchmarks/external_sampling.py [--clients 1 2] [--seconds 10] [--latency-steps 5000]
-                                           [--learn --target 450]
+                                           [--learn --target 450 [--rllib]]
 """
 
 import argparse
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +39,7 @@ from common import course_cartpole_config, print_table, ray_session
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.course.external_simulators import time_inference
+from rlcourse.course.side_by_side import env_steps_sampled, episode_return
 from rlcourse.env.external import client
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     TOKEN_ENV_VAR,
@@ -88,34 +94,77 @@ def steps_per_s(n: int, inference: str | None, seconds: float, steps_per_batch: 
             simulator.wait(timeout=10)
 
 
-def learn(external: bool, target: float, steps_per_batch: int) -> tuple[int, float]:
-    """(env steps, seconds) for PPO with 2 runners to reach `target` (or 200k env steps)."""
-    algo = config(2, external).build_algo()
-    simulators = start_simulators(algo, steps_per_batch) if external else []
+def train_to(algo, target: float, simulators: list[subprocess.Popen], time_limit_s: float
+             ) -> tuple[int, float]:
+    """(env steps, seconds) for `algo` (rlcourse's or RLlib's) to reach a mean return of `target`
+    (or 400k env steps, or `time_limit_s`); then stops it and ends its simulators."""
     try:
         start, result = time.perf_counter(), {}
-        while not result or (result["env_runners"]["episode_return_mean"] < target
-                             and result["num_env_steps_sampled_lifetime"] < 200_000):
+        while not result or not (episode_return(result) >= target or env_steps_sampled(result)
+                                 >= 400_000 or time.perf_counter() - start > time_limit_s):
             result = algo.train()
-        return result["num_env_steps_sampled_lifetime"], time.perf_counter() - start
+        return env_steps_sampled(result), time.perf_counter() - start
     finally:
-        algo.stop()
         for simulator in simulators:
             simulator.terminate()
             simulator.wait(timeout=10)
+        algo.stop()
+
+
+def learn(external: bool, args: argparse.Namespace) -> tuple[int, float]:
+    """rlcourse's PPO with the course's CartPole settings and 2 runners (in-process or external)."""
+    algo = config(2, external).build_algo()
+    simulators = start_simulators(algo, args.steps_per_batch) if external else []
+    return train_to(algo, args.target, simulators, args.time_limit)
+
+
+def free_base_port() -> int:
+    """A base port whose runners 1 and 2 (base + 1, base + 2) can listen: RLlib takes no port 0."""
+    for base in range(25_000, 32_000, 3):
+        with contextlib.suppress(OSError), socket.create_server(("127.0.0.1", base + 1)), \
+                socket.create_server(("127.0.0.1", base + 2)):
+            return base
+    raise RuntimeError("no free ports in 25000-32000")
+
+
+def learn_rllib(args: argparse.Namespace) -> tuple[int, float]:
+    """RLlib's example env_connecting_to_rllib_w_tcp_client.py (its settings: PPO's defaults, 10
+    epochs, vf_loss_coeff 0.01, a shared value layer) with 2 runner actors, each served by RLlib's
+    dummy CartPole client (torch inference in the client) in a process of its own."""
+    from ray.rllib.algorithms.ppo import PPOConfig as RLlibPPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.env.external.env_runner_server_for_external_inference import (
+        EnvRunnerServerForExternalInference as RLlibServer,
+    )
+
+    base = free_base_port()
+    algo = (RLlibPPOConfig().environment(observation_space=SPACES[0], action_space=SPACES[1],
+                                         env_config={"port": base})
+            .env_runners(env_runner_cls=RLlibServer, num_env_runners=2)
+            .training(num_epochs=10, vf_loss_coeff=0.01)
+            .rl_module(model_config=DefaultModelConfig(vf_share_layers=True)).build_algo())
+    client_code = ("from ray.rllib.examples.envs.classes.utils.dummy_external_client import "
+                   "_dummy_external_client as run; run({})")
+    simulators = [subprocess.Popen([sys.executable, "-c", client_code.format(base + i)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for i in (1, 2)]
+    return train_to(algo, args.target, simulators, args.time_limit)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--clients", type=int, nargs="*", default=[1, 2], help="none: skip")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--learn", action="store_true")
     parser.add_argument("--target", type=float, default=450.0)
+    parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per --learn run")
+    parser.add_argument("--rllib", action="store_true", help="with --learn: RLlib's TCP client "
+                        "example too (env_connecting_to_rllib_w_tcp_client.py)")
     parser.add_argument("--latency-steps", type=int, default=5000)
     args = parser.parse_args()
     rows = []
-    with ray_session():
+    with ray_session() if args.clients else contextlib.nullcontext():
         for n in args.clients:
             inside, _ = steps_per_s(n, None, args.seconds, args.steps_per_batch)
             outside, wire = steps_per_s(n, "client", args.seconds, args.steps_per_batch)
@@ -123,10 +172,11 @@ def main() -> None:
             rows.append([n, f"{inside:,.0f}", f"{outside:,.0f}", f"{server:,.0f}",
                          f"{outside / inside:.2f}", f"{server / inside:.2f}", f"{wire:,.0f}",
                          f"{server_wire:,.0f}"])
-    print_table("CartPole-v1, [64, 64] policy: env steps/s of EnvRunnerGroup.sample()",
-                ["runners (= clients)", "in-process runners", "external, client-side inference",
-                 "external, server-side inference", "ratio client-side", "ratio server-side",
-                 "wire bytes/env step client-side", "server-side"], rows)
+    if rows:
+        print_table("CartPole-v1, [64, 64] policy: env steps/s of EnvRunnerGroup.sample()",
+                    ["runners (= clients)", "in-process runners", "external, client-side inference",
+                     "external, server-side inference", "ratio client-side", "ratio server-side",
+                     "wire bytes/env step client-side", "server-side"], rows)
     rows = []
     weights = build_module(config(1, True), *SPACES).get_state(inference_only=True)
     for inference in ("client", "server"):
@@ -137,10 +187,15 @@ def main() -> None:
                 "observation -> action",
                 ["inference", "median us", "p95 us", "env steps/s"], rows)
     if args.learn:
+        runs = {"rlcourse, 2 in-process runners": lambda: learn(False, args),
+                "rlcourse, 2 external clients (client.py)": lambda: learn(True, args)}
+        if args.rllib:
+            runs["RLlib's TCP client example, 2 external clients"] = lambda: learn_rllib(args)
+        rows = []
         with ray_session():
-            rows = [[name, *learn(external, args.target, args.steps_per_batch)]
-                    for name, external in (("2 in-process runners", False),
-                                           ("2 external clients", True))]
+            for name, run in runs.items():
+                rows.append([name, *run()])
+                print(f"{name}: {rows[-1][1]:,} env steps, {rows[-1][2]:.1f} s", flush=True)
         print_table(f"PPO on CartPole-v1 to a return of {args.target:.0f}",
                     ["sampling", "env steps", "seconds"],
                     [[name, f"{steps:,}", f"{seconds:.1f}"] for name, steps, seconds in rows])

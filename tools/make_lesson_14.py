@@ -240,18 +240,19 @@ local, remote = timing.median_us
 speed = timing.env_steps_per_s
 print(f"asking the server took {remote - local:.0f} us more per env step (median) than acting "
       f"locally, {remote / local:.1f}x the local forward pass, on loopback, where packets travel "
-      f"no distance; the simulator's loop ran {speed['client-side'] / speed['server-side']:.1f}x "
-      f"as fast client-side. The weights a client-side simulator receives with each answer: "
-      f"{timeline[timeline.type == 'SET_STATE'].bytes.max():,} bytes.")
+      f"no distance. The simulator's whole loop: {speed['client-side']:,.0f} env steps/s "
+      f"client-side, {speed['server-side']:,.0f} server-side. The weights a client-side simulator "
+      f"receives with each answer: {timeline[timeline.type == 'SET_STATE'].bytes.max():,} bytes.")
 """),
     md("""
 Read the measurement as a floor. On loopback a round trip is only the operating system's and
 Python's work of passing two small messages, and that alone outweighs this small network's
 forward pass. Between machines each server-side step also waits for the network's round trip, so
 a simulator that asks for every action can never step faster than one step per round trip;
-a client-side simulator waits for the network once per batch. The bytes matter less than the
-waits: client-side ships the weights with each answer and the episodes in batches, server-side a
-message each way per step.
+a client-side simulator waits for the network once per batch. (A whole loop's env steps/s also
+depend on how often each process gets a core: on a busy machine a run can show less difference.)
+The bytes matter less than the waits: client-side ships the weights with each answer and the
+episodes in batches, server-side a message each way per step.
 
 - **Client-side** (RLlib's choice, and the default here) fits fast simulators, many of them, and
   real networks, as long as the policy can run where the simulator runs (here: NumPy and the

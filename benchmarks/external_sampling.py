@@ -95,15 +95,15 @@ def steps_per_s(n: int, inference: str | None, seconds: float, steps_per_batch: 
 
 
 def train_to(algo, target: float, simulators: list[subprocess.Popen], time_limit_s: float
-             ) -> tuple[int, float]:
-    """(env steps, seconds) for `algo` (rlcourse's or RLlib's) to reach a mean return of `target`
-    (or 400k env steps, or `time_limit_s`); then stops it and ends its simulators."""
+             ) -> tuple[int, float, float]:
+    """(env steps, seconds, mean return) for `algo` (rlcourse's or RLlib's) to reach a mean return
+    of `target` (or 400k env steps, or `time_limit_s`); then stops it and ends its simulators."""
     try:
         start, result = time.perf_counter(), {}
         while not result or not (episode_return(result) >= target or env_steps_sampled(result)
                                  >= 400_000 or time.perf_counter() - start > time_limit_s):
             result = algo.train()
-        return env_steps_sampled(result), time.perf_counter() - start
+        return env_steps_sampled(result), time.perf_counter() - start, episode_return(result)
     finally:
         for simulator in simulators:
             simulator.terminate()
@@ -111,7 +111,7 @@ def train_to(algo, target: float, simulators: list[subprocess.Popen], time_limit
         algo.stop()
 
 
-def learn(external: bool, args: argparse.Namespace) -> tuple[int, float]:
+def learn(external: bool, args: argparse.Namespace) -> tuple[int, float, float]:
     """rlcourse's PPO with the course's CartPole settings and 2 runners (in-process or external)."""
     algo = config(2, external).build_algo()
     simulators = start_simulators(algo, args.steps_per_batch) if external else []
@@ -127,7 +127,7 @@ def free_base_port() -> int:
     raise RuntimeError("no free ports in 25000-32000")
 
 
-def learn_rllib(args: argparse.Namespace) -> tuple[int, float]:
+def learn_rllib(args: argparse.Namespace) -> tuple[int, float, float]:
     """RLlib's example env_connecting_to_rllib_w_tcp_client.py (its settings: PPO's defaults, 10
     epochs, vf_loss_coeff 0.01, a shared value layer) with 2 runner actors, each served by RLlib's
     dummy CartPole client (torch inference in the client) in a process of its own."""
@@ -195,10 +195,11 @@ def main() -> None:
         with ray_session():
             for name, run in runs.items():
                 rows.append([name, *run()])
-                print(f"{name}: {rows[-1][1]:,} env steps, {rows[-1][2]:.1f} s", flush=True)
-        print_table(f"PPO on CartPole-v1 to a return of {args.target:.0f}",
-                    ["sampling", "env steps", "seconds"],
-                    [[name, f"{steps:,}", f"{seconds:.1f}"] for name, steps, seconds in rows])
+                print("{}: {:,} env steps, {:.1f} s, return {:.0f}".format(*rows[-1]), flush=True)
+        print_table(f"PPO on CartPole-v1 to a return of {args.target:.0f} (or --time-limit)",
+                    ["sampling", "env steps", "seconds", "return reached"],
+                    [[name, f"{steps:,}", f"{seconds:.1f}", f"{ret:.0f}"]
+                     for name, steps, seconds, ret in rows])
 
 
 if __name__ == "__main__":

@@ -246,8 +246,8 @@ print(f"asking the server took {remote - local:.0f} us more per env step (median
 """),
     md("""
 Read the measurement as a floor. On loopback a round trip is only the operating system's and
-Python's work of passing two small messages, and that alone outweighs this small network's
-forward pass. Between machines each server-side step also waits for the network's round trip, so
+Python's work of passing two small messages; the table shows what that costs next to this small
+network's forward pass. Between machines each server-side step also waits for the network's round trip, so
 a simulator that asks for every action can never step faster than one step per round trip;
 a client-side simulator waits for the network once per batch. (A whole loop's env steps/s also
 depend on how often each process gets a core: on a busy machine a run can show less difference.)

@@ -5,6 +5,8 @@ import contextlib
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 
 import gymnasium as gym
@@ -62,6 +64,24 @@ def run_client_in_thread(runner, max_env_steps: int | None = 300, **kwargs) -> t
         "reconnect_timeout_s": 2.0, "seed": 0, **kwargs})
     thread.start()
     return thread
+
+
+@contextlib.contextmanager
+def client_processes(algo, steps_per_batch: int = 250, *args: str):
+    """One client.py process (CartPole-v1; seeds 0, 1, ...) per server runner actor of `algo`,
+    ended on the way out (after a failing test, too)."""
+    ports = [address[1] for address in algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.address)]
+    processes = [subprocess.Popen(
+        [sys.executable, client.__file__, "--port", str(port), "--seed", str(i),
+         "--steps-per-batch", str(steps_per_batch), *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i, port in enumerate(ports)]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
 
 
 def raw_connect(runner, timeout_s: float = 5.0) -> socket.socket:

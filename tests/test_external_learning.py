@@ -1,14 +1,10 @@
 """PPO learns CartPole from two simulator processes that run client.py, each connected to its own
 server runner actor: the episodes come over TCP, the algorithm is PPO's, unchanged."""
 
-import subprocess
-import sys
 import time
 
 import pytest
-from external_helpers import external_config
-
-from rlcourse.env.external import client
+from external_helpers import client_processes, external_config
 
 CLIENT_STEPS_PER_BATCH = 250
 
@@ -20,13 +16,7 @@ def test_ppo_learns_cartpole_from_two_external_simulator_processes(ray_session, 
               .training(lr=3e-3, train_batch_size_per_learner=1000, minibatch_size=250,
                         vf_clip_param=1000.0).debugging(seed=0))
     algo = algo_factory(config)
-    ports = [address[1] for address in algo.env_runner_group.foreach_env_runner(
-        lambda runner: runner.address)]
-    simulators = [subprocess.Popen(
-        [sys.executable, client.__file__, "--port", str(port), "--seed", str(i),
-         "--steps-per-batch", str(CLIENT_STEPS_PER_BATCH)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i, port in enumerate(ports)]
-    try:
+    with client_processes(algo, CLIENT_STEPS_PER_BATCH) as simulators:
         start, best, steps = time.perf_counter(), 0.0, 0
         while steps < 40_000 and best < 150:
             result = algo.train()
@@ -36,8 +26,3 @@ def test_ppo_learns_cartpole_from_two_external_simulator_processes(ray_session, 
               f"{time.perf_counter() - start:.1f} s")
         assert best >= 150, result["env_runners"]
         assert all(s.poll() is None for s in simulators)  # both still connected and sampling
-    finally:
-        algo.stop()  # the runners hang up; the clients would retry, then give up: end them now
-        for simulator in simulators:
-            simulator.terminate()
-            simulator.wait(timeout=10)

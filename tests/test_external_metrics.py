@@ -7,14 +7,13 @@ import os
 import random
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import ray
 from external_helpers import (
     TOKEN,
+    client_processes,
     external_config,
     handshake,
     raw_connect,
@@ -23,8 +22,6 @@ from external_helpers import (
     send_raw,
     start_runner,
 )
-
-from rlcourse.env.external import client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -98,9 +95,7 @@ def test_a_runner_restarted_by_ray_serves_its_simulator_again(ray_session, algo_
               .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5)
               .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1))
     algo = algo_factory(config)
-    simulator = subprocess.Popen([sys.executable, client.__file__, "--port", str(base + 1),
-                                  "--steps-per-batch", "100"], stdout=subprocess.DEVNULL)
-    try:
+    with client_processes(algo, 100) as [simulator]:
         algo.train()
         [runner] = algo.env_runner_group.remote_env_runners
         os.kill(ray.get(runner.ping.remote()), signal.SIGKILL)
@@ -111,7 +106,3 @@ def test_a_runner_restarted_by_ray_serves_its_simulator_again(ray_session, algo_
         assert result["num_env_runner_restarts"] == 1, result
         assert result["num_external_clients_connected_lifetime"] == 2, result  # it came back
         assert result["num_env_steps_sampled"] >= 200 and simulator.poll() is None
-    finally:
-        algo.stop()
-        simulator.terminate()
-        simulator.wait(timeout=10)

@@ -16,6 +16,7 @@ import ray
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.algorithm_state import algorithm_state, restore_algorithm_state
 from rlcourse.algorithms.checkpointable import Checkpointable, State
+from rlcourse.algorithms.config_validation import env_spaces
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group, run_evaluation
 from rlcourse.algorithms.trained_module import compute_actions, trained_module
 from rlcourse.callbacks.callbacks import Callbacks
@@ -24,7 +25,7 @@ from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.env.registry import check_same_spaces, env_name, is_registered, probe_spaces
+from rlcourse.env.registry import check_same_spaces, env_name, is_registered
 from rlcourse.utils import resources
 from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.metrics.metrics_logger import EpisodeStats, Timers
@@ -78,9 +79,7 @@ class Algorithm(Checkpointable):
         self.module_spec = config.get_multi_rl_module_spec() if config.is_multi_agent else None
         self.observation_space = self.action_space = self.env_to_module = None
         if self.module_spec is None:
-            self.observation_space, self.action_space = (
-                (config.observation_space, config.action_space) if config.env is None
-                else probe_spaces(self.env_creator, config.env_config, env_name(config.env)))
+            self.observation_space, self.action_space = env_spaces(config)
             if config.env_to_module_connector is not None:
                 # Its output space is the module's. This copy never updates statistics: it merges
                 # the runners' (EnvRunnerGroup) and serves compute_actions.

@@ -15,6 +15,7 @@ from rlcourse.core.rl_module.default_model_config import (
     lstm_settings,
 )
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
+from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import fail
 
 if TYPE_CHECKING:
@@ -27,6 +28,14 @@ PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 def is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def env_spaces(config: "AlgorithmConfig") -> tuple[gym.Space, gym.Space]:
+    """(observation space, action space): probed from the env, or the config's own for envs that
+    run outside Ray (env None: external simulators, rlcourse/env/external/)."""
+    if config.env is None:
+        return config.observation_space, config.action_space
+    return probe_spaces(config.get_env_creator(), config.env_config, env_name(config.env))
 
 
 def is_number(value: Any) -> bool:

@@ -1,16 +1,25 @@
 """What lesson 14 runs beside its simulator processes: a simulator in a thread of the notebook whose
-every message is noted (client.run with a recording Connection), for the protocol's timeline."""
+every message is noted (client.run with a recording Connection), for the protocol's timeline; and
+a timed simulator process (timed_simulator.py) against a runner in the notebook, for the cost of
+client-side against server-side inference (also benchmarks/external_sampling.py)."""
 
 import contextlib
+import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
 import gymnasium as gym
+import numpy as np
 
 from rlcourse.env.external import client
-from rlcourse.env.external.env_runner_server_for_external_inference import TOKEN_ENV_VAR
+from rlcourse.env.external.env_runner_server_for_external_inference import (
+    TOKEN_ENV_VAR,
+    EnvRunnerServerForExternalInference,
+)
 
 
 class _RecordingConnection(client.Connection):
@@ -66,3 +75,28 @@ class RecordedExchange:
             with contextlib.suppress(OSError):
                 connection.sock.shutdown(socket.SHUT_RDWR)
         self.thread.join(timeout=10)
+
+
+def time_inference(config, weights: dict[str, np.ndarray], inference: str, env_steps: int) -> dict:
+    """One timed simulator process, client- or server-side `inference`, sending `env_steps` env
+    steps to a server runner in this process (no Ray) that holds `weights` and takes its episodes
+    as they come: the median and 95th percentile of its observation -> action times, its env steps
+    per second, and the bytes on the wire per env step (both ways, weights and headers included)."""
+    runner = EnvRunnerServerForExternalInference(config)
+    runner.set_weights(weights)
+    process = subprocess.Popen([sys.executable, "-m", "rlcourse.course.timed_simulator",
+                                str(runner.address[1]), inference, str(env_steps)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        taken = 0  # (sample() wants episodes: no client waits for weights)
+        while taken < env_steps:
+            taken += sum(map(len, runner.sample(num_timesteps=min(env_steps - taken, 1000))))
+        report = json.loads(process.communicate(timeout=120)[0].splitlines()[-1])
+    finally:
+        process.kill()  # (if the sampling failed; it has ended otherwise)
+        process.wait()
+        runner.stop()
+    median, p95 = np.percentile(report["times"], [50, 95])
+    return {"inference": f"{inference}-side", "median_us": median * 1e6, "p95_us": p95 * 1e6,
+            "env_steps_per_s": report["steps"] / report["seconds"], "env_steps": report["steps"],
+            "wire_bytes_per_env_step": runner.wire_bytes / report["steps"]}

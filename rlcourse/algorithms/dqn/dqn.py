@@ -10,11 +10,10 @@ from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
-from rlcourse.algorithms.config_validation import check_bool
+from rlcourse.algorithms.config_validation import check_bool, env_spaces
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
-from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import fail
 
 
@@ -98,7 +97,7 @@ class DQNConfig(AlgorithmConfig):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
         self._check_epsilon()
-        _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
+        _, action_space = env_spaces(self)
         if not isinstance(action_space, gym.spaces.Discrete):
             fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
                  "many actions (gymnasium.spaces.Discrete). Use an env with Discrete actions, or "

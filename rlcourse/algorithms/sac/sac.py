@@ -11,11 +11,15 @@ from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
-from rlcourse.algorithms.config_validation import check_bool, check_number, is_number
+from rlcourse.algorithms.config_validation import (
+    check_bool,
+    check_number,
+    env_spaces,
+    is_number,
+)
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
-from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import fail
 
 STEPS_PER_TRAINING_STEP = 100  # with rollout_fragment_length="auto", as RLlib's SAC samples
@@ -117,7 +121,7 @@ class SACConfig(AlgorithmConfig):
                 fail(self, "rl_module_class", "SAC's learner and runners need a squashed-Gaussian "
                      "policy and critics: subclass "
                      "rlcourse.algorithms.sac.sac_rl_module.DefaultSACModule.")
-        _, action_space = probe_spaces(self.get_env_creator(), self.env_config, env_name(self.env))
+        _, action_space = env_spaces(self)
         if not (isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
                 and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
             fail(self, "env", f"its action space is {action_space}, and "

@@ -68,6 +68,19 @@ QUESTIONS = {"13": [
          "come from the newest policy", "The simulator rests while the learner trains."),
         ("Drops the episodes", "They are whole and valid; the server keeps them.")),
       ),
+    Q("Lesson 14 timed both kinds of inference on one machine. Which simulator is better served "
+      "by server-side inference (GET_ACTION for every step)?", 1, (
+        ("A fast game engine running thousands of steps a second over the internet", "Every step "
+         "would wait for a round trip: it could step no faster than one step per round trip. "
+         "Client-side inference waits once per batch."),
+        ("A robot controller that acts a few times a second and cannot run the network itself",
+         "Its steps are slow anyway, so a round trip is a small part of each, and it needs no "
+         "copy of the weights."),
+        ("Any simulator with a small policy network", "A small network is cheap to ship and to "
+         "run locally: that favours client-side inference."),
+        ("A simulator that must explore", "Both explore alike: the server samples from the same "
+         "action distribution a client would.")),
+      ),
     Q("Why is the shared token an environment variable and not `env_config[\"token\"]`?", 0, (
         ("The config travels: it is sent to simulators, logged and saved in checkpoints, so a "
          "secret in it ends up in files", "Secrets stay out of anything that is recorded."),

@@ -96,14 +96,16 @@ class Policy:
     def __init__(self, config: dict, seed: int | None = None, on_weights: Any = None):
         self.on_weights = on_weights
         self.activation = ACTIVATIONS[config["activation"]]
-        self.head = config["head"]  # "categorical" or "gaussian"
+        self.head = config["head"]  # "categorical", "gaussian" or "epsilon_greedy" (DQN)
         self.explore = config["explore"]
+        self.epsilon = 0.0  # epsilon_greedy: each SET_STATE brings the algorithm's
         self.rng = np.random.default_rng(seed)
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
 
     def set_state(self, state: dict) -> None:
         self.layers = [(decode_array(w), decode_array(b)) for w, b in state["layers"]]
         self.weights_seq_no = state["weights_seq_no"]
+        self.epsilon = state.get("epsilon", 0.0)
         if self.on_weights is not None:
             self.on_weights(self.weights_seq_no)
 
@@ -118,6 +120,8 @@ class Policy:
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
         out = self.forward(obs[None])[0].astype(np.float64)
+        if self.head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
+            return epsilon_greedy(out, self.epsilon if self.explore else 0.0, self.rng)
         if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
             shifted = out - out.max()
             cdf = np.cumsum(np.exp(shifted))
@@ -129,6 +133,15 @@ class Policy:
             else mean
         z = (action - mean) / np.exp(log_std)
         return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
+
+
+def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator
+                   ) -> tuple[int, float]:
+    """DQN's action (the best Q-value, or a random one with probability `epsilon`, as the runners'
+    EpsilonGreedy) and its probability's log under that rule."""
+    best = int(q_values.argmax())
+    action = int(rng.integers(len(q_values))) if rng.random() < epsilon else best
+    return action, float(np.log(epsilon / len(q_values) + (1.0 - epsilon) * (action == best)))
 
 
 def to_env_action(action: Any, space: dict) -> Any:

@@ -9,10 +9,8 @@ train unchanged. Simulators run the policy (client.py) or ask for actions (serve
           .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
 
 The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
-it through their Ray runtime env), as Ray's own token authentication, so that checkpoints and Tune
-results, which store the config, never hold it. What runners count (COUNTERS) reaches train()'s
-results under "env_runners", as `num_external_*` and `num_external_*_lifetime`.
-"""
+it through their Ray runtime env), as Ray's own token authentication, so checkpoints and Tune results
+never hold it. What runners count (COUNTERS) reaches train()'s results under "env_runners"."""
 
 import contextlib
 import os
@@ -26,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.numpy_mlp import Categorical, DiagGaussian, NumpyMLP
+from rlcourse.core.rl_module.numpy_mlp import Categorical, DiagGaussian, EpsilonGreedy, NumpyMLP
 from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
 from rlcourse.env.external.client_session import serve_client
 from rlcourse.env.external.rllink import (
@@ -34,6 +32,7 @@ from rlcourse.env.external.rllink import (
     PROTOCOL_VERSION,
     encode_array,
     send_message,
+    space_message,
 )
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -48,11 +47,7 @@ SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_
                    "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
 
 
-def _space_message(space: gym.Space) -> dict:
-    if isinstance(space, gym.spaces.Discrete):
-        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    return {"type": "Box", "shape": list(space.shape), "low": encode_array(space.low),
-            "high": encode_array(space.high)}
+HEADS = {Categorical: "categorical", DiagGaussian: "gaussian", EpsilonGreedy: "epsilon_greedy"}
 
 
 class EnvRunnerServerForExternalInference(EnvRunner):
@@ -78,10 +73,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.action_space = config.action_space
         self.head = config.get_action_head(self.action_space, worker_index)
         if (config.rl_module_class is not None or config.env_to_module_connector is not None
-                or config.is_multi_agent or type(self.head) not in (Categorical, DiagGaussian)):
+                or config.is_multi_agent or type(self.head) not in HEADS):
             raise ValueError("EnvRunnerServerForExternalInference runs the default MLP with a "
-                             "categorical or Gaussian head (PPO, IMPALA) for one agent, without "
-                             "env-to-module connectors: simulators run it themselves (client.py).")
+                             "categorical or Gaussian head (PPO, IMPALA, APPO) or epsilon-greedy "
+                             "Q-values (DQN) for one agent, without env-to-module connectors: "
+                             "simulators run it themselves (client.py).")
         self.info = space_info(self.observation_space, self.action_space)  # refuses other spaces
         self.max_clients = int(settings["max_clients"])
         self.client_timeout_s = float(settings["client_timeout_s"])
@@ -174,9 +170,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def config_message(self) -> dict:
         """SET_CONFIG: what a client needs to act as this runner would (no code, only data)."""
         return {"type": "SET_CONFIG", "protocol_version": PROTOCOL_VERSION,
-                "observation_space": _space_message(self.observation_space),
-                "action_space": _space_message(self.action_space),
-                "head": "categorical" if isinstance(self.head, Categorical) else "gaussian",
+                "observation_space": space_message(self.observation_space),
+                "action_space": space_message(self.action_space),
+                "head": HEADS[type(self.head)],
                 "activation": self.config.get_model_config()["fcnet_activation"],
                 "explore": bool(self.config.explore), "max_episode_steps": self.max_episode_steps,
                 "max_message_bytes": self.max_message_bytes}
@@ -194,8 +190,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             # (Within half the client's timeout: a client waiting that long gets the weights held.)
             if not self._lock.wait_for(ready, self.client_timeout_s / 2) and self._layers is None:
                 raise TimeoutError("no weights yet")
+            epsilon = {"epsilon": self.head.epsilon} if isinstance(self.head, EpsilonGreedy) else {}
             return {"type": "SET_STATE", "weights_seq_no": self.weights_seq_no,
-                    "layers": self._layers}, self._layers_version
+                    "layers": self._layers, **epsilon}, self._layers_version
 
     def add_episodes(self, episodes: list[SingleAgentEpisode]) -> None:
         """Queue checked episodes for sample() (dropping the oldest beyond `max_queued_steps`)."""
@@ -220,9 +217,12 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._layers_version += 1
         self._lock.notify_all()
 
-    def set_weights(self, *args, **kwargs) -> None:
+    def set_weights(self, weights: dict, weights_seq_no: int | None = None,
+                    env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         with self._lock:  # clients get new layers only with their weights_seq_no (state_message)
-            super().set_weights(*args, **kwargs)
+            if epsilon is not None and (weights_seq_no is None or weights_seq_no > self.weights_seq_no):
+                self.head.epsilon = epsilon  # DQN's: clients get it with the weights (SET_STATE)
+            super().set_weights(weights, weights_seq_no, env_to_module_state)
 
     def _initialize_weights(self) -> None:
         from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only

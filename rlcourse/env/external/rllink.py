@@ -15,6 +15,7 @@ import json
 import socket
 import struct
 
+import gymnasium as gym
 import numpy as np
 
 PROTOCOL_VERSION = 1
@@ -35,6 +36,14 @@ def encode_array(values: np.ndarray) -> dict:
     values = np.ascontiguousarray(values)
     return {"dtype": values.dtype.name, "shape": list(values.shape),
             "b64": base64.b64encode(values.tobytes()).decode("ascii")}
+
+
+def space_message(space: gym.Space) -> dict:
+    """A Discrete or Box space as SET_CONFIG describes it to a client."""
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    return {"type": "Box", "shape": list(space.shape), "low": encode_array(space.low),
+            "high": encode_array(space.high)}
 
 
 def decode_array(field: str, value: object) -> np.ndarray:

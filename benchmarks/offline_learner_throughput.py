@@ -11,7 +11,9 @@ its Ray Data pipeline waiting forever (seen with Ray 2.60 here); rlcourse's run 
 one warm-up iteration (the first reads, RLlib's mapping of the data), `--iters` iterations of
 `--steps` updates per learner are timed; rows are the batches' (`--batch` x learners x updates),
 the time the train() calls' wall time. Building is not timed. RLlib's mapping actor and read
-tasks get a quarter CPU each.
+tasks get a quarter CPU each. Every learner computes on one torch thread: Ray starts the actors
+so (OMP_NUM_THREADS=1 for a fraction of a CPU), and the driver is set so here, since two threads on
+a busy 2-core machine ran the driver's learner 2 to 15 times slower, at random, in either library.
 
 Goal (issue 34): the figures side by side, with rlcourse / RLlib ratios.
 
@@ -82,8 +84,11 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=3, help="timed iterations")
     parser.add_argument("--no-rllib", action="store_true")
     args = parser.parse_args()
+    import torch
+
     from rlcourse.algorithms.bc import BCConfig
 
+    torch.set_num_threads(1)
     init_ray(num_cpus=6)
     runs: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -22,6 +22,7 @@ Goal (issue 34): the figures side by side, with rlcourse / RLlib ratios.
 """
 
 import argparse
+import gc
 import shutil
 import tempfile
 import time
@@ -104,6 +105,7 @@ def main() -> None:
                     runs["ray.rllib", learners] = rows_per_second(
                         rllib_config(files, learners, args.batch, args.steps), args.iters)
         finally:
+            gc.collect()  # RLlib's stopped BC leaves its batch reader open: end it while Ray runs
             ray.shutdown()
     print_table(
         f"BC's learner throughput on {args.copies} copies of the CartPole expert's 5,000 rows "

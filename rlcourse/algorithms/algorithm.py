@@ -8,7 +8,7 @@ result["env_runners"]["episode_return_mean"]. Long methods call plain functions 
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import ray
@@ -29,6 +29,9 @@ from rlcourse.env.registry import check_same_spaces, env_name, is_registered
 from rlcourse.utils import resources
 from rlcourse.utils.checkpoint_contents import config_from_json
 from rlcourse.utils.metrics.metrics_logger import EpisodeStats, Timers
+
+if TYPE_CHECKING:
+    from rlcourse.offline.offline_data import OfflineData
 
 
 class AlgorithmStopped(RuntimeError):
@@ -54,6 +57,7 @@ class Algorithm(Checkpointable):
         self.num_env_steps_trained_lifetime = 0
         self._stopped = False
         self._ray_session: str | None = None  # the Ray session the actors live in (None: no actors)
+        self.offline_data: OfflineData | None = None  # what an offline algorithm reads (setup)
         try:
             self.setup(config)
         except BaseException:
@@ -90,6 +94,10 @@ class Algorithm(Checkpointable):
         if config.rl_module_class is None:
             for spaces in self._module_spaces().values():
                 space_info(*spaces)  # unsupported spaces fail here
+        if config.input_ is not None and hasattr(config, "get_default_prelearner_class"):
+            # An offline algorithm's data (RLlib's is_offline), checked before any actor starts.
+            from rlcourse.offline.offline_data import OfflineData  # Ray Data: only where it runs
+            self.offline_data = OfflineData(config, self.observation_space, self.action_space)
         if config.num_env_runners > 0 or config.num_learners > 0 or config.evaluation_num_env_runners:
             resources.init_ray()  # before the checks: they compare requests with the cluster
             self._ray_session = resources.current_ray_session()
@@ -262,6 +270,8 @@ class Algorithm(Checkpointable):
     def stop(self) -> None:
         """Stop runner and learner actors and close envs; safe to call twice, or after Ray is gone."""
         actors_alive = self._same_ray()
+        if self.offline_data is not None:
+            self.offline_data.stop()
         for part in (self.env_runner_group, self.eval_env_runner_group, self.learner_group):
             if part is not None:
                 part.stop(kill_actors=actors_alive)

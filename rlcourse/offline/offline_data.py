@@ -47,15 +47,45 @@ def _quiet_ray_data() -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False
 
 
+class BatchReader:
+    """Batches of `batch_size` rows from `data` (a ray.data Dataset, or a DataIterator over one
+    learner's split of it) made by `prelearner`, epoch after epoch. Picklable before its first
+    batch: OfflineData gives each Learner actor one to read its own split with."""
+
+    def __init__(self, data: Any, prelearner: OfflinePreLearner, where: str, batch_size: int,
+                 iter_batches_kwargs: dict):
+        self.data, self.prelearner, self.where = data, prelearner, where
+        self.batch_size, self.iter_batches_kwargs = batch_size, iter_batches_kwargs
+        self._batches: Generator[dict[str, np.ndarray], None, None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "_batches": None}  # (a running read stays where it runs)
+
+    def next_batch(self) -> dict[str, np.ndarray]:
+        """The next learner batch; the data starts again once read through (OfflineData.sample
+        made sure that an epoch holds a full batch)."""
+        batch = next(self._batches, None) if self._batches is not None else None
+        if batch is None:
+            self._batches = (batch for batch in self.data.iter_batches(
+                batch_size=self.batch_size, batch_format="numpy", drop_last=True,
+                **self.iter_batches_kwargs))
+            batch = next(self._batches)
+        return self.prelearner(batch, self.where)
+
+    def close(self) -> None:
+        """End the running read (before Ray shuts down, which would leave it failing at exit)."""
+        if self._batches is not None:
+            self._batches.close()
+        self._batches = None
+
+
 class OfflineData:
     """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches
-    made by `config.prelearner_class`, else by the algorithm's `default_prelearner_class`."""
+    made by `config.prelearner_class`, else by the config's `get_default_prelearner_class()`."""
 
-    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space,
-                 default_prelearner_class: type[OfflinePreLearner] = OfflinePreLearner):
-        """`default_prelearner_class`: the algorithm's, where config.prelearner_class is None."""
+    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space):
         self.config = config
-        prelearner_class = config.prelearner_class or default_prelearner_class
+        prelearner_class = config.prelearner_class or config.get_default_prelearner_class()
         self.prelearner = prelearner_class(config, observation_space, action_space)
         columns = self.prelearner.columns
         if isinstance(config.input_, ray.data.Dataset):
@@ -86,8 +116,8 @@ class OfflineData:
             self.data = ray.data.from_arrow(tables) if config.materialize_data else (
                 ray.data.read_parquet(self.files, **config.input_read_method_kwargs)
                 .select_columns(list(columns)))
-        self._batch_size = 0  # of the batches being read
-        self._batches: Generator[dict[str, np.ndarray], None, None] | None = None
+        self._readers: list[BatchReader] = []  # this process's one, or the learners'
+        self._readers_for: tuple[int, int] | None = None  # (batch size, shards) they read
 
     def _check_file(self, path: str, observation_space: gym.Space, action_space: gym.Space,
                     columns: tuple[str, ...]) -> pa.Table:
@@ -98,27 +128,29 @@ class OfflineData:
             check_rows(table_to_numpy(table), observation_space, action_space, f"The file {path}")
         return table.select(list(columns))
 
-    def sample(self, num_samples: int) -> dict[str, np.ndarray]:
-        """The next learner batch of `num_samples` rows; the data starts again once read through."""
-        if num_samples != self._batch_size:
+    def sample(self, num_samples: int, num_shards: int = 0
+               ) -> dict[str, np.ndarray] | list[BatchReader]:
+        """The next learner batch of `num_samples` rows (the data starts again once read
+        through); or, for `num_shards` Learner actors, one BatchReader each over its own split of
+        the data (Ray Data's streaming_split, equal: each takes the same steps), made once: the
+        rows go from Ray's object store to the learners, never through this process (RLlib's
+        `sample(return_iterator=True, num_shards=...)`)."""
+        if (num_samples, num_shards) != self._readers_for:
+            if self.num_rows // max(1, num_shards) < num_samples:
+                raise OfflineDataError(
+                    f"{self.where} hold {self.num_rows} rows, fewer than one batch of "
+                    f"{num_samples}{f' for each of {num_shards} learners' if num_shards > 1 else ''}"
+                    ": lower config.training(train_batch_size_per_learner=...) or record more data.")
             self.stop()
-            self._batch_size = num_samples
-        for _ in range(2):  # the rest of this epoch, then (if it had no full batch) a new one
-            if self._batches is None:
-                self._batches = (batch for batch in self.data.iter_batches(
-                    batch_size=num_samples, batch_format="numpy", drop_last=True,
-                    **self.config.iter_batches_kwargs))
-            batch = next(self._batches, None)
-            if batch is not None:
-                return self.prelearner(batch, self.where)
-            self._batches = None
-        raise OfflineDataError(
-            f"{self.where} hold {self.num_rows} rows, fewer than one batch of {num_samples}: lower "
-            "config.training(train_batch_size_per_learner=...) or record more data.")
-
+            splits = ([self.data] if num_shards == 0 else [self.data.iterator()] if num_shards == 1
+                      else self.data.streaming_split(num_shards, equal=True))
+            self._readers = [BatchReader(split, self.prelearner, self.where, num_samples,
+                                         self.config.iter_batches_kwargs) for split in splits]
+            self._readers_for = (num_samples, num_shards)
+        return self._readers[0].next_batch() if num_shards == 0 else self._readers
 
     def stop(self) -> None:
-        """End the running read (before Ray shuts down, which would leave it failing at exit)."""
-        if self._batches is not None:
-            self._batches.close()
-            self._batches = None
+        """End the running read here (the learners' readers end with the learners)."""
+        for reader in self._readers:
+            reader.close()
+        self._readers, self._readers_for = [], None

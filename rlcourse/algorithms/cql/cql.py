@@ -2,7 +2,7 @@
 penalty that keeps the critics from overvaluing actions the data never took (`cql_learner.py`);
 it evaluates in the real env, as BC does."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
@@ -11,9 +11,6 @@ from rlcourse.algorithms.config_validation import check_bool, check_int, check_n
 from rlcourse.algorithms.sac.sac import SACConfig
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.utils.validation import fail
-
-if TYPE_CHECKING:
-    from rlcourse.offline.offline_data import OfflineData
 
 
 class CQLConfig(SACConfig):
@@ -31,6 +28,10 @@ class CQLConfig(SACConfig):
     def get_default_learner_class(self) -> type:
         from rlcourse.algorithms.cql.cql_learner import CQLLearner  # torch: where learners run
         return CQLLearner
+
+    def get_default_prelearner_class(self) -> type:
+        from rlcourse.algorithms.cql.cql_prelearner import CQLPreLearner  # Ray Data: only here
+        return CQLPreLearner
 
     def __init__(self) -> None:
         super().__init__()
@@ -88,31 +89,16 @@ class CQL(Algorithm):
     def get_default_config(cls) -> CQLConfig:
         return CQLConfig()
 
-    offline_data: "OfflineData | None" = None
-
-    def setup(self, config: CQLConfig) -> None:
-        from rlcourse.algorithms.cql.cql_prelearner import CQLPreLearner  # Ray Data: only here
-        from rlcourse.offline.offline_data import OfflineData
-
-        super().setup(config)
-        # The data is checked against the env's spaces here, before any training step.
-        self.offline_data = OfflineData(config, self.observation_space, self.action_space,
-                                        default_prelearner_class=CQLPreLearner)
-
-    def stop(self) -> None:
-        if self.offline_data is not None:
-            self.offline_data.stop()
-        super().stop()
-
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
         num_iters = cfg.dataset_num_iters_per_learner or max(
             1, self.offline_data.num_rows // cfg.total_train_batch_size)
         results = []
         for _ in range(num_iters):
-            # 1. The next batch of recorded transitions, streamed by Ray Data (CQLPreLearner).
+            # 1. The next batch of recorded transitions, streamed by Ray Data (CQLPreLearner);
+            #    Learner actors each read their own split of the data instead.
             with self.timers.time("offline_sampling_timer"):
-                batch = self.offline_data.sample(cfg.total_train_batch_size)
+                batch = self.offline_data.sample(cfg.train_batch_size_per_learner, cfg.num_learners)
             # 2. One step on the critics (TD error + penalty), the policy and alpha; targets follow.
             with self.timers.time("learner_update_timer"):
                 result = self.learner_group.update_from_batch(

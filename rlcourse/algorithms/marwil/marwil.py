@@ -4,7 +4,7 @@ exp(beta * its advantage), so that good actions in mixed-quality data count more
 `marwil_learner.py`). beta 0 imitates every action alike: BC (`bc/bc.py`). It evaluates in the real
 env, as online algorithms do."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
@@ -13,9 +13,6 @@ from rlcourse.algorithms.config_validation import check_int, check_number
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.utils.validation import fail
-
-if TYPE_CHECKING:
-    from rlcourse.offline.offline_data import OfflineData
 
 
 class MARWILConfig(AlgorithmConfig):
@@ -31,6 +28,12 @@ class MARWILConfig(AlgorithmConfig):
     def get_default_learner_class(self) -> type:
         from rlcourse.algorithms.marwil.marwil_learner import MARWILLearner  # torch: learners only
         return MARWILLearner
+
+    def get_default_prelearner_class(self) -> type:
+        """The OfflinePreLearner of its data; with beta > 0 it adds rewards and episode bounds."""
+        from rlcourse.algorithms.marwil.marwil_prelearner import MARWILOfflinePreLearner  # Ray Data
+        from rlcourse.offline.offline_prelearner import OfflinePreLearner
+        return MARWILOfflinePreLearner if self.beta > 0 else OfflinePreLearner
 
     # RLlib's MARWIL keeps the policy and value networks apart, as its PPO does.
     default_model_config = {**DEFAULT_MODEL_CONFIG, "vf_share_layers": False}
@@ -81,34 +84,16 @@ class MARWIL(Algorithm):
     def get_default_config(cls) -> MARWILConfig:
         return MARWILConfig()
 
-    offline_data: "OfflineData | None" = None
-
-    def setup(self, config: MARWILConfig) -> None:
-        from rlcourse.algorithms.marwil.marwil_prelearner import MARWILOfflinePreLearner
-        from rlcourse.offline.offline_data import OfflineData  # Ray Data: only where it runs
-        from rlcourse.offline.offline_prelearner import OfflinePreLearner
-
-        super().setup(config)
-        # The data is checked against the env's spaces here, before any training step. With
-        # beta > 0 the learner needs the rows' rewards and episode boundaries too.
-        prelearner_class = MARWILOfflinePreLearner if config.beta > 0 else OfflinePreLearner
-        self.offline_data = OfflineData(config, self.observation_space, self.action_space,
-                                        prelearner_class)
-
-    def stop(self) -> None:
-        if self.offline_data is not None:
-            self.offline_data.stop()
-        super().stop()
-
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
         num_iters = cfg.dataset_num_iters_per_learner or max(
             1, self.offline_data.num_rows // cfg.total_train_batch_size)
         for _ in range(num_iters):
-            # 1. The next batch of recorded rows, streamed by Ray Data (OfflinePreLearner: checked).
+            # 1. The next batch of recorded rows, streamed by Ray Data (OfflinePreLearner: checked);
+            #    Learner actors each read their own split of the data instead.
             with self.timers.time("offline_sampling_timer"):
-                batch = self.offline_data.sample(cfg.total_train_batch_size)
-            # 2. One step on the recorded actions, weighted by advantage, split over the learners.
+                batch = self.offline_data.sample(cfg.train_batch_size_per_learner, cfg.num_learners)
+            # 2. One step on the recorded actions, weighted by advantage, gradients all-reduced.
             with self.timers.time("learner_update_timer"):
                 learner_results = self.learner_group.update_from_batch(batch)
             self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]

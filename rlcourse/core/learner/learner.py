@@ -145,6 +145,14 @@ class Learner:
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 
+    def update_from_iterator(self, iterator: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """`update_from_batch` on the next batch that this learner reads from its own split of
+        offline data (`iterator.next_batch()`; OfflineData.sample(num_shards=...)). The iterator
+        comes with the first call and is kept; its rows never pass through the driver."""
+        if iterator is not None:
+            self.offline_iterator = iterator
+        return self.update_from_batch(self.offline_iterator.next_batch(), **kwargs)
+
     def minibatch_indices(self, size: int, num_minibatches: int) -> list[torch.Tensor | slice]:
         """A shuffled split of the batch; learners that need steps in order override this."""
         permutation = self.to_device(self.rng.permutation(size))

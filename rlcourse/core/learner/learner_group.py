@@ -75,6 +75,7 @@ class LearnerGroup:
         self.local_learner = None
         self.remote_learners = []
         self._store_dir: str | None = None
+        self._iterators: list | None = None  # those the learners keep (update_from_batch)
         if config.num_learners == 0:
             self.local_learner = learner_cls(*args)
             return
@@ -139,10 +140,16 @@ class LearnerGroup:
                                             for s in per_module.values())}
         return per_module
 
-    def update_from_batch(self, batch: dict[str, np.ndarray], **kwargs) -> dict:
-        """One update on a batch of rows (a replay buffer's), an equal share for every learner."""
+    def update_from_batch(self, batch: dict[str, np.ndarray] | list, **kwargs) -> dict:
+        """One update on a batch of rows (a replay buffer's), an equal share for every learner; or,
+        given one iterator per Learner actor (offline data's splits), on the next batch each reads."""
         if self.is_local:
             return self.local_learner.update_from_batch(batch, **kwargs)
+        if isinstance(batch, list):  # each iterator goes to its learner once, which keeps it
+            sent, self._iterators = batch is self._iterators, batch
+            return _merge(self._get([learner.update_from_iterator.remote(
+                None if sent else iterator, **kwargs)
+                for learner, iterator in zip(self.remote_learners, batch, strict=True)]))
         shards = [{k: v[rows] for k, v in batch.items()} for rows in
                   np.array_split(np.arange(len(batch["actions"])), len(self.remote_learners))]
         return _merge(self._get([learner.update_from_batch.remote(shard, **kwargs)

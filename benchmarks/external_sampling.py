@@ -18,7 +18,7 @@ one sub-env per runner) to `--target` with 2 in-process runners and with 2 exter
 steps and wall time to the target (the learner's time dominates on a busy machine); with `--rllib`
 also RLlib's own TCP client example (PPO, 2 runner actors, 2 client processes; its settings, not
 the course's), in the same Ray. The time runs from the first train() call (the clients started).
-RLlib's server runner needs msgpack and msgpack_numpy (`pip install msgpack msgpack_numpy`).
+RLlib's server runner needs msgpack and msgpack_numpy (both in requirements.lock).
 
     python benchmarks/external_sampling.py [--clients 1 2] [--seconds 10] [--latency-steps 5000]
                                            [--learn --target 450 [--rllib]]

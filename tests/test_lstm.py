@@ -1,5 +1,6 @@
 """Stateful RLModules (model_config use_lstm): sequences and masks, the runners' state, the NumPy
-cell against torch's, the errors, and PPO learning what a policy without memory cannot."""
+cell against torch's, IMPALA's LSTM and V-trace on sequences, the errors, and PPO and APPO learning
+what a policy without memory cannot."""
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
 from rlcourse.core.rl_module.numpy_mlp import Categorical, InferenceModule
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 from rlcourse.course.envs import StatelessCartPole
+from rlcourse.course.tuned_example import load_tuned_example, reached
+from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import flatten_episodes
@@ -231,3 +234,19 @@ def test_ppo_with_an_lstm_balances_stateless_cartpole_where_a_feed_forward_polic
     lstm = _return_after({"use_lstm": True, "lstm_cell_size": 64, "fcnet_hiddens": [64]}, 40_000)
     mlp = _return_after({"fcnet_hiddens": [64, 64]}, 40_000)
     assert lstm >= 150 and mlp < 100, (lstm, mlp)
+
+
+@pytest.mark.learning
+def test_appo_with_an_lstm_reaches_its_tuned_examples_mark_on_stateless_cartpole():
+    """tuned_examples/appo/stateless_cartpole_appo.py (RLlib's mark: 150 within 500k env steps),
+    single-threaded as above; out of test_learning.py's matrix (ELSEWHERE there)."""
+    example = load_tuned_example(TUNED_EXAMPLES / "appo" / "stateless_cartpole_appo.py")
+    torch.set_num_threads(1)
+    algo = example.config.build_algo()
+    try:
+        while not any(reached(result := algo.train(), example.stop).values()):
+            pass
+    finally:
+        algo.stop()
+    assert all(reached(result, example.pass_criteria).values()), (
+        result["num_env_steps_sampled_lifetime"], result["env_runners"]["episode_return_mean"])

@@ -1,23 +1,28 @@
 """Stateful RLModules (model_config use_lstm): sequences and masks, the runners' state, the NumPy
-cell against torch's, the errors, and PPO learning what a policy without memory cannot."""
+cell against torch's, IMPALA's LSTM and V-trace on sequences, the errors, and PPO and APPO learning
+what a policy without memory cannot."""
 
 import numpy as np
 import pytest
 import torch
 
-from rlcourse import IMPALAConfig, PPOConfig
+from rlcourse import DQNConfig, IMPALAConfig, PPOConfig
+from rlcourse.algorithms.impala.vtrace import vtrace
 from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import (
     add_time_dim,
     sequence_lengths,
 )
 from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
+from rlcourse.core.learner.learner import forward_all_obs
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.lstm_module import DefaultLSTMModule
 from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
 from rlcourse.core.rl_module.numpy_mlp import Categorical, InferenceModule
 from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
 from rlcourse.course.envs import StatelessCartPole
+from rlcourse.course.tuned_example import load_tuned_example, reached
+from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import flatten_episodes
@@ -143,13 +148,63 @@ def test_a_config_without_use_lstm_builds_the_stateless_module_as_before():
     (lstm_config(max_seq_len=50), r"max_seq_len=50 must be at most minibatch_size=40"),
     (lstm_config(vf_share_layers=False), r"use_lstm=True needs vf_share_layers=True"),
     (lstm_config(use_lstm="yes"), r"use_lstm must be True"),
-    (IMPALAConfig().environment(StatelessCartPole).rl_module(model_config=LSTM),
-     r"use_lstm=True is not implemented for IMPALA"),
+    (DQNConfig().environment(StatelessCartPole).rl_module(model_config=LSTM),
+     r"use_lstm=True is not implemented for DQN"),
+    (lstm_config().multi_agent(policies={"default_policy"}),
+     r"use_lstm=True is not implemented for multi-agent PPO"),
 ])
 def test_bad_lstm_settings_are_clear_errors(config, message):
     with pytest.raises(ConfigError, match=message) as error:
         config.validate()
     assert "model_config" in str(error.value)
+
+
+def test_impala_runs_the_lstm_from_the_stored_states_and_vtrace_over_the_real_steps():
+    """The learner's values and logits at every observation equal the cell stepped one observation
+    at a time, restarted from the stored state at each sequence's start (a chunk's bootstrap
+    observation continues its last sequence or starts one from the last STATE_OUT); V-trace on the
+    sequences equals V-trace on those flat values."""
+    config = (IMPALAConfig().environment(StatelessCartPole)
+              .env_runners(num_env_runners=0, num_envs_per_env_runner=3)
+              .training(train_batch_size_per_learner=60).rl_module(model_config=LSTM)
+              .debugging(seed=0))
+    algo = config.build_algo()
+    try:
+        runner, learner = algo.env_runner_group.local_env_runner, algo.learner_group.local_learner
+        # Chunks of 10 then 12 steps (12: the bootstrap observation starts a sequence of its own).
+        episodes = runner.sample(num_timesteps=30) + runner.sample(num_timesteps=36)
+        assert any(ep.extra_model_outputs[STATE_IN][0].any() for ep in episodes)
+        with torch.no_grad():  # the learner moves on from the runner's weights (the policy lag)
+            for param in learner.module.parameters():
+                param.add_(0.3 * torch.randn_like(param))
+        batch = {k: learner.to_device(v) for k, v in learner.build_batch(episodes).items()}
+        with torch.no_grad():
+            out = forward_all_obs(learner.module, batch)
+            _, _, logp, vs, pg_advantages = learner.forward_with_vtrace(batch)
+            stepped = []
+            for ep in episodes:
+                states = np.concatenate([ep.extra_model_outputs[STATE_IN],
+                                         ep.extra_model_outputs[STATE_OUT][-1:]])
+                for t, obs in enumerate(ep.observations):
+                    if t % LSTM["max_seq_len"] == 0:
+                        state = torch.as_tensor(states[t])
+                    step = learner.module.forward_train({"obs": torch.as_tensor(obs)[None, None],
+                                                         STATE_IN: state[None]})
+                    state = step[STATE_OUT][0]
+                    stepped.append((step["action_dist_inputs"][0, 0],
+                                    learner.module.compute_values({}, step["embeddings"])[0, 0]))
+        logits, values = (torch.stack(column).numpy() for column in zip(*stepped, strict=True))
+        np.testing.assert_allclose(out["action_dist_inputs"].numpy(), logits, atol=1e-5)
+        np.testing.assert_allclose(out["values"].numpy(), values, atol=1e-5)
+        index = batch["obs_index"].numpy()
+        expected = vtrace(batch["action_logp"].numpy(), logp.numpy(), batch["rewards"].numpy(),
+                          values[index], values[index + 1], batch["terminateds"].numpy(),
+                          batch["chunk_ends"].numpy(), config.gamma)
+        np.testing.assert_allclose(vs.numpy(), expected[0], atol=1e-4)
+        np.testing.assert_allclose(pg_advantages.numpy(), expected[1], atol=1e-4)
+        assert learner.update(episodes)["num_env_steps_trained"] == sum(map(len, episodes))
+    finally:
+        algo.stop()
 
 
 def _return_after(model_config: dict, env_steps: int) -> float:
@@ -179,3 +234,19 @@ def test_ppo_with_an_lstm_balances_stateless_cartpole_where_a_feed_forward_polic
     lstm = _return_after({"use_lstm": True, "lstm_cell_size": 64, "fcnet_hiddens": [64]}, 40_000)
     mlp = _return_after({"fcnet_hiddens": [64, 64]}, 40_000)
     assert lstm >= 150 and mlp < 100, (lstm, mlp)
+
+
+@pytest.mark.learning
+def test_appo_with_an_lstm_reaches_its_tuned_examples_mark_on_stateless_cartpole():
+    """tuned_examples/appo/stateless_cartpole_appo.py (RLlib's mark: 150 within 500k env steps),
+    single-threaded as above; out of test_learning.py's matrix (ELSEWHERE there)."""
+    example = load_tuned_example(TUNED_EXAMPLES / "appo" / "stateless_cartpole_appo.py")
+    torch.set_num_threads(1)
+    algo = example.config.build_algo()
+    try:
+        while not any(reached(result := algo.train(), example.stop).values()):
+            pass
+    finally:
+        algo.stop()
+    assert all(reached(result, example.pass_criteria).values()), (
+        result["num_env_steps_sampled_lifetime"], result["env_runners"]["episode_return_mean"])

@@ -19,7 +19,7 @@ import torch
 
 from rlcourse.algorithms.impala.impala_learner import IMPALALearner
 from rlcourse.algorithms.ppo.ppo_learner import adapted_kl_coeff
-from rlcourse.core.learner.learner import to_cpu
+from rlcourse.core.learner.learner import forward_all_obs, to_cpu
 from rlcourse.utils.state_values import check_counter, check_like, check_number
 
 
@@ -35,8 +35,8 @@ class APPOLearner(IMPALALearner):
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config
         with torch.no_grad():
-            old = self.target_module.forward_train({"obs": batch["all_obs"][batch["obs_index"]]})
-            old_dist = self.target_module.get_action_dist(old["action_dist_inputs"])
+            old = forward_all_obs(self.target_module, batch, values=False)["action_dist_inputs"]
+            old_dist = self.target_module.get_action_dist(old[batch["obs_index"]])
             old_logp = old_dist.log_prob(batch["actions"])
         values, dist, logp, vs, advantages = self.forward_with_vtrace(batch, vtrace_logp=old_logp)
         behaviour_logp = batch["action_logp"]

@@ -73,6 +73,8 @@ class IMPALA(Algorithm):
     """Keeps sample requests in flight on every runner and hands train batches to a learner thread
     through a bounded queue; one `train()` samples at least a train batch and waits for an update."""
 
+    supports_lstm = True  # impala_learner.py runs the module over sequences
+
     @classmethod
     def get_default_config(cls) -> IMPALAConfig:
         return IMPALAConfig()

@@ -4,17 +4,22 @@ import numpy as np
 import torch
 
 from rlcourse.algorithms.impala.vtrace import vtrace
-from rlcourse.core.learner.learner import Learner
+from rlcourse.core import STATE_IN, STATE_OUT
+from rlcourse.core.learner.learner import Learner, forward_all_obs
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.framework import to_numpy
 from rlcourse.utils.postprocessing import flatten_episodes
 
 
 class IMPALALearner(Learner):
-    """One gradient step per train batch; fragments stay whole and in order for V-trace."""
+    """One gradient step per train batch; fragments stay whole and in order for V-trace. A
+    stateful module runs over padded sequences of each chunk's observations; V-trace runs over the
+    real steps, chunk by chunk, as for a stateless one."""
 
     def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-        return flatten_episodes(episodes)
+        flat = flatten_episodes(episodes)
+        per_step = {k: v for k, v in flat.items() if k not in ("all_obs", STATE_IN, STATE_OUT)}
+        return {**per_step, **self.all_obs_batch(flat)}
 
     def minibatch_indices(self, size: int, num_minibatches: int) -> list[slice]:
         return [slice(None)]  # the whole batch, in order
@@ -32,11 +37,9 @@ class IMPALALearner(Learner):
         are `vtrace_logp` (IMPALA's: the module's own; APPO passes its target network's)."""
         cfg = self.config
         index = batch["obs_index"]
-        # One forward pass over every observation, bootstrap ones included; the value head reuses
-        # the policy's encoder output when the two share layers.
-        all_obs = {"obs": batch["all_obs"]}
-        out = self.module.forward_train(all_obs)
-        all_values = self.module.compute_values(all_obs, out.get("embeddings"))
+        # One forward pass over every observation, bootstrap ones included.
+        out = forward_all_obs(self.module, batch)
+        all_values = out["values"]
         values = all_values[index]
         dist = self.module.get_action_dist(out["action_dist_inputs"][index])
         logp = dist.log_prob(batch["actions"])

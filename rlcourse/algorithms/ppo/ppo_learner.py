@@ -6,8 +6,8 @@ import numpy as np
 import torch
 
 from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim
-from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
-from rlcourse.core.learner.learner import Learner
+from rlcourse.core import LOSS_MASK, STATE_IN
+from rlcourse.core.learner.learner import Learner, forward_all_obs
 from rlcourse.core.rl_module.default_model_config import lstm_settings
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import compute_gae, flatten_episodes
@@ -34,19 +34,13 @@ class PPOLearner(Learner):
         (add_time_dim_to_batch_and_zero_pad.py); GAE runs on the real steps only."""
         flat = flatten_episodes(episodes)
         index = flat["obs_index"]
-        if STATE_IN in flat:
-            flat["obs"] = flat["all_obs"][index]
-            lengths = [len(ep) for ep in episodes]
-            max_seq_len = lstm_settings(self.config.model_config)["max_seq_len"]
-            values, next_values = self._sequence_values(
-                flat, add_time_dim(flat, lengths, max_seq_len, ("obs",)))
-        else:
-            all_obs = self.to_device(flat["all_obs"])  # on the learner's device once, for both uses
-            with torch.no_grad():
-                all_values = self.module.compute_values({"obs": all_obs}).cpu().numpy()
-            values, next_values = all_values[index], all_values[index + 1]
+        # On the learner's device once, for the values and (without sequences) the batch.
+        all_obs = {k: self.to_device(v) for k, v in self.all_obs_batch(flat).items()}
+        with torch.no_grad():
+            all_values = forward_all_obs(self.module, all_obs, dist_inputs=False)["values"]
+        all_values = all_values.cpu().numpy()
         advantages, value_targets = compute_gae(
-            flat["rewards"], values, next_values, flat["terminateds"],
+            flat["rewards"], all_values[index], all_values[index + 1], flat["terminateds"],
             flat["chunk_ends"], self.config.gamma, self.config.lambda_)
         # Standardize advantages over the whole batch; across all learners when data-parallel.
         total, total_sq, count = self.all_reduce_sum(
@@ -57,26 +51,11 @@ class PPOLearner(Learner):
         flat["value_targets"] = value_targets.astype(np.float32)
         columns = ("actions", "action_logp", "advantages", "value_targets")
         if STATE_IN in flat:
-            return add_time_dim(flat, lengths, max_seq_len, ("obs", *columns))
-        return {"obs": all_obs[self.to_device(index)], **{k: flat[k] for k in columns}}
-
-    def _sequence_values(self, flat: dict[str, np.ndarray], seqs: dict[str, np.ndarray]
-                         ) -> tuple[np.ndarray, np.ndarray]:
-        """V of each step, run over its sequence from its STATE_IN, and V of the step after it: the
-        next step's, or at a chunk's end its last observation's from the chunk's last STATE_OUT."""
-        ends = flat["chunk_ends"]
-        is_last_obs = np.ones(len(flat["all_obs"]), dtype=bool)
-        is_last_obs[flat["obs_index"]] = False
-        with torch.no_grad():
-            values = self.module.compute_values(
-                {"obs": self.to_device(seqs["obs"]), STATE_IN: self.to_device(seqs[STATE_IN])}
-            ).cpu().numpy()[seqs[LOSS_MASK]]
-            bootstrap = self.module.compute_values(
-                {"obs": self.to_device(flat["all_obs"][is_last_obs][:, None]),
-                 STATE_IN: self.to_device(flat[STATE_OUT][ends])}).cpu().numpy()[:, 0]
-        next_values = np.empty_like(values)
-        next_values[:-1], next_values[ends] = values[1:], bootstrap
-        return values, next_values
+            flat["obs"] = flat["all_obs"][index]
+            return add_time_dim(flat, [len(ep) for ep in episodes],
+                                lstm_settings(self.config.model_config)["max_seq_len"],
+                                ("obs", *columns))
+        return {"obs": all_obs["all_obs"][self.to_device(index)], **{k: flat[k] for k in columns}}
 
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config

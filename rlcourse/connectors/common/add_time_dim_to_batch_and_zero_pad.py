@@ -6,7 +6,9 @@ two `sample()` calls continues from the state it ended with. Sequences never cro
 
 import numpy as np
 
-from rlcourse.core import LOSS_MASK, STATE_IN
+from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
+
+ALL_OBS_MASK = "all_obs_mask"  # add_time_dim_to_all_obs's mask: True for the real observations
 
 
 def sequence_lengths(chunk_lengths: list[int], max_seq_len: int) -> np.ndarray:
@@ -34,3 +36,18 @@ def add_time_dim(flat: dict[str, np.ndarray], chunk_lengths: list[int], max_seq_
     starts = np.cumsum(seq_lens) - seq_lens
     return {**{key: zero_pad(flat[key], mask) for key in columns},
             STATE_IN: flat[STATE_IN][starts], LOSS_MASK: mask}
+
+
+def add_time_dim_to_all_obs(flat: dict[str, np.ndarray], max_seq_len: int) -> dict[str, np.ndarray]:
+    """Each chunk's n+1 observations (`all_obs`, the one to bootstrap from last) as padded
+    sequences, with ALL_OBS_MASK and STATE_IN; the last observation's state is the chunk's last
+    STATE_OUT. One forward pass gives V of every step and of the step after it, the bootstrap
+    value from the learner's own LSTM (RLlib's AddOneTsToEpisodesAndTruncate)."""
+    is_last = np.ones(len(flat["all_obs"]), dtype=bool)
+    is_last[flat["obs_index"]] = False
+    states = np.empty((len(is_last), *flat[STATE_IN].shape[1:]), flat[STATE_IN].dtype)
+    states[~is_last], states[is_last] = flat[STATE_IN], flat[STATE_OUT][flat["chunk_ends"]]
+    lengths = np.diff(np.flatnonzero(is_last), prepend=-1).tolist()  # n+1 per chunk
+    seqs = add_time_dim({"all_obs": flat["all_obs"], STATE_IN: states}, lengths, max_seq_len,
+                        ("all_obs",))
+    return {"all_obs": seqs["all_obs"], STATE_IN: seqs[STATE_IN], ALL_OBS_MASK: seqs[LOSS_MASK]}

@@ -14,9 +14,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rlcourse.core import LOSS_MASK
+from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import (
+    ALL_OBS_MASK,
+    add_time_dim_to_all_obs,
+)
+from rlcourse.core import LOSS_MASK, STATE_IN
 from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
-from rlcourse.core.rl_module.rl_module import build_module
+from rlcourse.core.rl_module.default_model_config import lstm_settings
+from rlcourse.core.rl_module.rl_module import RLModule, build_module
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.framework import get_device, get_distributed_backend
 from rlcourse.utils.serialization import from_plain, to_plain
@@ -101,6 +106,14 @@ class Learner:
     def to_device(self, value: np.ndarray | torch.Tensor, dtype: torch.dtype | None = None
                   ) -> torch.Tensor:
         return torch.as_tensor(value, dtype=dtype, device=self.device)
+
+    def all_obs_batch(self, flat: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every observation of the flattened chunks (`flatten_episodes`), each chunk's bootstrap
+        one included, for one forward pass (`forward_all_obs`): `all_obs` as it is, or for a
+        stateful module as padded sequences from their STATE_IN (add_time_dim_to_all_obs)."""
+        if STATE_IN not in flat:
+            return {"all_obs": flat["all_obs"]}
+        return add_time_dim_to_all_obs(flat, lstm_settings(self.config.model_config)["max_seq_len"])
 
     def build_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, torch.Tensor | np.ndarray]:
         """The update's batch (tensors or arrays); `update` moves it to `self.device`, once."""
@@ -225,6 +238,20 @@ class Learner:
         torch.set_rng_state(state["torch_rng"])
         self.rng = from_plain(state["rng"])
         self.num_updates = state["num_updates"]
+
+
+def forward_all_obs(module: RLModule, batch: dict[str, torch.Tensor], dist_inputs: bool = True,
+                    values: bool = True) -> dict[str, torch.Tensor]:
+    """`module`'s "action_dist_inputs" and "values" (those asked for) at every observation of an
+    `all_obs_batch`, flat in all_obs's order: a stateful module runs over the sequences, and the
+    padding is dropped. The value head reuses the policy's encoder output when they share it."""
+    inputs = {"obs": batch["all_obs"], **({STATE_IN: batch[STATE_IN]} if STATE_IN in batch else {})}
+    out = module.forward_train(inputs) if dist_inputs else {}
+    if values:
+        out["values"] = module.compute_values(inputs, out.get("embeddings"))
+    mask = batch.get(ALL_OBS_MASK)
+    return {k: out[k] if mask is None else out[k][mask]
+            for k in ("action_dist_inputs", "values") if k in out}
 
 
 def to_cpu(state: Any) -> Any:

@@ -43,8 +43,8 @@ def check_lstm_settings(config: Any) -> None:
     if not config.algo_class.supports_lstm or config.is_multi_agent:
         fail(config, "model_config", "use_lstm=True is not implemented for "
              f"{'multi-agent ' if config.is_multi_agent else ''}{config.algo_class.__name__} in "
-             "rlcourse yet; single-agent PPO supports it: PPOConfig().rl_module(model_config="
-             "{'use_lstm': True, 'vf_share_layers': True}).")
+             "rlcourse yet; single-agent PPO, IMPALA and APPO support it: PPOConfig().rl_module("
+             "model_config={'use_lstm': True, 'vf_share_layers': True}).")
     if settings["vf_share_layers"] is not True:
         fail(config, "model_config", "use_lstm=True needs vf_share_layers=True: the policy and "
              "value heads read one LSTM (as RLlib's StatelessCartPole example sets it).")

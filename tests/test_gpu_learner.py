@@ -126,8 +126,8 @@ def _assert_on_device(learner, batches):
 DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 
-def _lstm() -> PPOConfig:
-    return _ppo().environment(StatelessCartPole).rl_module(model_config={
+def _lstm(config=None) -> PPOConfig:
+    return _ppo(config).environment(StatelessCartPole).rl_module(model_config={
         "use_lstm": True, "vf_share_layers": True, "lstm_cell_size": 8, "fcnet_hiddens": [16],
         "max_seq_len": 4})
 
@@ -141,6 +141,8 @@ def _pixels_with_frame_stacking() -> PPOConfig:
 
 EPISODE_CONFIGS = {"PPO": _ppo, "IMPALA": lambda: _ppo(IMPALAConfig()),
                    "APPO": lambda: _ppo(APPOConfig()), "PPO-LSTM": _lstm,
+                   "IMPALA-LSTM": lambda: _lstm(IMPALAConfig()),
+                   "APPO-LSTM": lambda: _lstm(APPOConfig()),
                    "PPO-CNN-frame-stacking": _pixels_with_frame_stacking}
 
 

@@ -43,6 +43,9 @@ class DefaultLSTMModule(DefaultActorCriticModule):
         b, t = obs.shape[:2]
         x = self.encoder(obs.float().reshape(b * t, -1)).reshape(b, t, -1)
         state = batch[STATE_IN].float()
+        # On CUDA, cuDNN wants the weights in one block: a restored learner state can leave them
+        # apart (torch warns, and copies them on every call). A no-op on the CPU.
+        self.lstm.flatten_parameters()
         out, (h, c) = self.lstm(x, (state[:, 0][None].contiguous(), state[:, 1][None].contiguous()))
         return {"action_dist_inputs": self.pi(out), "embeddings": out,
                 STATE_OUT: torch.stack([h[0], c[0]], dim=1)}

@@ -14,11 +14,18 @@ lesson whose every cell passed is written, executed, to _build/executed/ (RLCOUR
 import os
 from pathlib import Path
 
-import nbformat
-import pytest
+# `make test` runs the lessons beside tests/ on 2 cores, so each has about one: one torch (OpenMP)
+# and one NumPy (OpenBLAS) thread in the kernels and the processes they start, as binder/start gives
+# a 1-CPU Binder (a second thread spin-waits on every small matrix product on a busy machine).
+# Set before the kernels start; a value set beforehand wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from rlcourse.course.book_outputs import CellOutputs, run_record
-from rlcourse.course.process_memory import PeakTreeMemory
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+
+from rlcourse.course.book_outputs import CellOutputs, run_record  # noqa: E402
+from rlcourse.course.process_memory import PeakTreeMemory  # noqa: E402
 
 EXECUTED = Path(os.environ.get("RLCOURSE_EXECUTED_DIR",
                                Path(__file__).resolve().parents[1] / "_build" / "executed"))

@@ -92,7 +92,8 @@ def settings_in_lessons() -> dict[tuple[str, str], set[str]]:
 def rllib_setting_names(setter: str) -> set[str]:
     """Every keyword RLlib 2.60 takes in `setter`, across the algorithms the course teaches."""
     names: set[str] = set()
-    for config_class in (AlgorithmConfig, RLlibPPOConfig, IMPALAConfig, DQNConfig, SACConfig):
+    for config_class in (AlgorithmConfig, RLlibPPOConfig, IMPALAConfig, APPOConfig, DQNConfig,
+                         SACConfig):
         if hasattr(config_class, setter):
             names |= set(inspect.signature(getattr(config_class, setter)).parameters)
     return names

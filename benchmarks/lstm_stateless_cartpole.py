@@ -15,6 +15,14 @@ Goal (issue 33): 350 within 2M env steps, in less wall time than RLlib. A run to
         [--time-limit 600] [--libraries rlcourse ray.rllib]
 """
 
+# ruff: noqa: E402  (imports follow the thread pinning below, which must come before NumPy)
+import os
+
+# One BLAS thread for the runners' NumPy LSTM in this process, as Ray gives a runner actor; torch
+# gets one thread below. Both libraries run under the same settings.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 
 import ray

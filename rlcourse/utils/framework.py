@@ -42,9 +42,10 @@ def to_numpy(tensor: Any) -> Any:
 
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block: on small batches more threads only add
+    """Run torch on one thread until the block ends: on small batches more threads only add
     synchronization, 8x slower and more on a busy 2-core machine (Ray gives an actor of 1 CPU one
-    thread, too); the caller's setting comes back after the block."""
+    thread, too). torch's thread count is the process's, so every thread of it computes on one
+    meanwhile; the previous count comes back after the block."""
     import torch
 
     previous = torch.get_num_threads()

@@ -50,6 +50,7 @@ class Learner:
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1
         self.num_updates = 0
+        self.offline_iterator: Any = None  # this learner's split of offline data (update_from_iterator)
 
     def configure_optimizer(self) -> torch.optim.Optimizer:
         """Adam on all the module's weights at `config.lr`; SAC gives each loss a group of its own."""

@@ -34,24 +34,27 @@ $(STAMP): requirements.lock pyproject.toml
 lint: install
 	$(BIN)/ruff check rlcourse tests benchmarks tools lessons/conftest.py
 
-# Everything: lint, unit and fault tests, learning tests, the lessons in a browser, and every lesson
-# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB). The
-# lessons run beside tests/, in a pytest of their own whose output waits in
-# test-artifacts/lessons.log until the rest is done: much of tests/ waits on Ray and on processes
-# starting, so the two share 2 cores, and every test and lesson is written to pass on a busy machine.
-# Each pytest run ends with its 25 slowest tests; the target fails if any of the three did. Then the
-# book is built from the lessons' executed copies (no lesson runs twice) and checked in Chromium.
+# Everything: lint, unit and fault tests, learning tests, the lessons in a browser, every lesson
+# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB), the book.
+# Two lanes share the 2 cores, since much of tests/ waits on Ray and on processes starting: this
+# shell runs tests/ but the tuned examples' learning matrix; beside it, a second lane runs the
+# lessons, then that matrix, then builds the book from the lessons' executed copies (no lesson runs
+# twice) and checks it and the lessons in Chromium. The second lane's output waits in
+# test-artifacts/lane2.log until tests/ is done. Each pytest run ends with its 25 slowest tests; the
+# target fails if any step did. Every test and lesson is written to pass on a busy machine.
 test: lint
 	@mkdir -p test-artifacts
-	@$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax --nbval-cell-timeout=600 \
-	  lessons >test-artifacts/lessons.log 2>&1 & lessons=$$!; failed=0; \
-	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser tests || failed=1; \
-	$(MAKE) --no-print-directory test-browser || failed=1; \
-	wait $$lessons || failed=1; \
-	echo "== lessons under nbval (test-artifacts/lessons.log) =="; cat test-artifacts/lessons.log; \
-	$(BIN)/python -m rlcourse.course.book build && \
-	  $(MAKE) --no-print-directory test-book || failed=1; \
-	exit $$failed
+	@{ f=0; $(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax \
+	  --nbval-cell-timeout=600 lessons || f=1; \
+	  $(BIN)/python -m pytest -p no:cacheprovider --durations=25 tests/test_learning.py || f=1; \
+	  $(BIN)/python -m rlcourse.course.book build && $(MAKE) --no-print-directory test-book || f=1; \
+	  $(MAKE) --no-print-directory test-browser || f=1; exit $$f; } >test-artifacts/lane2.log 2>&1 & \
+	lane2=$$!; failed=0; \
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser \
+	  --ignore=tests/test_learning.py tests || failed=1; \
+	wait $$lane2 || failed=1; \
+	echo "== the lessons under nbval, the learning matrix, the book, the browser (test-artifacts/lane2.log) =="; \
+	cat test-artifacts/lane2.log; exit $$failed
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.
 test-fast: install

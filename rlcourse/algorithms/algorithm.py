@@ -104,7 +104,8 @@ class Algorithm(Checkpointable):
             if resources.current_placement_group() is None:  # a Tune trial's group reserved them already
                 resources.check_cpus(config)
                 resources.check_custom_resources(config)
-        resources.check_gpus(config)
+        if config.num_gpus_per_learner or config.num_gpus_per_env_runner:
+            resources.check_gpus(config)  # a GPU asked for where there is none fails now
         self.env_runner_group = EnvRunnerGroup(
             config, self.env_creator, env_to_module=self.env_to_module,
             on_recreated=lambda indices: self.callbacks and self.callbacks.on_env_runners_recreated(

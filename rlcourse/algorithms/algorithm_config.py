@@ -13,7 +13,11 @@ from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
-from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
+from rlcourse.core.rl_module.rl_module_spec import (
+    RLModuleSpec,
+    default_actor_critic_class,
+    settings_from_spec,
+)
 from rlcourse.env import registry
 
 if TYPE_CHECKING:
@@ -118,7 +122,6 @@ class AlgorithmConfig:
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
-        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
         return RLModuleSpec(module_class=default_actor_critic_class(self.model_config))
 
     # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
@@ -281,7 +284,11 @@ class AlgorithmConfig:
     validate = config_validation.validate_config  # raise naming the first bad setting and the fix
 
     def copy(self) -> "AlgorithmConfig":
-        return copy.deepcopy(self)
+        """A deep copy, made from the settings (deepcopy of the config itself would probe it for
+        `__deepcopy__` through `__getattr__`)."""
+        twin = object.__new__(type(self))
+        twin.__dict__ = copy.deepcopy(self.__dict__)
+        return twin
 
     to_dict = config_setters.config_to_dict  # Ray Tune calls it for param_space
     update_from_dict = config_setters.update_from_dict

@@ -56,8 +56,3 @@ class DefaultLSTMModule(DefaultActorCriticModule):
         if embeddings is None:
             embeddings = self._forward(batch)["embeddings"]
         return self.vf(embeddings).squeeze(-1)
-
-
-def default_actor_critic_class(model_config: dict) -> type[DefaultActorCriticModule]:
-    """PPO's and IMPALA's default module: the MLP, or with an LSTM for model_config use_lstm."""
-    return DefaultLSTMModule if model_config.get("use_lstm") else DefaultActorCriticModule

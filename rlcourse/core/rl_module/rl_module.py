@@ -19,7 +19,7 @@ from rlcourse.core.rl_module.cnn_encoder import (
     output_shapes,
     torch_cnn,
 )
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import space_info, uses_cnn
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
 
@@ -153,7 +153,8 @@ class DefaultActorCriticModule(RLModule):
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
-        if layers := conv_layers(self.info.obs_shape, self.model_config):
+        if (uses_cnn(self.info.obs_shape, self.model_config)
+                and (layers := conv_layers(self.info.obs_shape, self.model_config))):
             # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
             check_image_space(self.observation_space)
             self.cnn = torch_cnn(self.info.obs_shape, layers,

@@ -26,11 +26,19 @@ class RLModuleSpec:
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")
-        from rlcourse.core.rl_module.lstm_module import default_actor_critic_class  # torch
-
         model_config = {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})}
         module_class = self.module_class or default_actor_critic_class(model_config)
         return module_class(self.observation_space, self.action_space, model_config)
+
+
+def default_actor_critic_class(model_config: dict) -> type:
+    """PPO's and IMPALA's default module: the MLP, or with an LSTM for model_config use_lstm (each
+    imported here only when chosen: both import torch)."""
+    if model_config.get("use_lstm"):
+        from rlcourse.core.rl_module.lstm_module import DefaultLSTMModule
+        return DefaultLSTMModule
+    from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule
+    return DefaultActorCriticModule
 
 
 def settings_from_spec(spec: Any, also_given: bool = False) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from external_helpers import made_up_weights, start_runner
 
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.numpy_mlp import NumpyMLP
+from rlcourse.core.rl_module.numpy_mlp import LOG_STD_MAX, LOG_STD_MIN, NumpyMLP
 from rlcourse.env.external import client, rllink
 
 pytestmark = pytest.mark.timeout(30)
@@ -68,3 +68,4 @@ def test_the_clients_forward_pass_is_the_runners():
     probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     actions = [policy.act(obs[0])[0] for _ in range(4000)]  # sampled as the policy says
     assert np.mean(actions) == pytest.approx(probs[1], abs=0.03)
+    assert (client.LOG_STD_MIN, client.LOG_STD_MAX) == (LOG_STD_MIN, LOG_STD_MAX)  # SAC's clamp

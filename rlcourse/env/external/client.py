@@ -27,6 +27,7 @@ PROTOCOL_VERSION = 1
 TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the server's shared secret (also on the command line)
 HEADER = struct.Struct("!I")  # a 4-byte big-endian length, then UTF-8 JSON
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0), "linear": lambda x: x}
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SAC's clamp on the policy's log-stds (numpy_mlp.py)
 
 
 class ServerError(RuntimeError):
@@ -96,8 +97,10 @@ class Policy:
     def __init__(self, config: dict, seed: int | None = None, on_weights: Any = None):
         self.on_weights = on_weights
         self.activation = ACTIVATIONS[config["activation"]]
-        self.head = config["head"]  # "categorical", "gaussian" or "epsilon_greedy" (DQN)
+        self.head = config["head"]  # "categorical", "gaussian", "epsilon_greedy" or "squashed_gaussian"
         self.explore = config["explore"]
+        box = config["action_space"]  # a Box's bounds: SAC's squashed Gaussian acts within them
+        self.bounds = [decode_array(box[k]).astype(np.float32) for k in ("low", "high") if k in box]
         self.epsilon = 0.0  # epsilon_greedy: each SET_STATE brings the algorithm's
         self.rng = np.random.default_rng(seed)
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
@@ -119,7 +122,10 @@ class Policy:
 
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
-        out = self.forward(obs[None])[0].astype(np.float64)
+        out = self.forward(obs[None])[0]
+        if self.head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
+            return squashed_gaussian(out, *self.bounds, self.rng if self.explore else None)
+        out = out.astype(np.float64)
         if self.head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
             return epsilon_greedy(out, self.epsilon if self.explore else 0.0, self.rng)
         if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
@@ -142,6 +148,18 @@ def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generato
     best = int(q_values.argmax())
     action = int(rng.integers(len(q_values))) if rng.random() < epsilon else best
     return action, float(np.log(epsilon / len(q_values) + (1.0 - epsilon) * (action == best)))
+
+
+def squashed_gaussian(out: np.ndarray, low: np.ndarray, high: np.ndarray,
+                      rng: np.random.Generator | None) -> tuple[np.ndarray, float]:
+    """SAC's action as the runners' SquashedGaussian: tanh(u) rescaled into [low, high] for u ~ N(mean,
+    std) (u = mean without `rng`); and log pi(tanh(u)), as sac_rl_module.py defines it."""
+    mean, log_std = out[:len(out) // 2], np.clip(out[len(out) // 2:], LOG_STD_MIN, LOG_STD_MAX)
+    noise = np.zeros_like(mean) if rng is None else rng.standard_normal(mean.shape, dtype=np.float32)
+    u = mean + np.exp(log_std) * noise
+    logp = -0.5 * noise**2 - log_std - 0.5 * np.log(2 * np.pi) - 2 * (
+        np.log(2.0) - u - np.logaddexp(0.0, -2.0 * u))  # minus log(1 - tanh(u)^2)
+    return low + (np.tanh(u) + 1.0) * 0.5 * (high - low), float(logp.sum())
 
 
 def to_env_action(action: Any, space: dict) -> Any:

@@ -23,8 +23,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.core.rl_module import numpy_mlp
 from rlcourse.core.rl_module.default_model_config import space_info
-from rlcourse.core.rl_module.numpy_mlp import Categorical, DiagGaussian, EpsilonGreedy, NumpyMLP
 from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
 from rlcourse.env.external.client_session import serve_client
 from rlcourse.env.external.rllink import (
@@ -45,9 +45,9 @@ COUNTERS = ("num_external_clients_connected", "num_external_episodes_received",
 # env_config keys this runner reads, with their defaults.
 SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
                    "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
-
-
-HEADS = {Categorical: "categorical", DiagGaussian: "gaussian", EpsilonGreedy: "epsilon_greedy"}
+# The action heads client.py's Policy runs, by their names in SET_CONFIG.
+HEADS = {numpy_mlp.Categorical: "categorical", numpy_mlp.DiagGaussian: "gaussian",
+         numpy_mlp.EpsilonGreedy: "epsilon_greedy", numpy_mlp.SquashedGaussian: "squashed_gaussian"}
 
 
 class EnvRunnerServerForExternalInference(EnvRunner):
@@ -74,10 +74,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.head = config.get_action_head(self.action_space, worker_index)
         if (config.rl_module_class is not None or config.env_to_module_connector is not None
                 or config.is_multi_agent or type(self.head) not in HEADS):
-            raise ValueError("EnvRunnerServerForExternalInference runs the default MLP with a "
-                             "categorical or Gaussian head (PPO, IMPALA, APPO) or epsilon-greedy "
-                             "Q-values (DQN) for one agent, without env-to-module connectors: "
-                             "simulators run it themselves (client.py).")
+            raise ValueError("EnvRunnerServerForExternalInference runs the default MLP for one agent "
+                             "with a categorical or Gaussian head (PPO, IMPALA, APPO), SAC's squashed "
+                             "Gaussian or DQN's epsilon-greedy Q-values: simulators run it themselves "
+                             "(client.py). Set no rl_module_class or env_to_module_connector, one "
+                             f"policy and the algorithm's head (got {type(self.head).__name__}).")
         self.info = space_info(self.observation_space, self.action_space)  # refuses other spaces
         self.max_clients = int(settings["max_clients"])
         self.client_timeout_s = float(settings["client_timeout_s"])
@@ -89,7 +90,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._queued_steps = 0
         self._lock = threading.Condition()  # guards the queue, the weights and the client list
         self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
-        self.network: NumpyMLP | None = None  # the same, for server-side inference
+        self.network: numpy_mlp.NumpyMLP | None = None  # the same, for server-side inference
         self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
         self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
         self._clients: list[socket.socket] = []
@@ -171,8 +172,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         """SET_CONFIG: what a client needs to act as this runner would (no code, only data)."""
         return {"type": "SET_CONFIG", "protocol_version": PROTOCOL_VERSION,
                 "observation_space": space_message(self.observation_space),
-                "action_space": space_message(self.action_space),
-                "head": HEADS[type(self.head)],
+                "action_space": space_message(self.action_space), "head": HEADS[type(self.head)],
                 "activation": self.config.get_model_config()["fcnet_activation"],
                 "explore": bool(self.config.explore), "max_episode_steps": self.max_episode_steps,
                 "max_message_bytes": self.max_message_bytes}
@@ -190,7 +190,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             # (Within half the client's timeout: a client waiting that long gets the weights held.)
             if not self._lock.wait_for(ready, self.client_timeout_s / 2) and self._layers is None:
                 raise TimeoutError("no weights yet")
-            epsilon = {"epsilon": self.head.epsilon} if isinstance(self.head, EpsilonGreedy) else {}
+            epsilon = {"epsilon": self.head.epsilon} if hasattr(self.head, "epsilon") else {}
             return {"type": "SET_STATE", "weights_seq_no": self.weights_seq_no,
                     "layers": self._layers, **epsilon}, self._layers_version
 
@@ -210,7 +210,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     # -- the runner's side -----------------------------------------------------------------------
 
     def _set_module_weights(self, weights: dict[str, np.ndarray]) -> None:
-        network = NumpyMLP(self.info, self.config.get_model_config())
+        network = numpy_mlp.NumpyMLP(self.info, self.config.get_model_config())
         network.set_state(weights)
         self._layers = [[encode_array(w), encode_array(b)] for w, b in network.layers]
         self.network = network  # (set_weights holds the lock)

@@ -18,11 +18,12 @@ from rlcourse.core.rl_module.numpy_mlp import (
     Categorical,
     EpsilonGreedy,
     NumpyMLP,
+    SquashedGaussian,
     gaussian_logp,
     split_gaussian,
     to_env_actions,
 )
-from rlcourse.env.external.client import epsilon_greedy
+from rlcourse.env.external.client import epsilon_greedy, squashed_gaussian
 from rlcourse.env.external.episode_checks import checked_array, checked_ending
 from rlcourse.env.external.rllink import ProtocolError, encode_array
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -44,6 +45,8 @@ def act(network: NumpyMLP, head: Any, obs: np.ndarray, rng: np.random.Generator,
     inputs = network.action_dist_inputs(obs[None])
     if isinstance(head, EpsilonGreedy):  # DQN: as client.py acts
         return epsilon_greedy(inputs[0].astype(np.float64), head.epsilon if explore else 0.0, rng)
+    if isinstance(head, SquashedGaussian):  # SAC: as client.py acts (and the head's own actions)
+        return squashed_gaussian(inputs[0], head.low, head.high, rng if explore else None)
     if explore:
         out = head.explore(inputs, rng)
         return out["actions"][0], float(out["action_logp"][0])

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,15 +75,23 @@ def module(checkpoint) -> RLModule:
 
 
 def post(url: str, body: bytes | object) -> tuple[int, dict]:
-    """POST `body` (bytes as they are, anything else as JSON) and return (status, JSON answer)."""
+    """POST `body` (bytes as they are, anything else as JSON) and return (status, JSON answer). The
+    server may answer a body over its limit (413) and close before all of it is sent: the answer
+    is read as it is."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+        connection.putrequest("POST", parts.path or "/")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(len(data)))
+        connection.endheaders()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            connection.send(data)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
 
 
 OBS = np.random.default_rng(0).uniform(-0.3, 0.3, (16, 4)).astype(np.float32)

@@ -1,6 +1,7 @@
 """The client side of serving: `PolicyClient(url).compute_actions(obs)` POSTs {"obs": [...]} and
 returns the actions, over one keep-alive connection. Needs neither Ray nor torch."""
 
+import contextlib
 import http.client
 import json
 import urllib.parse
@@ -65,7 +66,9 @@ class PolicyClient:
 
     def _send(self, body: bytes | None, method: str, path: str) -> tuple[int, bytes]:
         try:
-            self._connection.request(method, path, body, JSON_HEADERS)
+            # Refused before it was all sent (a 413 closes the connection): its answer says why.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._connection.request(method, path, body, JSON_HEADERS)
             response = self._connection.getresponse()
             return response.status, response.read()
         except BaseException:

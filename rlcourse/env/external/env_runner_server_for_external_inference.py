@@ -190,7 +190,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             # (Within half the client's timeout: a client waiting that long gets the weights held.)
             if not self._lock.wait_for(ready, self.client_timeout_s / 2) and self._layers is None:
                 raise TimeoutError("no weights yet")
-            epsilon = {"epsilon": self.head.epsilon} if hasattr(self.head, "epsilon") else {}
+            epsilon = ({"epsilon": self.head.epsilon} if isinstance(self.head, numpy_mlp.EpsilonGreedy)
+                       else {})
             return {"type": "SET_STATE", "weights_seq_no": self.weights_seq_no,
                     "layers": self._layers, **epsilon}, self._layers_version
 

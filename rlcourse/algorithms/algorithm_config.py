@@ -10,14 +10,10 @@ from typing import TYPE_CHECKING, Any
 from rlcourse.algorithms import config_setters, config_validation
 from rlcourse.algorithms.config_setters import NotProvided, setter
 from rlcourse.algorithms.registry import register_with_tune
-from rlcourse.core.rl_module import multi_rl_module_spec
+from rlcourse.core.rl_module import multi_rl_module_spec, rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
-from rlcourse.core.rl_module.rl_module_spec import (
-    RLModuleSpec,
-    default_actor_critic_class,
-    settings_from_spec,
-)
+from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.env import registry
 
 if TYPE_CHECKING:
@@ -122,7 +118,7 @@ class AlgorithmConfig:
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
-        return RLModuleSpec(module_class=default_actor_critic_class(self.model_config))
+        return RLModuleSpec(module_class=rl_module_spec.default_actor_critic_class(self.model_config))
 
     # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
     _set = config_setters.set_given
@@ -284,10 +280,8 @@ class AlgorithmConfig:
     validate = config_validation.validate_config  # raise naming the first bad setting and the fix
 
     def copy(self) -> "AlgorithmConfig":
-        """A deep copy, made from the settings (deepcopy of the config itself would probe it for
-        `__deepcopy__` through `__getattr__`)."""
-        twin = object.__new__(type(self))
-        twin.__dict__ = copy.deepcopy(self.__dict__)
+        """A deep copy of the settings (`copy.deepcopy(self)` would probe `__getattr__`)."""
+        (twin := object.__new__(type(self))).__dict__ = copy.deepcopy(self.__dict__)
         return twin
 
     to_dict = config_setters.config_to_dict  # Ray Tune calls it for param_space

@@ -21,6 +21,7 @@ from rlcourse.serve.deployment import (
     DEFAULT_MAX_BATCH_SIZE,
     PolicyDeployment,
 )
+from rlcourse.utils.checkpoints import CheckpointError, checkpoint_root
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.num_replicas < 1 or args.max_batch_size < 1:
         raise SystemExit("--num-replicas and --max-batch-size: give at least 1.")
+    try:
+        checkpoint_root(args.checkpoint)  # a wrong path fails now, before Ray and Serve start
+    except CheckpointError as e:
+        raise SystemExit(str(e)) from None
     try:
         url = start(policy_app(args.checkpoint, COURSE_ENVS, args.num_replicas, args.max_batch_size,
                                args.batch_wait_timeout_s), args.port)

@@ -20,31 +20,40 @@ from rlcourse.offline.offline_data_checks import (
     check_rows,
     check_schema,
     parquet_files,
+    stacked,
 )
 from rlcourse.offline.offline_prelearner import OfflinePreLearner
 from rlcourse.utils import resources
 
+# RLlib's default iter_batches_kwargs (its OfflineData's): Ray Data reads two batches ahead while the
+# learner updates; config.offline_data(iter_batches_kwargs=...) adds to it or overrides it.
+ITER_BATCHES_DEFAULTS = {"prefetch_batches": 2}
 
-def table_to_numpy(table: pa.Table) -> dict[str, np.ndarray]:
-    """Each column as one array: Ray Data's tensor columns as [rows, ...] arrays."""
+
+def table_to_numpy(table: pa.Table, where: str = "the table") -> dict[str, np.ndarray]:
+    """Each column as one array: Ray Data's tensor columns and list columns as [rows, ...] arrays
+    (lists of different lengths fail, naming `where` and the column)."""
     columns = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         array = column.combine_chunks()
         if isinstance(array, pa.ExtensionArray) and hasattr(array, "to_numpy"):
             columns[name] = array.to_numpy()
         elif pa.types.is_list(array.type) or pa.types.is_fixed_size_list(array.type):
-            columns[name] = np.stack(array.to_numpy(zero_copy_only=False))
+            columns[name] = stacked(array.to_numpy(zero_copy_only=False), name, where)
         else:
             columns[name] = array.to_numpy(zero_copy_only=False)
     return columns
 
 
-def _quiet_ray_data() -> None:
+def _set_up_ray_data() -> None:
     """No progress bars or per-execution log lines in a notebook's output (nor the warning that
-    Ray Data logs when its progress bars are turned off)."""
+    Ray Data logs when its progress bars are turned off); rows in the data's order, epoch after
+    epoch, however many batches Ray Data reads ahead, so that a seeded run repeats."""
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.execution_options.preserve_order = True
 
 
 class BatchReader:
@@ -90,7 +99,7 @@ class OfflineData:
         columns = self.prelearner.columns
         if isinstance(config.input_, ray.data.Dataset):
             self.where = "the ray.data.Dataset given as config.offline_data(input_=...)"
-            _quiet_ray_data()
+            _set_up_ray_data()
             schema = config.input_.schema().base_schema  # Arrow's, for data Ray Data holds as Arrow
             if isinstance(schema, pa.Schema):
                 check_schema(schema, columns, self.where)
@@ -110,7 +119,7 @@ class OfflineData:
                 raise OfflineDataError(f"{self.where} hold no rows: {self.files}. Record data "
                                        "first with config.offline_data(output=...).")
             resources.init_ray()  # after the checks: bad data fails without starting Ray
-            _quiet_ray_data()
+            _set_up_ray_data()
             # materialize_data: the rows just checked go to Ray's object store once (no read
             # tasks); else Ray Data streams them from the files, reading as the learner asks.
             self.data = ray.data.from_arrow(tables) if config.materialize_data else (
@@ -125,7 +134,8 @@ class OfflineData:
         check_schema(pq.read_schema(path), columns, f"The file {path}")
         table = pq.read_table(path)
         if table.num_rows:
-            check_rows(table_to_numpy(table), observation_space, action_space, f"The file {path}")
+            where = f"The file {path}"
+            check_rows(table_to_numpy(table, where), observation_space, action_space, where)
         return table.select(list(columns))
 
     def sample(self, num_samples: int, num_shards: int = 0
@@ -144,8 +154,9 @@ class OfflineData:
             self.stop()
             splits = ([self.data] if num_shards == 0 else [self.data.iterator()] if num_shards == 1
                       else self.data.streaming_split(num_shards, equal=True))
-            self._readers = [BatchReader(split, self.prelearner, self.where, num_samples,
-                                         self.config.iter_batches_kwargs) for split in splits]
+            kwargs = {**ITER_BATCHES_DEFAULTS, **self.config.iter_batches_kwargs}
+            self._readers = [BatchReader(split, self.prelearner, self.where, num_samples, kwargs)
+                             for split in splits]
             self._readers_for = (num_samples, num_shards)
         return self._readers[0].next_batch() if num_shards == 0 else self._readers
 

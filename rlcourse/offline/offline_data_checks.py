@@ -58,6 +58,20 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
             "RLlib's column names.")
 
 
+def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
+    """A column of one list per row (Arrow's list type: NumPy gets an object array of arrays) as
+    one [rows, ...] array; lists of different lengths fail, naming the column."""
+    if values.dtype != object or not len(values) or not isinstance(values[0], np.ndarray | list):
+        return values
+    lengths = sorted({len(value) for value in values})
+    if len(lengths) > 1:
+        raise OfflineDataError(
+            f"{where}, column {name!r}: lists of {lengths[0]} to {lengths[-1]} values; each row "
+            f"needs one {name} of the env's shape. Record the data with "
+            "config.offline_data(output=...), or write the column as lists of one length.")
+    return np.stack(values)
+
+
 def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
 

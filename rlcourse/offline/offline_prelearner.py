@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.offline.columns import ACTIONS, OBS
-from rlcourse.offline.offline_data_checks import check_rows
+from rlcourse.offline.offline_data_checks import check_rows, stacked
 
 
 class OfflinePreLearner:
@@ -23,6 +23,7 @@ class OfflinePreLearner:
 
     def __call__(self, rows: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
         """The learner's batch from `rows` (numpy columns) read from `where` (named in errors)."""
+        rows = {name: stacked(values, name, where) for name, values in rows.items()}
         check_rows(rows, self.observation_space, self.action_space, where)
         batch = {name: rows[name] for name in self.columns}
         batch[OBS] = batch[OBS].astype(np.float32, copy=False)

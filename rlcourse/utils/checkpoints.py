@@ -214,12 +214,19 @@ def _read_once(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return _parse(files.pop(STATE_JSON), folder / STATE_JSON), files
 
 
-def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the checkpoint's JSON state and its tensor files (file name -> loaded object)."""
+def checkpoint_root(path: str | os.PathLike) -> Path:
+    """`path` as a checkpoint's directory, or CheckpointError if it holds none (a cheap check that
+    commands make before they start Ray)."""
     root = Path(path)
     if not (root / STATE_FILE).is_file():
         raise CheckpointError(f"No checkpoint at {root}: {STATE_FILE} is missing. Pass the "
                               "directory that Algorithm.save_to_path() returned.")
+    return root
+
+
+def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the checkpoint's JSON state and its tensor files (file name -> loaded object)."""
+    root = checkpoint_root(path)
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             return _read_once(root)

@@ -94,7 +94,7 @@ class Algorithm(Checkpointable):
         if config.rl_module_class is None:
             for spaces in self._module_spaces().values():
                 space_info(*spaces)  # unsupported spaces fail here
-        if config.input_ is not None and hasattr(config, "get_default_prelearner_class"):
+        if config.input_ is not None and config.get_default_prelearner_class() is not None:
             # An offline algorithm's data (RLlib's is_offline), checked before any actor starts.
             from rlcourse.offline.offline_data import OfflineData  # Ray Data: only where it runs
             self.offline_data = OfflineData(config, self.observation_space, self.action_space)

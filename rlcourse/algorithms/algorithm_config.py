@@ -116,6 +116,9 @@ class AlgorithmConfig:
         """The Learner class: imported where learners run (it imports torch)."""
         raise NotImplementedError(f"{type(self).__name__} names no Learner class.")
 
+    def get_default_prelearner_class(self) -> type | None:
+        return None  # online algorithms; offline ones (MARWIL, BC, CQL) name their OfflinePreLearner
+
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
         return RLModuleSpec(module_class=rl_module_spec.default_actor_critic_class(self.model_config))
@@ -141,9 +144,8 @@ class AlgorithmConfig:
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
                     env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
-        """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
-        slower to answer is ended; the runner in this process checks it only between env steps, so
-        an env.step that never returns hangs it (sample on runner actors to end one);
+        """Runner actors, sub-envs, resources. `sample_timeout_s`: a runner actor slower to answer is
+        ended (the local runner checks between env steps only: a hung env.step hangs it);
         `env_to_module_connector`: `fn(env)` -> connectors; `env_runner_cls`: e.g. env/external/'s."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
@@ -217,9 +219,8 @@ class AlgorithmConfig:
     @setter
     def multi_agent(self, *, policies: Any = NotProvided, policy_mapping_fn: Any = NotProvided,
                     policies_to_train: Any = NotProvided) -> "AlgorithmConfig":
-        """Modules (RLlib's policies) for a MultiAgentEnv's agents: `policies`, ids or {id: None or
-        RLModuleSpec}; `policy_mapping_fn(agent_id, episode, **kwargs)` -> a module id;
-        `policies_to_train`: ids or `fn(module_id, batch) -> bool` (None: all)."""
+        """Modules (RLlib's policies): `policies`, ids or {id: None or RLModuleSpec}; `policy_mapping_fn(
+        agent_id, episode, **kwargs)` -> an id; `policies_to_train`: ids, fn(id, batch) or None (all)."""
 
     @setter
     def offline_data(self, *, input_: Any = NotProvided, input_read_method_kwargs: dict = NotProvided,
@@ -230,9 +231,8 @@ class AlgorithmConfig:
                      output_compress_columns: list[str] = NotProvided,
                      output_max_rows_per_file: int | None = NotProvided,
                      output_write_remaining_data: bool = NotProvided) -> "AlgorithmConfig":
-        """`output`: runners also write what they sample there as Parquet (offline/); `input_`:
-        Parquet paths or a ray.data.Dataset that an offline algorithm (BC) learns from. Files hold
-        one row per step in plain columns: episode packing and pickled columns are refused (validate)."""
+        """`output`: runners also write what they sample there as Parquet (offline/), one row per step,
+        plain columns; `input_`: Parquet paths or a ray.data.Dataset an offline algorithm reads."""
         if output is not NotProvided:
             from rlcourse.offline.offline_env_runner import OfflineSingleAgentEnvRunner
             return {"env_runner_cls": OfflineSingleAgentEnvRunner if output else None}

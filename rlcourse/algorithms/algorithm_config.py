@@ -144,8 +144,9 @@ class AlgorithmConfig:
                     max_requests_in_flight_per_env_runner: int = NotProvided,
                     custom_resources_per_env_runner: dict[str, float] = NotProvided,
                     env_to_module_connector: Any = NotProvided) -> "AlgorithmConfig":
-        """Runner actors, sub-envs, resources. `sample_timeout_s`: a runner actor slower to answer is
-        ended (the local runner checks between env steps only: a hung env.step hangs it);
+        """How many runner actors, their sub-envs and resources. `sample_timeout_s`: a runner actor
+        slower to answer is ended; the runner in this process checks it only between env steps, so
+        an env.step that never returns hangs it (sample on runner actors to end one);
         `env_to_module_connector`: `fn(env)` -> connectors; `env_runner_cls`: e.g. env/external/'s."""
         if gym_env_vectorize_mode is not NotProvided:  # gymnasium's VectorizeMode, or "sync"
             mode = getattr(gym_env_vectorize_mode, "value", gym_env_vectorize_mode)
@@ -154,8 +155,7 @@ class AlgorithmConfig:
     @setter
     def resources(self, *, num_cpus_for_main_process: float = NotProvided,
                   placement_strategy: str | None = NotProvided) -> "AlgorithmConfig":
-        """`placement_strategy`: None (Ray places runners) or a placement group strategy ("PACK",
-        "SPREAD", ...); `num_cpus_for_main_process`: what a Tune trial's Algorithm reserves."""
+        """Runners' placement (None: Ray's; "PACK", "SPREAD", ...); the CPUs a Tune trial reserves."""
 
     @setter
     def learners(self, *, num_learners: int = NotProvided, num_cpus_per_learner: float = NotProvided,

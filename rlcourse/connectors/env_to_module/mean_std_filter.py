@@ -13,7 +13,7 @@ import numpy as np
 from rlcourse.connectors.connector_v2 import ConnectorV2
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.serialization import from_plain, to_plain
-from rlcourse.utils.state_values import check_counter, decode
+from rlcourse.utils.state_values import check_counter, check_like, decode
 from rlcourse.utils.validation import ConfigError
 
 EPSILON = 1e-8  # added to the standard deviation, so a constant element does not divide by 0
@@ -30,9 +30,7 @@ class RunningStat:
     @property
     def std(self) -> np.ndarray:
         """Sample standard deviation; 1 until two values were seen (nothing to scale by yet)."""
-        if self.n < 2:
-            return np.ones_like(self.mean)
-        return np.sqrt(self.m2 / (self.n - 1))
+        return np.sqrt(self.m2 / (self.n - 1)) if self.n >= 2 else np.ones_like(self.mean)
 
     def push(self, batch: np.ndarray) -> None:
         """Add a batch of values (first axis: the values)."""
@@ -57,21 +55,16 @@ class RunningStat:
 
     @staticmethod
     def check_plain(state: Any, where: str, shape: tuple[int, ...]) -> None:
-        """Refuse a saved `to_plain()` that is not a count >= 0 with a finite mean and M2 of
+        """Refuse a saved `to_plain()` unless a count >= 0 with a finite float64 mean and M2 of
         `shape`, M2 >= 0 (a sum of squares)."""
         if not isinstance(state, dict) or set(state) != {"n", "mean", "m2"}:
             raise CheckpointError(f"{where} must be a dict with keys n, mean and m2.")
         check_counter(state["n"], f"{where}.n")
         for key in ("mean", "m2"):
             value = decode(state[key], f"{where}.{key}")
-            if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
-                raise CheckpointError(f"{where}.{key} is not a float array.")
-            if value.shape != shape:
-                raise CheckpointError(f"{where}.{key} has shape {value.shape}, this algorithm's "
-                                      f"observations {shape}.")
-            if not np.isfinite(value).all() or (key == "m2" and (value < 0).any()):
-                raise CheckpointError(f"{where}.{key} holds NaN, infinite or (a variance) "
-                                      "negative values.")
+            check_like(value, np.zeros(shape), f"{where}.{key}")
+            if key == "m2" and (value < 0).any():
+                raise CheckpointError(f"{where}.m2 holds (a variance) negative values.")
 
     @staticmethod
     def from_plain(state: dict[str, Any]) -> "RunningStat":
@@ -159,8 +152,6 @@ class MeanStdFilter(ConnectorV2):
     @staticmethod
     def merge_states(base: dict[str, Any] | None, buffers: list[dict[str, Any]]) -> dict[str, Any]:
         stats = [RunningStat.from_plain(s["running_stats"]) for s in [base, *buffers] if s]
-        if not stats:
-            return {}
         for stat in stats[1:]:
             stats[0].update(stat)
-        return {"running_stats": stats[0].to_plain()}
+        return {"running_stats": stats[0].to_plain()} if stats else {}

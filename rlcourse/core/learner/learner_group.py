@@ -2,12 +2,13 @@
 the batch and all-reducing gradients (`Learner.apply_gradients`). Multi-agent: each learner is a
 MultiAgentLearner. No torch here: the Learner class the config names imports it."""
 
+import math
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -15,9 +16,8 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
-from rlcourse.core.learner.multi_agent_batch import episodes_by_module, num_minibatches
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
-from rlcourse.env.multi_agent_episode import MultiAgentEpisode
+from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.resources import learner_options
@@ -27,11 +27,6 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 STARTUP_TIMEOUT_S = 180
-
-
-def _rng_name(name: Callable[[str], str], i: int, key: str) -> str:
-    """Learner i's field `key`, named as in the LearnerGroup's state (its RNG is rngs[i])."""
-    return f"{name('rngs')}[{i}]" if key == "rng" else name(key)
 
 
 def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
@@ -46,12 +41,41 @@ def shard_episodes(episodes: list[SingleAgentEpisode], num_shards: int
     return shards
 
 
+def episodes_by_module(config: Any, episodes: list[MultiAgentEpisode]
+                       ) -> dict[ModuleID, list[SingleAgentEpisode]]:
+    """Each module's agent episodes (chunks with a step), for the modules `policies_to_train`
+    lets learn; an agent's steps go to the module that acted for it in that episode."""
+    by_module: dict[ModuleID, list[SingleAgentEpisode]] = {}
+    for episode in episodes:
+        for agent_id, agent_episode in episode.agent_episodes.items():
+            if len(agent_episode):
+                by_module.setdefault(episode.module_for(agent_id), []).append(agent_episode)
+    to_train = config.policies_to_train  # None: every module learns
+    # Sorted, so that data-parallel learners update the modules in the same order.
+    return {mid: by_module[mid] for mid in sorted(by_module)
+            if to_train is None or (bool(to_train(mid, episodes)) if callable(to_train)
+                                    else mid in to_train)}
+
+
+def num_minibatches(config: Any, num_steps: int, num_learners: int) -> int:
+    """Minibatches per epoch for a module with `num_steps` agent steps: each learner's share cut
+    into minibatches of about `minibatch_size` (RLlib sizes minibatches per module)."""
+    if config.minibatch_size is None:
+        return 1
+    return max(1, math.ceil(num_steps / max(1, num_learners) / config.minibatch_size))
+
+
 def _merge(results: list[dict]) -> dict:
     """Learners' results: statistics averaged, per-row arrays (DQN's td_error) joined, steps summed."""
     merged = {k: (np.concatenate([r[k] for r in results]) if isinstance(v, np.ndarray)
                   else float(np.mean([r[k] for r in results]))) for k, v in results[0].items()}
     merged["num_env_steps_trained"] = sum(r["num_env_steps_trained"] for r in results)
     return merged
+
+
+def _rng_name(name: Callable[[str], str], i: int, key: str) -> str:
+    """Learner i's field `key`, named as in the LearnerGroup's state (its RNG is rngs[i])."""
+    return f"{name('rngs')}[{i}]" if key == "rng" else name(key)
 
 
 class LearnerFailure(RuntimeError):
@@ -116,7 +140,7 @@ class LearnerGroup:
                 ALL_MODULES: {"num_env_steps_trained": results["num_env_steps_trained"]}}
 
     def _update_multi_agent(self, episodes: list[MultiAgentEpisode]) -> dict[str, dict]:
-        """Each trainable module on its agents' steps (multi_agent_batch.py), split over learners."""
+        """Each trainable module on its agents' steps (episodes_by_module), split over learners."""
         by_module = episodes_by_module(self.config, episodes)
         n = max(1, len(self.remote_learners))
         minibatches = {mid: num_minibatches(self.config, sum(map(len, module_episodes)), n)
@@ -178,6 +202,19 @@ class LearnerGroup:
         return self._get([getattr(learner, method).remote(*args, **kwargs)
                           for learner in self.remote_learners])
 
+    def _foreach_with_rng(self, method: str, state: dict, *extra: Callable) -> None:
+        """`method({**state, "rng": ...})` on every learner: its own saved RNG if the learner count
+        is the same, else the first; `extra(i)` gives more arguments for RNG i."""
+        state, rngs = dict(state), state["rngs"]
+        del state["rngs"]
+        count = max(1, self.config.num_learners)
+        index = range(count) if len(rngs) == count else [0] * count
+        if self.is_local:
+            getattr(self.local_learner, method)({**state, "rng": rngs[0]}, *(f(0) for f in extra))
+            return
+        self._get([getattr(learner, method).remote({**state, "rng": rngs[i]}, *(f(i) for f in extra))
+                   for learner, i in zip(self.remote_learners, index, strict=True)])
+
     def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """The weights of learner 0 (all learners hold the same ones)."""
         if self.is_local:
@@ -186,10 +223,13 @@ class LearnerGroup:
 
     @staticmethod
     def _get(refs: list) -> list:
-        """ray.get, with a clear error when a Learner actor has died."""
+        """ray.get, with a clear error when a Learner actor has died, and a Learner's
+        CheckpointError as it is."""
         try:
             return ray.get(refs)
         except (RayActorError, RayTaskError) as e:
+            if isinstance(e, RayTaskError) and isinstance(e.cause, CheckpointError):
+                raise CheckpointError(str(e.cause)) from None
             # A survivor's all-reduce fails ("connection closed by peer") as soon as a peer dies,
             # often before the dead actor's own error arrives: look at every answer first.
             if not isinstance(e, RayActorError) and not _a_learner_died(refs):
@@ -210,35 +250,13 @@ class LearnerGroup:
     def check_state(self, state: dict, name: Callable[[str], str]) -> None:
         """Refuse a saved `get_state()` before any learner takes it: each learner checks it with
         the RNG set_state would give it (Learner.check_state); `name(key)` names field and file."""
-        state, rngs = dict(state), state["rngs"]
-        del state["rngs"]
-        if not isinstance(rngs, list) or not rngs:
+        if not isinstance(state["rngs"], list) or not state["rngs"]:
             raise CheckpointError(f"{name('rngs')} must be a list of each learner's random state.")
-        count = max(1, self.config.num_learners)
-        index = range(count) if len(rngs) == count else [0] * count
-        if self.is_local:
-            self.local_learner.check_state({**state, "rng": rngs[0]}, partial(_rng_name, name, 0))
-            return
-        try:
-            ray.get([learner.check_state.remote({**state, "rng": rngs[i]},
-                                                partial(_rng_name, name, i))
-                     for learner, i in zip(self.remote_learners, index, strict=True)])
-        except RayTaskError as e:
-            if isinstance(e.cause, CheckpointError):
-                raise CheckpointError(str(e.cause)) from None
-            raise
+        self._foreach_with_rng("check_state", state, lambda i: partial(_rng_name, name, i))
 
     def set_state(self, state: dict) -> None:
         """Give every learner the saved state, with its own RNG if the learner count is the same."""
-        state = dict(state)
-        rngs, count = state.pop("rngs"), max(1, self.config.num_learners)
-        if len(rngs) != count:
-            rngs = rngs[:1] * count
-        if self.is_local:
-            self.local_learner.set_state({**state, "rng": rngs[0]})
-        else:
-            self._get([learner.set_state.remote({**state, "rng": rng})
-                       for learner, rng in zip(self.remote_learners, rngs, strict=True)])
+        self._foreach_with_rng("set_state", state)
 
     def stop(self, kill_actors: bool = True) -> None:
         """End the Learner actors (`kill_actors=False`: they ended with their Ray)."""

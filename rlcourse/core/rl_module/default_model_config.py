@@ -1,5 +1,5 @@
-"""The default model's settings and what it needs to know about the spaces; torch-free, since the
-config, the Algorithm and the runners' NumPy module (numpy_mlp.py) read them too."""
+"""The default model's settings and what it needs to know about the spaces (torch-free: configs
+and runners read them too)."""
 
 import numbers
 from dataclasses import dataclass
@@ -22,20 +22,14 @@ ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activa
 CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 
-def uses_cnn(obs_shape: tuple[int, ...], model_config: dict) -> bool:
-    """Whether cnn_encoder.py has a say: image observations [H, W, C], or conv_filters set (which
-    it refuses on vectors). Vector observations without them skip it."""
-    return len(obs_shape) == 3 or bool(model_config.get("conv_filters"))
-
-
 def lstm_settings(model_config: dict) -> dict:
     """`model_config` with RLlib's defaults for the recurrent settings it leaves out."""
     return {**LSTM_DEFAULTS, **model_config}
 
 
 def check_lstm_settings(config: Any) -> None:
-    """Validate RLlib's use_lstm, lstm_cell_size and max_seq_len (lstm_module.py) in an
-    AlgorithmConfig, and what they need of the algorithm and its batches."""
+    """Check an AlgorithmConfig's use_lstm, lstm_cell_size and max_seq_len, and what they need
+    of the algorithm and its batches."""
     settings = lstm_settings(config.model_config)
     if not isinstance(settings["use_lstm"], bool):
         fail(config, "model_config", "use_lstm must be True (an LSTM after the encoder) or False.")
@@ -62,14 +56,10 @@ def check_lstm_settings(config: Any) -> None:
              "smaller max_seq_len or larger batches.")
 
 
-
 class DefaultModelConfig(dict):
     """RLlib's spelling of a model_config, as keywords: `DefaultModelConfig(fcnet_hiddens=[32])`.
     RLlib's settings this model lacks (use_attention, lstm_use_prev_action, ...) are refused at
     build time."""
-
-    def __init__(self, **settings: object) -> None:
-        super().__init__(settings)
 
 
 # The config line that makes a non-Box observation something the default module takes, as RLlib's.
@@ -79,7 +69,7 @@ FLATTEN_FIX = ("config.env_runners(env_to_module_connector=lambda env: FlattenOb
 
 @dataclass(frozen=True)
 class SpaceInfo:
-    """What the default module needs to know about the spaces: input size and action head."""
+    """The default module's input size and action head."""
 
     obs_dim: int
     discrete_actions: bool
@@ -93,10 +83,8 @@ class SpaceInfo:
 
 
 def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
-    """Check that the default MLP supports these spaces and size its layers. It takes Box
-    observations only, as RLlib's does: the FlattenObservations connector one-hots Discrete ones
-    (and flattens Dict and Tuple ones) on the runners. Modules act with indices 0..n-1;
-    numpy_mlp.py's `to_env_actions` adds a Discrete action space's `start`."""
+    """Check that the default MLP takes these spaces (Box observations only, as RLlib's), and
+    size its layers. Modules act with indices 0..n-1 (`to_env_actions` adds a Discrete `start`)."""
     if not isinstance(observation_space, gym.spaces.Box):
         raise ValueError(
             f"Unsupported observation_space {observation_space}: the default module takes Box "

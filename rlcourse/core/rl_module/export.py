@@ -30,11 +30,11 @@ class TracedConnector(nn.Module):
     def __init__(self, connector: object):
         super().__init__()
         space = getattr(connector, "input_observation_space", None)
-        if isinstance(connector, MeanStdFilter) and connector.running_stats is None:
-            self.kind = "identity"  # Discrete observations: the filter leaves them as they are
-        elif isinstance(connector, MeanStdFilter):
-            self.kind, self.clip = "filter", connector.clip_by_value
-            stats = connector.running_stats
+        if isinstance(connector, MeanStdFilter):
+            stats, self.kind, self.clip = connector.running_stats, "filter", connector.clip_by_value
+            if stats is None:  # Discrete observations: the filter leaves them as they are
+                self.kind = "identity"
+                return
             mean = stats.mean if connector.de_mean_to_zero else np.zeros_like(stats.mean)
             scale = stats.std + EPSILON if connector.de_std_to_one else np.ones_like(stats.mean)
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float64))
@@ -44,9 +44,9 @@ class TracedConnector(nn.Module):
         elif isinstance(connector, FlattenObservations) and isinstance(
                 space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
             self.kind = "one_hot"  # each integer minus its start, one-hot among its n values
-            self.starts = [int(v) for v in np.asarray(space.start).reshape(-1)]
-            self.sizes = [int(v) for v in np.asarray(space.nvec if isinstance(
-                space, gym.spaces.MultiDiscrete) else space.n).reshape(-1)]
+            sizes = space.nvec if isinstance(space, gym.spaces.MultiDiscrete) else space.n
+            self.starts_sizes = list(zip(np.asarray(space.start).reshape(-1).tolist(),
+                                         np.asarray(sizes).reshape(-1).tolist(), strict=True))
         else:
             raise ConfigError("env_to_module_connector", connector, "export_policy traces only "
                               "MeanStdFilter and FlattenObservations of a Box, Discrete or "
@@ -55,15 +55,14 @@ class TracedConnector(nn.Module):
                               "instead of exporting.", "env_runners")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.kind == "identity":
+            return obs
         if self.kind == "flatten":
             return obs.reshape(obs.shape[0], -1).to(torch.float32)
         if self.kind == "one_hot":
             columns = obs.reshape(obs.shape[0], -1).long()
             return torch.cat([nn.functional.one_hot(columns[:, j] - start, n).to(torch.float32)
-                              for j, (start, n) in enumerate(zip(self.starts, self.sizes,
-                                                                 strict=True))], dim=1)
-        if self.kind == "identity":
-            return obs
+                              for j, (start, n) in enumerate(self.starts_sizes)], dim=1)
         out = (obs.to(torch.float64) - self.mean) / self.scale
         if self.clip is not None:
             out = torch.clamp(out, -self.clip, self.clip)
@@ -93,18 +92,13 @@ class GreedyPolicy(nn.Module):
         return actions + self.offset
 
 
-def example_batch(module: RLModule, size: int = 2) -> torch.Tensor:
-    """`size` raw env observations to trace with (a batch of 1 would fix the batch size)."""
-    space = env_observation_space(module)
-    return torch.as_tensor(space.sample()[None].repeat(size, 0) if space.shape
-                           else [space.sample()] * size)
-
-
 def export_policy(module: RLModule, path: str | os.PathLike) -> Path:
     """Write `module`'s greedy policy to `path` (a .pt2 file); return its absolute path."""
-    policy = GreedyPolicy(module).eval()
-    batch = torch.export.Dim("batch")
-    program = torch.export.export(policy, (example_batch(module),), dynamic_shapes={"obs": {0: batch}})
+    space = env_observation_space(module)  # traced on 2 raw observations: 1 would fix the size
+    example = torch.as_tensor(space.sample()[None].repeat(2, 0) if space.shape
+                              else [space.sample()] * 2)
+    program = torch.export.export(GreedyPolicy(module).eval(), (example,),
+                                  dynamic_shapes={"obs": {0: torch.export.Dim("batch")}})
     path = Path(path).resolve()
     torch.export.save(program, path)
     return path

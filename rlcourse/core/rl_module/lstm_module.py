@@ -9,7 +9,7 @@ from torch import nn
 
 from rlcourse.core import STATE_IN, STATE_OUT
 from rlcourse.core.rl_module.default_model_config import lstm_settings, space_info
-from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, encoder_mlp, mlp
+from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, mlp
 
 
 class DefaultLSTMModule(DefaultActorCriticModule):
@@ -21,7 +21,7 @@ class DefaultLSTMModule(DefaultActorCriticModule):
         hiddens, act = list(settings["fcnet_hiddens"]), settings["fcnet_activation"]
         self.cell_size = int(settings["lstm_cell_size"])
         self.vf_share_layers = True  # pi and vf both read the LSTM's output
-        self.encoder = encoder_mlp(self.info.obs_dim, hiddens, act)
+        self.encoder = mlp([self.info.obs_dim, *hiddens], act, encoder=True)
         self.lstm = nn.LSTM(hiddens[-1] if hiddens else self.info.obs_dim, self.cell_size,
                             batch_first=True)
         self.pi = mlp([self.cell_size, self.info.dist_inputs_dim], act)

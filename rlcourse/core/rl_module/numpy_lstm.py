@@ -1,6 +1,6 @@
 """The runners' recurrent network: the default LSTM module (lstm_module.py) forward in NumPy, one
-step for every sub-env at a time, so that runners keep torch out of their processes as with NumpyMLP.
-tests/test_lstm.py checks it against torch's nn.LSTM."""
+step for all sub-envs at a time, keeping torch out of runners as NumpyMLP does (tests/test_lstm.py
+checks it against torch's nn.LSTM)."""
 
 import numpy as np
 
@@ -25,8 +25,8 @@ def lstm_cell(x: np.ndarray, h: np.ndarray, c: np.ndarray, weight: np.ndarray, b
 
 
 class NumpyLSTM:
-    """The default LSTM module's runner network: encoder MLP, one LSTM step, the policy head. Its
-    state for one sub-env is h and c stacked, shape [2, lstm_cell_size] (RLlib: a dict {"h", "c"})."""
+    """Encoder MLP, one LSTM step, the linear policy head; a sub-env's state is h and c stacked,
+    [2, lstm_cell_size] (RLlib: a dict {"h", "c"})."""
 
     is_stateful = True
 
@@ -39,12 +39,12 @@ class NumpyLSTM:
         return np.zeros((2, self.cell_size), dtype=np.float32)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Take the torch module's arrays: `encoder.*`, `lstm.*_l0` and `pi.*`."""
+        """Take the torch module's `encoder.*`, `lstm.*_l0` and `pi.*` arrays."""
         self.encoder = [layer(state, name) for name in linear_layers(state, "encoder")]
         self.weight = np.ascontiguousarray(np.concatenate(
             [state["lstm.weight_ih_l0"], state["lstm.weight_hh_l0"]], axis=1).T, dtype=np.float32)
         self.bias = np.asarray(state["lstm.bias_ih_l0"] + state["lstm.bias_hh_l0"], np.float32)
-        self.pi = [layer(state, name) for name in linear_layers(state, "pi")]
+        self.pi = layer(state, "pi.0")  # one linear layer (lstm_module.py)
 
     def step(self, obs: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(action_dist_inputs, next state) for a batch of observations and states [N, 2, cell]."""
@@ -52,8 +52,4 @@ class NumpyLSTM:
         for w, b in self.encoder:  # each encoder layer ends with its activation
             x = self.activation(x @ w + b)
         h, c = lstm_cell(x, state[:, 0], state[:, 1], self.weight, self.bias)
-        *hidden, (w_out, b_out) = self.pi
-        y = h
-        for w, b in hidden:
-            y = self.activation(y @ w + b)
-        return y @ w_out + b_out, np.stack([h, c], axis=1)
+        return h @ self.pi[0] + self.pi[1], np.stack([h, c], axis=1)

@@ -1,13 +1,7 @@
-"""The runners' network: a NumPy MLP (after a NumPy CNN for images: cnn_encoder.py) built from a
-default module's state dict, the action heads that turn its outputs into actions, and the
-InferenceModule (network + head) an EnvRunner acts with.
-
-NumPy keeps torch out of runner processes (benchmarks/startup_memory.py); tests/test_rl_module.py
-checks it matches the torch modules. The runner layers are one linear chain (CHAIN: PPO and IMPALA's
-encoder then pi, SAC's pi, DQN's q.encoder then q.advantages); a dueling DQN's value head folds into
-its last layer, since V + A - mean(A) is linear in the features. A head's settings are its own
-fields: weights are only weights. A custom torch module is the network instead (TorchNetwork).
-"""
+"""The runners' network: a NumPy MLP (after cnn_encoder.py's NumPy CNN for images) from a default
+module's weights, the action heads that turn its outputs into actions, and the InferenceModule
+(network + head) an EnvRunner acts with. NumPy keeps torch out of runner processes
+(benchmarks/startup_memory.py); a custom torch module is the network instead (TorchNetwork)."""
 
 from typing import Protocol
 
@@ -16,12 +10,14 @@ import numpy as np
 
 from rlcourse.core import STATE_IN, STATE_OUT
 from rlcourse.core.rl_module.cnn_encoder import NumpyCNN, conv_layers
-from rlcourse.core.rl_module.default_model_config import SpaceInfo, uses_cnn
+from rlcourse.core.rl_module.default_model_config import SpaceInfo
 
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
 NUMPY_ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
                "linear": lambda x: x}
-CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")  # the default modules' runner layers
+# The default modules' runner layers, one linear chain: PPO's and IMPALA's encoder then pi, SAC's
+# pi, DQN's q.encoder then q.advantages (a dueling value head folded in: V + A - mean(A) is linear).
+CHAIN = ("encoder", "pi", "q.encoder", "q.advantages")
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # as sac_rl_module.py clamps them
 
 
@@ -31,8 +27,7 @@ def env_action_offset(action_space: gym.Space) -> int:
 
 
 def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
-    """The actions an env takes, from a module's: clipped into a Box's bounds, shifted by a
-    Discrete space's `start`. Runners, compute_actions and served policies all act through it."""
+    """A module's actions as the env takes them: clipped into a Box, shifted by a Discrete `start`."""
     if isinstance(action_space, gym.spaces.Box):
         return np.clip(actions, action_space.low, action_space.high)
     return actions + env_action_offset(action_space)
@@ -60,19 +55,17 @@ def layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarr
 
 
 class NumpyMLP:
-    """A default module's runner network, forward only. Weights come from `set_state`."""
+    """A default module's runner network, forward only; weights come from `set_state`."""
 
     def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
         self.activation = NUMPY_ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        layers = (conv_layers(info.obs_shape, model_config)  # images: the CNN first
-                  if uses_cnn(info.obs_shape, model_config) else [])
+        layers = conv_layers(info.obs_shape, model_config)  # images: the CNN first
         self.cnn = NumpyCNN(info.obs_shape, layers, model_config.get("conv_activation", "relu")
                             ) if layers else None
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Take the torch module's arrays (see the chain above)."""
         self.layers = [layer(state, name) for prefix in CHAIN
                        for name in linear_layers(state, prefix)]
         if not any(k.startswith("cnn.") for k in state):  # DQN's, SAC's: no CNN, pixels flattened
@@ -94,8 +87,9 @@ class NumpyMLP:
         return x
 
 
-# -- action heads: from the network's outputs to actions ----------------------------------------
 class ActionHead(Protocol):
+    """From the network's outputs to actions: sampled (`explore`) or greedy."""
+
     def explore(self, inputs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]: ...
 
     def greedy(self, inputs: np.ndarray) -> dict[str, np.ndarray]: ...
@@ -144,7 +138,7 @@ class EpsilonGreedy:
 
 class SquashedGaussian:
     """SAC's policy: u ~ N(mean, std), action = low + (tanh(u) + 1) / 2 * (high - low); greedy:
-    u = mean. The bounds are the action space's, fixed when the head is built."""
+    u = mean."""
 
     def __init__(self, action_space: gym.spaces.Box):
         self.low = np.asarray(action_space.low, dtype=np.float32)
@@ -164,14 +158,14 @@ class SquashedGaussian:
 
 
 def default_action_head(action_space: gym.Space) -> Categorical | DiagGaussian:
-    """The head of a policy-gradient module (PPO, IMPALA): a categorical or diagonal Gaussian."""
+    """PPO's and IMPALA's head: a categorical or a diagonal Gaussian."""
     return Categorical() if isinstance(action_space, gym.spaces.Discrete) else DiagGaussian()
 
 
 def sample_categorical(logits: np.ndarray, rng: np.random.Generator
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """One action per row of `logits`, and its log-probability, by inverse-CDF sampling: one
-    random number per row, no softmax. Ufunc reductions cost half of `.max()` on small batches."""
+    """One action per row of `logits` and its log-probability, by inverse-CDF sampling (one
+    random number per row, no softmax; ufunc reductions are cheaper than `.max()` on small batches)."""
     shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)  # exp cannot overflow
     cdf = np.add.accumulate(np.exp(shifted), axis=1)
     total = cdf[:, -1]
@@ -192,8 +186,6 @@ def gaussian_logp(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) ->
     return np.add.reduce(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi), axis=1)
 
 
-# -- the runner's module ------------------------------------------------------------------------
-
 class Network(Protocol):
     """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`). A
     stateful one (NumpyLSTM) has `is_stateful = True`, `get_initial_state()` and `step(obs, state)`
@@ -205,8 +197,8 @@ class Network(Protocol):
 
 
 class InferenceModule:
-    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions. For a stateful
-    network it keeps one state per sub-env (`state`), which its runner resets at episode starts."""
+    """What an EnvRunner acts with: `head` turns the `network`'s outputs into actions. A stateful
+    network's state is kept per sub-env (`state`); its runner resets it at episode starts."""
 
     def __init__(self, network: Network, head: ActionHead, seed: int | None = None):
         self.network = network
@@ -216,11 +208,10 @@ class InferenceModule:
         self.state: np.ndarray | None = None  # [sub-envs, *state shape] for a stateful network
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """New weights (only weights: exploration settings are the head's own fields)."""
         self.network.set_state(state)
 
     def reset_state(self, starts: np.ndarray) -> None:
-        """Sub-envs where `starts` (a bool per sub-env) begin an episode start from the initial state."""
+        """Sub-envs flagged in `starts` (a bool each) start from the initial state."""
         initial = self.network.get_initial_state()
         if self.state is None or len(self.state) != len(starts):
             self.state = np.repeat(initial[None], len(starts), axis=0)
@@ -228,7 +219,7 @@ class InferenceModule:
             self.state[starts] = initial
 
     def _step(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The network's outputs, and for a stateful one the STATE_IN and STATE_OUT of this step."""
+        """The network's outputs, and a stateful one's STATE_IN and STATE_OUT of this step."""
         if not self.is_stateful:
             return self.network.action_dist_inputs(obs), {}
         if self.state is None or len(self.state) != len(obs):
@@ -242,11 +233,9 @@ class InferenceModule:
         return self._step(obs)[0]
 
     def forward_exploration(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Exploring actions (and, for a distribution, their log-probabilities)."""
         inputs, states = self._step(obs)
         return {**self.head.explore(inputs, self.rng), **states}
 
     def forward_inference(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        """Greedy actions."""
         inputs, states = self._step(obs)
         return {**self.head.greedy(inputs), **states}

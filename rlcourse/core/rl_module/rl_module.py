@@ -19,7 +19,7 @@ from rlcourse.core.rl_module.cnn_encoder import (
     output_shapes,
     torch_cnn,
 )
-from rlcourse.core.rl_module.default_model_config import space_info, uses_cnn
+from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
 
@@ -52,9 +52,8 @@ class RLModule(nn.Module):
         raise NotImplementedError
 
     def get_initial_state(self) -> np.ndarray | None:
-        """None for a stateless module. A stateful one returns its state for one sub-env; then it
-        takes batches of sequences [B, T, ...] with batch[STATE_IN] (each one's first state, [B,
-        ...]) and returns STATE_OUT, and its runners step it with `TorchNetwork.step`."""
+        """None for a stateless module; a stateful one's state for one sub-env (it then takes
+        sequences [B, T, ...] from batch[STATE_IN] [B, ...] and returns STATE_OUT)."""
         return None
 
     def compute_values(self, batch: dict[str, torch.Tensor],
@@ -75,7 +74,7 @@ class RLModule(nn.Module):
 
     def get_action_dist(self, action_dist_inputs: torch.Tensor) -> torch.distributions.Distribution:
         """Categorical over logits, or a diagonal Gaussian from [mean, log_std] halves (argument
-        validation off: it would check every minibatch, a cost of its own)."""
+        validation off: a cost on every minibatch)."""
         if self.discrete_actions:
             return torch.distributions.Categorical(logits=action_dist_inputs, validate_args=False)
         mean, log_std = action_dist_inputs.chunk(2, dim=-1)
@@ -89,7 +88,7 @@ class RLModule(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        """Where the module's weights are (the CPU for a module without any)."""
+        """Where the weights are (the CPU for a module without any)."""
         return next(self.parameters(), torch.empty(0)).device
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
@@ -126,36 +125,24 @@ class RLModule(nn.Module):
         return InferenceModule(TorchNetwork(self), head or default_action_head(self.action_space), seed)
 
 
-def mlp(sizes: list[int], activation: str) -> nn.Sequential:
-    """Linear layers of the given sizes with `activation` between them (not after the last)."""
-    layers: list[nn.Module] = []
-    for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        layers.append(nn.Linear(n_in, n_out))
-        if i < len(sizes) - 2:
-            layers.append(_TORCH_ACTIVATIONS[activation]())
-    return nn.Sequential(*layers)
-
-
-def encoder_mlp(obs_dim: int, hiddens: list[int], activation: str) -> nn.Sequential:
-    """A shared encoder: each layer ends with its activation, so encoder + pi is one MLP."""
-    return nn.Sequential(*(
-        layer for n_in, n_out in itertools.pairwise([obs_dim, *hiddens])
-        for layer in (nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[activation]())))
+def mlp(sizes: list[int], activation: str, encoder: bool = False) -> nn.Sequential:
+    """Linear layers of the given sizes with `activation` between them; an `encoder` ends with it
+    too, so that encoder + pi is one MLP."""
+    layers = [layer for n_in, n_out in itertools.pairwise(sizes)
+              for layer in (nn.Linear(n_in, n_out), _TORCH_ACTIVATIONS[activation]())]
+    return nn.Sequential(*(layers if encoder else layers[:-1]))
 
 
 class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
-    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Image
-    observations add a CNN (`cnn`) beneath, shared either way. Runners get `cnn.*`, `encoder.*` and
-    `pi.*` only."""
+    under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Images add a
+    shared CNN (`cnn`) beneath. Runners get `cnn.*`, `encoder.*` and `pi.*` only."""
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
-        if (uses_cnn(self.info.obs_shape, self.model_config)
-                and (layers := conv_layers(self.info.obs_shape, self.model_config))):
-            # Images: one CNN (`cnn`) under the MLP, shared by pi and vf (cnn_encoder.py).
+        if layers := conv_layers(self.info.obs_shape, self.model_config):  # images: cnn_encoder.py
             check_image_space(self.observation_space)
             self.cnn = torch_cnn(self.info.obs_shape, layers,
                                  self.model_config.get("conv_activation", "relu"))
@@ -164,7 +151,7 @@ class DefaultActorCriticModule(RLModule):
         # Checkpoints written before vf_share_layers existed hold two separate networks.
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:
-            self.encoder = encoder_mlp(self.info.obs_dim, hiddens, act)
+            self.encoder = mlp([self.info.obs_dim, *hiddens], act, encoder=True)
             features = hiddens[-1] if hiddens else self.info.obs_dim
             self.pi = mlp([features, self.info.dist_inputs_dim], act)
             self.vf = mlp([features, 1], act)
@@ -222,7 +209,7 @@ def build_module(config: "AlgorithmConfig", observation_space: gym.Space,
 
 class TorchNetwork:
     """A custom torch RLModule as a runner's network: NumPy observations in, `action_dist_inputs` out
-    (a stateful module's: one step of sequences of length 1, and the next state)."""
+    (a stateful module steps sequences of length 1)."""
 
     def __init__(self, module: RLModule):
         self.module = module

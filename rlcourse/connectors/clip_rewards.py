@@ -1,6 +1,5 @@
-"""Reward clipping, `config.environment(clip_rewards=...)` as in RLlib: the EnvRunner clips the
-rewards it records, so the Learner trains on clipped rewards while reported returns stay the env's.
-"""
+"""`config.environment(clip_rewards=...)`, as RLlib's: the EnvRunner clips the rewards it records,
+so the Learner trains on clipped rewards while reported returns stay the env's."""
 
 from typing import Any
 

@@ -1,5 +1,5 @@
 """ConnectorV2: one step of a connector pipeline (RLlib's base class, here a small callable): a batch
-of observations in, the batch the module sees out. The defaults are those of a stateless step."""
+of observations in, the batch the module sees out; the defaults are a stateless step's."""
 
 from typing import Any
 
@@ -28,8 +28,8 @@ class ConnectorV2:
         return {}
 
     def check_state(self, state: Any, where: str) -> None:
-        """Refuse (CheckpointError naming `where`) a saved state set_state would take as it is,
-        before a restore changes anything; a stateless step takes any dict."""
+        """Refuse (CheckpointError naming `where`) a saved state before a restore changes anything;
+        a stateless step takes any dict."""
         if not isinstance(state, dict):
             raise CheckpointError(f"{where} must be a dict.")
 

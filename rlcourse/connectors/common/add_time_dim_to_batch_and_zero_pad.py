@@ -1,14 +1,11 @@
 """Sequences for a stateful module (RLlib's AddTimeDimToBatchAndZeroPad and
-AddStatesFromEpisodesToBatch): each episode chunk is cut into sequences of `max_seq_len` steps (the
-last one shorter), zero-padded to [S, max_seq_len, ...] with a mask that is False on the padding;
-each sequence starts from the STATE_IN its runner stored for its first step, so a chunk cut between
-two `sample()` calls continues from the state it ended with. Sequences never cross episodes."""
+AddStatesFromEpisodesToBatch): each episode chunk cut into sequences of `max_seq_len` steps, zero-
+padded to [S, max_seq_len, ...] with a mask False on the padding, each from the STATE_IN its runner
+stored for its first step. Sequences never cross episodes."""
 
 import numpy as np
 
-from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
-
-ALL_OBS_MASK = "all_obs_mask"  # add_time_dim_to_all_obs's mask: True for the real observations
+from rlcourse.core import ALL_OBS_MASK, LOSS_MASK, STATE_IN, STATE_OUT
 
 
 def sequence_lengths(chunk_lengths: list[int], max_seq_len: int) -> np.ndarray:
@@ -39,10 +36,9 @@ def add_time_dim(flat: dict[str, np.ndarray], chunk_lengths: list[int], max_seq_
 
 
 def add_time_dim_to_all_obs(flat: dict[str, np.ndarray], max_seq_len: int) -> dict[str, np.ndarray]:
-    """Each chunk's n+1 observations (`all_obs`, the one to bootstrap from last) as padded
-    sequences, with ALL_OBS_MASK and STATE_IN; the last observation's state is the chunk's last
-    STATE_OUT. One forward pass gives V of every step and of the step after it, the bootstrap
-    value from the learner's own LSTM (RLlib's AddOneTsToEpisodesAndTruncate)."""
+    """Each chunk's n+1 observations (`all_obs`, the bootstrap one last, its state the chunk's last
+    STATE_OUT) as padded sequences with ALL_OBS_MASK and STATE_IN: one forward pass gives every V
+    and the bootstrap value (RLlib's AddOneTsToEpisodesAndTruncate)."""
     is_last = np.ones(len(flat["all_obs"]), dtype=bool)
     is_last[flat["obs_index"]] = False
     states = np.empty((len(is_last), *flat[STATE_IN].shape[1:]), flat[STATE_IN].dtype)

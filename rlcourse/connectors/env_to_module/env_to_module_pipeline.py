@@ -1,7 +1,6 @@
-"""EnvToModulePipeline: the connectors `config.env_runners(env_to_module_connector=fn)` returns,
-applied in order. Runners record their output in episodes, so the Learner trains on what the policy
-saw. A connector is a ConnectorV2 or a function `obs_batch -> obs_batch` keeping the space.
-"""
+"""EnvToModulePipeline: the connectors `config.env_runners(env_to_module_connector=fn)` returns
+(ConnectorV2s, or functions obs_batch -> obs_batch keeping the space), applied in order. Runners
+record their output in episodes, so the Learner trains on what the policy saw."""
 
 import inspect
 from collections.abc import Callable
@@ -21,8 +20,7 @@ Connector = ConnectorV2 | Callable[[Any], np.ndarray]
 
 def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> list[Connector]:
     """The connectors `factory` returns, called as RLlib 2.60 does, `fn(env, spaces, device)`, or
-    with as many of these as it takes (`fn(env)`, or a connector class itself: `FlattenObservations`);
-    env is None when the Algorithm probes spaces."""
+    with as many of these as it takes (`fn(env)`, `FlattenObservations`); env None: probing."""
     try:
         kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
@@ -70,7 +68,7 @@ class EnvToModulePipeline:
         return observations
 
     def process_items(self, items: list[Any]) -> list[Any] | np.ndarray:
-        """Single observations (ended episodes' last ones, to bootstrap from) as one batch."""
+        """Single observations (ended episodes' last ones) as one batch."""
         if not self.connectors:
             return items
         space = self.input_observation_space
@@ -80,7 +78,7 @@ class EnvToModulePipeline:
         return [c for c in self.connectors if isinstance(c, ConnectorV2)]
 
     def get_state(self) -> list[dict[str, Any]]:
-        """Each ConnectorV2's state, in order (plain data, for checkpoints)."""
+        """Each ConnectorV2's state, in order (plain data)."""
         return [c.get_state() for c in self._stateful()]
 
     def check_state(self, states: Any, where: str) -> None:

@@ -1,11 +1,7 @@
-"""FrameStackingEnvToModule: the module acts on the last `num_frames` frames of each sub-env,
-stacked along the channel axis (oldest first, zeros before an episode's first frame, as RLlib's).
-
-The stacks exist only for acting: episodes keep single frames, plus the `num_frames - 1` frames
-before a chunk that continues an episode (`lookback_observations`), and the FrameStackingLearner
-rebuilds the stacks on the learner. So frames cross the object store once, not `num_frames` times
-(benchmarks/frame_stacking_bytes.py measures both).
-"""
+"""FrameStackingEnvToModule: the module acts on each sub-env's last `num_frames` frames stacked on
+the channel axis (oldest first, zeros before an episode's first, as RLlib's). Episodes keep single
+frames (and the `num_frames - 1` before a continued chunk) for FrameStackingLearner to restack, so
+frames cross the object store once (benchmarks/frame_stacking_bytes.py)."""
 
 from typing import Any
 
@@ -17,8 +13,8 @@ from rlcourse.utils.validation import ConfigError
 
 
 class FrameStackingEnvToModule(ConnectorV2):
-    """Keeps each sub-env's stack [N, H, W, C * num_frames]; the runner pushes every new frame
-    (`push`) and acts on `stacked`. Passes observations through unchanged, for the episodes."""
+    """Keeps each sub-env's stack [N, H, W, C * num_frames]: the runner `push`es every new frame
+    and acts on `stacked`; observations pass through unchanged, for the episodes."""
 
     def __init__(self, num_frames: int = 1):
         if not (isinstance(num_frames, int) and num_frames >= 1):
@@ -43,8 +39,8 @@ class FrameStackingEnvToModule(ConnectorV2):
         return observations  # episodes record single frames; acting reads `stacked`
 
     def push(self, frames: np.ndarray, new_episode: np.ndarray | None = None) -> np.ndarray:
-        """Add each sub-env's newest frame; `new_episode` rows (all, the first time) restart
-        from zeros. Returns the stacks to act on."""
+        """Add each sub-env's newest frame (`new_episode` rows, all at first, restart from zeros);
+        return the stacks."""
         channels = frames.shape[-1]
         if self.stacked is None or new_episode is None:
             self.stacked = np.zeros((*frames.shape[:-1], channels * self.num_frames), frames.dtype)

@@ -1,5 +1,5 @@
-"""FrameStackingLearner: the learner rebuilds the frame stacks the runners acted on, from episodes
-of single frames (FrameStackingEnvToModule's); set both with the same `num_frames`:
+"""FrameStackingLearner: rebuilds the stacks the runners acted on from episodes of single frames
+(FrameStackingEnvToModule's); set both with the same `num_frames`:
 
     config.env_runners(env_to_module_connector=lambda env: FrameStackingEnvToModule(num_frames=4))
           .training(learner_connector=lambda obs_space, act_space: FrameStackingLearner(num_frames=4))
@@ -21,8 +21,7 @@ class FrameStackingLearner:
         return [self.stack(episode) for episode in episodes]
 
     def stack(self, episode: SingleAgentEpisode) -> SingleAgentEpisode:
-        """One chunk with stacked observations: zeros before an episode's first frame; a chunk
-        that continues an episode starts from the frames the runner kept for it."""
+        """One chunk with stacked observations, after zeros or the frames the runner kept for it."""
         frames, k = episode.observations, self.num_frames
         before = episode.lookback_observations
         if episode.t_started == 0:

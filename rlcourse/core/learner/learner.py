@@ -1,6 +1,6 @@
 """Learner: the torch RLModule and its optimizer; `update(episodes)` is `build_batch`, then
-`num_epochs` of minibatch SGD on `compute_loss`. Several Learners (LearnerGroup's actors) all-reduce
-their gradients after every backward pass, so all take the same steps with the same weights."""
+`num_epochs` of minibatch SGD on `compute_loss`, all-reducing gradients between data-parallel
+Learners so that all take the same steps."""
 
 import copy
 import math
@@ -14,11 +14,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import (
-    ALL_OBS_MASK,
-    add_time_dim_to_all_obs,
-)
-from rlcourse.core import LOSS_MASK, STATE_IN
+from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim_to_all_obs
+from rlcourse.core import ALL_OBS_MASK, LOSS_MASK, STATE_IN
 from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
 from rlcourse.core.rl_module.default_model_config import lstm_settings
 from rlcourse.core.rl_module.rl_module import RLModule, build_module
@@ -53,8 +50,8 @@ class Learner:
         self.offline_iterator: Any = None  # this learner's split of offline data (update_from_iterator)
 
     def configure_optimizer(self) -> torch.optim.Optimizer:
-        """Adam on all the module's weights at `config.lr`; SAC gives each loss a group of its own."""
-        # fused: one kernel for all parameters instead of a Python loop over them (~15% per step).
+        """Adam on all the module's weights at `config.lr` (SAC: a group per loss); fused: one
+        kernel for all parameters instead of a Python loop over them."""
         return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
 
     def open_store_socket(self) -> tuple[str, int]:
@@ -67,9 +64,8 @@ class Learner:
 
     def setup_distributed(self, rank: int, world_size: int, host: str, port: int,
                           num_threads: int = 1, store_path: str | None = None) -> None:
-        """Join the process group (NCCL between whole GPUs, else gloo), taking rank 0's weights.
-        `store_path`: learners on one machine meet in a file only this user can open, not in
-        torch's TCP store, which any local user could read and write."""
+        """Join the process group (NCCL between whole GPUs, else gloo), taking rank 0's weights;
+        on one machine, meet in `store_path`, a file only this user can open (not a TCP store)."""
         torch.set_num_threads(num_threads)
         if host.startswith("127."):
             # gloo and NCCL otherwise use the interface of the machine's hostname, maybe not loopback.
@@ -90,7 +86,7 @@ class Learner:
         self.join_group(rank, world_size)
 
     def join_group(self, rank: int, world_size: int) -> None:
-        """Take part in the joined process group: rank 0's weights, a random stream per rank."""
+        """Take rank 0's weights and a random stream of this rank's."""
         self.world_size = world_size
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0)
@@ -109,9 +105,8 @@ class Learner:
         return torch.as_tensor(value, dtype=dtype, device=self.device)
 
     def all_obs_batch(self, flat: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Every observation of the flattened chunks (`flatten_episodes`), each chunk's bootstrap
-        one included, for one forward pass (`forward_all_obs`): `all_obs` as it is, or for a
-        stateful module as padded sequences from their STATE_IN (add_time_dim_to_all_obs)."""
+        """Every observation of the flattened chunks, bootstrap ones included, for one forward pass
+        (`forward_all_obs`); for a stateful module as padded sequences (add_time_dim_to_all_obs)."""
         if STATE_IN not in flat:
             return {"all_obs": flat["all_obs"]}
         return add_time_dim_to_all_obs(flat, lstm_settings(self.config.model_config)["max_seq_len"])
@@ -128,13 +123,12 @@ class Learner:
     def update(self, episodes: list[SingleAgentEpisode], num_minibatches: int | None = None
                ) -> dict[str, float]:
         """Minibatch SGD over the batch built from `episodes`; returns mean loss statistics.
-        `num_minibatches` comes from the config, not the shard: all learners take the same steps."""
+        `num_minibatches` is the config's, not the shard's: all learners take the same steps."""
         if self.learner_connector is not None:
             episodes = self.learner_connector(episodes)
         batch = {k: self.to_device(v) for k, v in self.build_batch(episodes).items()}
         size = len(batch["actions"])
-        if num_minibatches is None:
-            num_minibatches = self.config.get_num_minibatches_per_epoch()
+        num_minibatches = num_minibatches or self.config.get_num_minibatches_per_epoch()
         stats: dict[str, list[torch.Tensor | float]] = {}
         for _ in range(self.config.num_epochs):
             for index in self.minibatch_indices(size, num_minibatches):
@@ -160,9 +154,8 @@ class Learner:
         return results
 
     def update_from_iterator(self, iterator: Any = None, **kwargs: Any) -> dict[str, Any]:
-        """`update_from_batch` on the next batch that this learner reads from its own split of
-        offline data (`iterator.next_batch()`; OfflineData.sample(num_shards=...)). The iterator
-        comes with the first call and is kept; its rows never pass through the driver."""
+        """`update_from_batch` on the next batch of this learner's split of offline data (the
+        iterator comes with the first call and is kept; its rows never pass through the driver)."""
         if iterator is not None:
             self.offline_iterator = iterator
         return self.update_from_batch(self.offline_iterator.next_batch(), **kwargs)
@@ -173,8 +166,8 @@ class Learner:
         return list(torch.tensor_split(permutation, num_minibatches))
 
     def apply_gradients(self, minibatch_size: int) -> float:
-        """Average gradients over learners (weighted by shard size), clip, and step. A non-finite
-        all-reduced norm raises NonFiniteUpdateError on every learner, before any weight changes."""
+        """Average gradients over learners (weighted by shard size), clip, and step; a non-finite
+        norm raises NonFiniteUpdateError on every learner before any weight changes."""
         params = [p for p in self.module.parameters() if p.grad is not None]
         if self.world_size > 1:
             # One all-reduce: every gradient times this shard's size, plus the size itself.
@@ -182,10 +175,8 @@ class Learner:
                              + [self.to_device([float(minibatch_size)])])
             dist.all_reduce(flat)
             flat = flat[:-1] / flat[-1]
-            offset = 0
-            for p in params:
-                p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
-                offset += p.numel()
+            for p, grad in zip(params, flat.split([p.numel() for p in params]), strict=True):
+                p.grad.copy_(grad.view_as(p))
         max_norm = self.config.grad_clip if self.config.grad_clip is not None else math.inf
         # Clipped per parameter group: each group is one loss's parameters (one group but for SAC).
         group_norms = [torch.nn.utils.clip_grad_norm_(
@@ -209,18 +200,16 @@ class Learner:
         self.module.set_state(weights)
 
     def get_state(self) -> dict[str, Any]:
-        """Everything an update depends on: tensors copied to the CPU (a GPU learner's checkpoint
-        loads anywhere, and saving can overlap the next update), the rest plain data."""
+        """Everything an update depends on, tensors copied to the CPU (a GPU learner's checkpoint
+        loads anywhere, and saving can overlap the next update)."""
         return {"module": to_cpu(self.module.state_dict()),
                 "optimizer": to_cpu(self.optimizer.state_dict()),
                 "torch_rng": torch.get_rng_state(), "rng": to_plain(self.rng),
                 "num_updates": self.num_updates}
 
     def check_state(self, state: dict[str, Any], name: Callable[[str], str] = str) -> None:
-        """Refuse a saved `get_state()` this learner could not continue from, before any is taken:
-        weights unlike its own or not finite, an unsound optimizer state (learner_state.py), a bad
-        count or random generator. `name(key)` names the field, and its file, in the error;
-        subclasses check what they add."""
+        """Refuse a saved `get_state()` this learner could not continue from, before any is taken;
+        `name(key)` names the field and its file. Subclasses check what they add."""
         if "module" in state:  # a MultiAgentLearner checks its modules' weights at once
             check_like(state["module"], to_cpu(self.module.state_dict()), name("module"))
         check_optimizer_state(state["optimizer"], self.optimizer, name("optimizer"))
@@ -244,8 +233,7 @@ class Learner:
 def forward_all_obs(module: RLModule, batch: dict[str, torch.Tensor], dist_inputs: bool = True,
                     values: bool = True) -> dict[str, torch.Tensor]:
     """`module`'s "action_dist_inputs" and "values" (those asked for) at every observation of an
-    `all_obs_batch`, flat in all_obs's order: a stateful module runs over the sequences, and the
-    padding is dropped. The value head reuses the policy's encoder output when they share it."""
+    `all_obs_batch`, flat, padding dropped; the value head reuses a shared encoder's output."""
     inputs = {"obs": batch["all_obs"], **({STATE_IN: batch[STATE_IN]} if STATE_IN in batch else {})}
     out = module.forward_train(inputs) if dist_inputs else {}
     if values:

@@ -1,8 +1,5 @@
-"""MultiAgentLearner: updates several modules, each with its own optimizer, from their agents' steps.
-
-RLlib's Learner holds a MultiRLModule and an optimizer per module; here it is one single-agent
-Learner per module, so each module's loss and update are the code of the single-agent lessons.
-"""
+"""MultiAgentLearner: one single-agent Learner per module (RLlib's holds a MultiRLModule and an
+optimizer per module), so each module's loss and update are the single-agent lessons' code."""
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -48,8 +45,8 @@ class MultiAgentLearner:
 
     def update(self, episodes: dict[ModuleID, list[SingleAgentEpisode]],
                num_minibatches: dict[ModuleID, int]) -> dict[ModuleID, dict[str, float]]:
-        """Update each module in `episodes` (those in `policies_to_train`) on its own agents' steps,
-        in the same order on every data-parallel copy, so their all-reduces pair up."""
+        """Update each module in `episodes` on its agents' steps, in the same order on every
+        data-parallel copy, so their all-reduces pair up."""
         return {mid: self.learners[mid].update(module_episodes, num_minibatches[mid])
                 for mid, module_episodes in episodes.items()}
 
@@ -72,8 +69,8 @@ class MultiAgentLearner:
                             for mid, state in states.items()}}
 
     def check_state(self, state: dict[str, Any], name: Callable[[str], str] = str) -> None:
-        """Refuse a saved `get_state()` before any module takes it: the weights of all modules,
-        then each module's own part with its Learner's check_state."""
+        """Refuse a saved `get_state()` before any module takes it: all weights, then each
+        module's part with its Learner's check_state."""
         check_like(state["module"], to_cpu(self.module.state_dict()), name("module"))
         for key in ("optimizer", "rng", "modules"):
             if not isinstance(state[key], dict) or set(state[key]) != set(self.learners):

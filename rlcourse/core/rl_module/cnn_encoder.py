@@ -1,11 +1,7 @@
-"""The CNN encoder for image observations (RLlib's `conv_filters`, `conv_activation`): the layers
-and the shapes they make, checked when a module is built, and the network twice: in torch for
-learners, in NumPy for runners (im2col by stride tricks, so no torch in runner processes;
-tests/test_cnn_encoder.py checks the two agree, benchmarks/startup_memory.py shows what torch costs).
-
-Images are channels-last [H, W, C], as gymnasium's and RLlib's are. Each layer pads "same" but the
-last, which pads "valid", so RLlib's default filters take 84x84 and 42x42 images to 1x1.
-"""
+"""The CNN encoder for channels-last [H, W, C] images (RLlib's `conv_filters`, `conv_activation`):
+its layers, checked when a module is built, in torch for learners and in NumPy for runners (im2col
+by stride tricks). Each layer pads "same" but the last ("valid"), as RLlib's, so RLlib's default
+filters take 84x84 and 42x42 images to 1x1."""
 
 from typing import Any
 
@@ -33,9 +29,7 @@ def _pair(value: Any) -> tuple[int, int] | None:
 
 def conv_layers(obs_shape: tuple[int, ...], model_config: dict) -> list[ConvLayer]:
     """The CNN's layers for observations of `obs_shape`: `conv_filters`, or RLlib's default for
-    84x84 and 42x42 images; [] (no CNN) for vectors and other images without conv_filters. Raises
-    ConfigError naming the setting for filters of the wrong form, filters on vectors, or filters
-    that shrink the image to nothing."""
+    84x84 and 42x42 images; [] (no CNN) for vectors and other images without conv_filters."""
     filters = model_config.get("conv_filters")
     if len(obs_shape) != 3:
         if filters:
@@ -57,16 +51,6 @@ def conv_layers(obs_shape: tuple[int, ...], model_config: dict) -> list[ConvLaye
         layers.append((out, _pair(kernel), _pair(stride)))
     output_shapes(obs_shape, layers)
     return layers
-
-
-def check_image_space(space: Any) -> None:
-    """Refuse integer images: the CNN takes float frames of small values (RLlib's Atari frames are
-    in [-1, 1)); raw pixels in [0, 255] would saturate its first layer."""
-    if not np.issubdtype(space.dtype, np.floating):
-        raise ConfigError("observation_space", space, f"the CNN encoder takes float images, and "
-                          f"these are {space.dtype} in [{space.low.min()}, {space.high.max()}]: "
-                          "scale them in the env to float32 in [0, 1] or [-1, 1] (as "
-                          "wrap_atari_for_new_api_stack does).", "environment")
 
 
 def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
@@ -99,11 +83,17 @@ def paddings(obs_shape: tuple[int, ...], layers: list[ConvLayer]) -> list[tuple[
             else (0, 0, 0, 0) for k, ((h, w), (_, kr, s)) in enumerate(zip(sizes, layers, strict=False))]
 
 
-def torch_cnn(obs_shape: tuple[int, ...], layers: list[ConvLayer], activation: str) -> Any:
-    """The learner's CNN: [B, C, H, W] images in (the module permutes its channels-last
-    observations), [B, features] out."""
+def torch_cnn(space: Any, layers: list[ConvLayer], activation: str) -> tuple[Any, int]:
+    """The learner's CNN for images of Box `space` ([B, C, H, W] in, [B, features] out) and its
+    number of features. Refuses integer images: raw pixels would saturate its first layer."""
     from torch import nn  # learners only
 
+    if not np.issubdtype(space.dtype, np.floating):
+        raise ConfigError("observation_space", space, f"the CNN encoder takes float images, and "
+                          f"these are {space.dtype} in [{space.low.min()}, {space.high.max()}]: "
+                          "scale them in the env to float32 in [0, 1] or [-1, 1] (as "
+                          "wrap_atari_for_new_api_stack does).", "environment")
+    obs_shape = space.shape
     acts = {"relu": nn.ReLU, "tanh": nn.Tanh, "linear": nn.Identity}
     modules: list[nn.Module] = []
     in_channels = obs_shape[2]
@@ -112,7 +102,7 @@ def torch_cnn(obs_shape: tuple[int, ...], layers: list[ConvLayer], activation: s
         modules += [nn.ZeroPad2d((left, right, top, bottom)),
                     nn.Conv2d(in_channels, out, kernel, stride), acts[activation]()]
         in_channels = out
-    return nn.Sequential(*modules, nn.Flatten())
+    return nn.Sequential(*modules, nn.Flatten()), int(np.prod(output_shapes(obs_shape, layers)[-1]))
 
 
 class NumpyCNN:

@@ -1,7 +1,6 @@
-"""DefaultLSTMModule: RLlib's `use_lstm` model: the MLP encoder (fcnet_hiddens), an LSTM of
-`lstm_cell_size` units, and linear policy and value heads on its output, both reading one LSTM (as
-RLlib's examples set vf_share_layers=True). Learners run it over zero-padded [B, T] sequences, each
-from its STATE_IN; runners step its NumPy twin (numpy_lstm.py) one step at a time."""
+"""DefaultLSTMModule: RLlib's `use_lstm` model, the MLP encoder, an LSTM of `lstm_cell_size` units
+and linear policy and value heads on its output. Learners run it over zero-padded [B, T] sequences;
+runners step its NumPy twin (numpy_lstm.py)."""
 
 import numpy as np
 import torch
@@ -33,8 +32,8 @@ class DefaultLSTMModule(DefaultActorCriticModule):
         return np.zeros((2, self.cell_size), dtype=np.float32)
 
     def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Sequences batch["obs"] [B, T, ...] from batch[STATE_IN] [B, 2, cell]: the heads' inputs
-        per step ([B, T, ...]), the LSTM's outputs as `embeddings`, and STATE_OUT after step T."""
+        """Sequences batch["obs"] [B, T, ...] from batch[STATE_IN] [B, 2, cell]: per step, the
+        policy's inputs and the LSTM's outputs (`embeddings`); STATE_OUT after step T."""
         if STATE_IN not in batch:
             raise ValueError("DefaultLSTMModule is stateful (use_lstm): pass sequences batch['obs'] "
                              f"[B, T, ...] with batch[{STATE_IN!r}] [B, 2, lstm_cell_size], e.g. "

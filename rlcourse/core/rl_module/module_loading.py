@@ -45,8 +45,8 @@ class SavedModule(NamedTuple):
 
 
 def read_saved_module(path: str | os.PathLike, allowed: Iterable[Any] = ()) -> SavedModule:
-    """The checkpoint's module, its config read with the allowlist (`allowed`: your classes and env
-    creators it names); its callbacks class is never imported."""
+    """The checkpoint's module, its config read with the allowlist `allowed` (your classes and env
+    creators it names; never its callbacks class)."""
     state, tensors = read_checkpoint(path)
     source = f"The checkpoint {path}"
     if "config" not in state or "module" not in tensors.get("learner.pt", {}):

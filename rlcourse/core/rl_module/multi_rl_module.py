@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 class MultiRLModule(torch.nn.ModuleDict):
-    """{module_id: RLModule}; weights in and out as {module_id: weights}. A `torch.nn.ModuleDict`, so
-    `state_dict()` names every weight "<module_id>.<name>" and one checkpoint file holds all modules."""
+    """{module_id: RLModule}, weights as {module_id: weights}; `state_dict()` names every weight
+    "<module_id>.<name>", so one checkpoint file holds all modules."""
 
     def get_state(self, inference_only: bool = False) -> dict[ModuleID, dict[str, np.ndarray]]:
         return {mid: module.get_state(inference_only=inference_only) for mid, module in self.items()}

@@ -1,8 +1,5 @@
-"""MultiRLModuleSpec: one RLModuleSpec per module id (RLlib's shape), and its spaces from the env.
-
-A module's spaces come from the agents mapped to it, unless its spec names them. Torch-free: configs
-and runners import it (the torch MultiRLModule is built from it on learners).
-"""
+"""MultiRLModuleSpec: one RLModuleSpec per module id (RLlib's shape), each module's spaces those of
+the agents mapped to it unless its spec names them. Torch-free: configs and runners import it."""
 
 import inspect
 from collections.abc import Callable, Iterable
@@ -38,8 +35,8 @@ class MultiRLModuleSpec:
 
 def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSpec | None] | None
                         ) -> dict[ModuleID, RLModuleSpec]:
-    """`config.multi_agent(policies=...)` as specs: a set of ids, or {id: None or RLModuleSpec}
-    (a spec may set the module's spaces, class or model_config). None: RLlib's "default_policy"."""
+    """`config.multi_agent(policies=...)` (a set of ids, or {id: None or RLModuleSpec}; None:
+    RLlib's "default_policy") as specs."""
     if policies is None:
         return {DEFAULT_MODULE_ID: RLModuleSpec()}
     if not isinstance(policies, dict):
@@ -55,8 +52,8 @@ def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSp
 
 
 def module_config(config: Any, module_id: ModuleID, spec: MultiRLModuleSpec, index: int) -> Any:
-    """The config that builds and trains module `module_id`: its spec's class and model_config
-    where the spec sets them, and a seed of its own (separate policies must not start identical)."""
+    """The config of module `module_id`: its spec's class and model_config where set, and a seed
+    of its own (separate policies must not start identical)."""
     own = spec.rl_module_specs[module_id]
     sub = config.copy()
     if own.module_class is not None:
@@ -69,7 +66,6 @@ def module_config(config: Any, module_id: ModuleID, spec: MultiRLModuleSpec, ind
 
 
 def unknown_module_error(agent_id: Any, module_id: Any, module_ids: Iterable[ModuleID]) -> ValueError:
-    """The error for a policy_mapping_fn that maps an agent to a module no one defined."""
     return ValueError(
         f"policy_mapping_fn mapped agent {agent_id!r} to policy {module_id!r}, which is not one of "
         f"the policies {names(module_ids)}. Add {module_id!r} to "
@@ -97,8 +93,8 @@ def space_mismatch_error(agent_id: Any, module_id: ModuleID, have: tuple, want: 
 
 def resolve_multi_rl_module_spec(policies: Any, policy_mapping_fn: Callable | None, env: Any,
                                  env_name: str = "the env") -> MultiRLModuleSpec:
-    """The specs of `policies` with every module's spaces filled in from `env`'s agents, after
-    checking (before any runner starts) that each agent maps to a known module with its spaces."""
+    """The specs of `policies`, every module's spaces filled in from `env`'s agents, checking
+    first that each agent maps to a known module of its spaces."""
     specs = specs_from_policies(policies)
     source = {mid: "set in config.multi_agent(policies=...)" for mid, s in specs.items()
               if s.observation_space is not None}
@@ -149,8 +145,7 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
 
 
 def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
-    """`validate()`'s checks of a multi-agent config (policies set): `fail(config, setting, fix)`
-    raises."""
+    """`validate()`'s checks of a multi-agent config; `fail(config, setting, fix)` raises."""
     policies, mapping_fn, to_train = config.policies, config.policy_mapping_fn, config.policies_to_train
     if not isinstance(policies, dict | set | frozenset | list | tuple) or not policies:
         fail(config, "policies", "give a non-empty set of module ids, e.g. {'main', 'opponent'}, "

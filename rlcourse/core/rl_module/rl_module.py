@@ -13,12 +13,7 @@ import torch
 from torch import nn
 
 from rlcourse.core import STATE_IN, STATE_OUT
-from rlcourse.core.rl_module.cnn_encoder import (
-    check_image_space,
-    conv_layers,
-    output_shapes,
-    torch_cnn,
-)
+from rlcourse.core.rl_module.cnn_encoder import conv_layers, torch_cnn
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
@@ -143,11 +138,9 @@ class DefaultActorCriticModule(RLModule):
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
         if layers := conv_layers(self.info.obs_shape, self.model_config):  # images: cnn_encoder.py
-            check_image_space(self.observation_space)
-            self.cnn = torch_cnn(self.info.obs_shape, layers,
-                                 self.model_config.get("conv_activation", "relu"))
-            self.info = replace(self.info, obs_dim=int(np.prod(
-                output_shapes(self.info.obs_shape, layers)[-1])))
+            self.cnn, features = torch_cnn(self.observation_space, layers,
+                                           self.model_config.get("conv_activation", "relu"))
+            self.info = replace(self.info, obs_dim=features)
         # Checkpoints written before vf_share_layers existed hold two separate networks.
         self.vf_share_layers = bool(self.model_config.get("vf_share_layers", False))
         if self.vf_share_layers:

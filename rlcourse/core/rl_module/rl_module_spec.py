@@ -1,6 +1,5 @@
 """RLModuleSpec: RLlib's description of an RLModule to build (class, model_config, spaces); in a
-config it says what `rl_module(rl_module_class=..., model_config=...)` says. Torch-free for runners.
-"""
+config, what `rl_module(rl_module_class=..., model_config=...)` says. Torch-free for runners."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +20,7 @@ class RLModuleSpec:
     model_config: dict | None = None
 
     def build(self) -> Any:
-        """The module for these spaces (default class: PPO's and IMPALA's actor-critic MLP, with an
-        LSTM for use_lstm)."""
+        """The module for these spaces (default class: the actor-critic MLP, or LSTM for use_lstm)."""
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")
@@ -32,8 +30,8 @@ class RLModuleSpec:
 
 
 def default_actor_critic_class(model_config: dict) -> type:
-    """PPO's and IMPALA's default module: the MLP, or with an LSTM for model_config use_lstm (each
-    imported here only when chosen: both import torch)."""
+    """PPO's and IMPALA's default module: the MLP, or the LSTM for use_lstm (imported only when
+    chosen: both import torch)."""
     if model_config.get("use_lstm"):
         from rlcourse.core.rl_module.lstm_module import DefaultLSTMModule
         return DefaultLSTMModule

@@ -13,8 +13,7 @@ from test_connectors import DictEnv, mean_std_filter
 import rlcourse.course.evaluate as evaluate
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
-from rlcourse.core.rl_module.export import TracedConnector, export_policy
-from rlcourse.core.rl_module.module_loading import greedy_env_actions
+from rlcourse.core.rl_module.module_loading import TracedConnector, export_policy, greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.serve.deployment import PolicyDeployment
 from rlcourse.utils.validation import ConfigError

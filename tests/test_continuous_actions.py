@@ -12,8 +12,7 @@ import ray
 import torch
 from helpers import small_ppo
 
-from rlcourse.core.rl_module.export import export_policy
-from rlcourse.core.rl_module.module_loading import greedy_env_actions
+from rlcourse.core.rl_module.module_loading import export_policy, greedy_env_actions
 from rlcourse.core.rl_module.numpy_mlp import to_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.course.scaling import measure_throughput, scaling_config

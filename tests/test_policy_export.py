@@ -21,8 +21,7 @@ from test_rl_module import TinyModule
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.env_to_module import FlattenObservations
-from rlcourse.core.rl_module.export import export_policy
-from rlcourse.core.rl_module.module_loading import greedy_env_actions
+from rlcourse.core.rl_module.module_loading import export_policy, greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.utils.checkpoints import CheckpointError
 

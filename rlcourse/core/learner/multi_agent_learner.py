@@ -80,8 +80,7 @@ class MultiAgentLearner:
             if not isinstance(state["modules"][mid], dict):
                 raise CheckpointError(f"{name('modules')}[{mid!r}] must be a dict.")
             learner.check_state(
-                {"optimizer": state["optimizer"][mid], "torch_rng": state["torch_rng"],
-                 "rng": state["rng"][mid], **state["modules"][mid]},
+                _module_state(state, mid),
                 lambda key, mid=mid: (name(key) if key == "torch_rng" else
                                       f"{name(key)}[{mid!r}]" if key in ("optimizer", "rng") else
                                       f"{name('modules')}[{mid!r}].{key}"))
@@ -89,8 +88,11 @@ class MultiAgentLearner:
     def set_state(self, state: dict[str, Any]) -> None:
         for mid, learner in self.learners.items():
             prefix = f"{mid}."
-            learner.set_state({
-                "module": {k[len(prefix):]: v for k, v in state["module"].items()
-                           if k.startswith(prefix)},
-                "optimizer": state["optimizer"][mid], "torch_rng": state["torch_rng"],
-                "rng": state["rng"][mid], **state["modules"][mid]})
+            learner.set_state({**_module_state(state, mid), "module": {
+                k[len(prefix):]: v for k, v in state["module"].items() if k.startswith(prefix)}})
+
+
+def _module_state(state: dict[str, Any], mid: ModuleID) -> dict[str, Any]:
+    """Module `mid`'s Learner state in a MultiAgentLearner's (its weights aside)."""
+    return {"optimizer": state["optimizer"][mid], "torch_rng": state["torch_rng"],
+            "rng": state["rng"][mid], **state["modules"][mid]}

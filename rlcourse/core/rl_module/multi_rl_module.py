@@ -22,8 +22,7 @@ class MultiRLModule(torch.nn.ModuleDict):
 
     def set_state(self, state: dict[ModuleID, dict[str, np.ndarray]]) -> None:
         """Load the modules named in `state`; the others keep their weights."""
-        unknown = set(state) - set(self.keys())
-        if unknown:
+        if unknown := set(state) - set(self.keys()):
             raise KeyError(f"MultiRLModule.set_state(): no module {sorted(unknown)[0]!r}; its "
                            f"modules are {sorted(self.keys())}.")
         for mid, weights in state.items():

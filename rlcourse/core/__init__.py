@@ -11,4 +11,4 @@ ALL_MODULES = "__all_modules__"
 STATE_IN = "state_in"  # a stateful module's state before a step (or a sequence's first step)
 STATE_OUT = "state_out"  # its state after the step: the next step's STATE_IN
 LOSS_MASK = "loss_mask"  # True for a sequence's real steps, False for its zero padding
-ALL_OBS_MASK = "all_obs_mask"  # the same for sequences of all observations (add_time_dim_to_all_obs)
+ALL_OBS_MASK = "all_obs_mask"  # the same for sequences of all observations (the bootstrap one too)

@@ -45,12 +45,12 @@ class EnvToModulePipeline:
     def __init__(self, connectors: list[Connector], input_observation_space: gym.Space,
                  input_action_space: gym.Space, update_stats: bool = True):
         self.connectors = connectors
+        self.stateful = [c for c in connectors if isinstance(c, ConnectorV2)]  # functions have none
         self.update_stats = update_stats  # False in evaluation: statistics frozen
         self.input_observation_space = input_observation_space
         space = input_observation_space
-        for connector in connectors:
-            if isinstance(connector, ConnectorV2):
-                space = connector.recompute_output_observation_space(space, input_action_space)
+        for connector in self.stateful:
+            space = connector.recompute_output_observation_space(space, input_action_space)
         self.observation_space = space
         # The runner acts on its stacks; episodes keep the frames before it (frame_stacking.py).
         self.frame_stacking = next((c for c in connectors
@@ -74,12 +74,9 @@ class EnvToModulePipeline:
         space = self.input_observation_space
         return self(concatenate(space, items, create_empty_array(space, len(items))))
 
-    def _stateful(self) -> list[ConnectorV2]:
-        return [c for c in self.connectors if isinstance(c, ConnectorV2)]
-
     def get_state(self) -> list[dict[str, Any]]:
         """Each ConnectorV2's state, in order (plain data)."""
-        return [c.get_state() for c in self._stateful()]
+        return [c.get_state() for c in self.stateful]
 
     def check_state(self, states: Any, where: str) -> None:
         """Refuse saved `get_state()` or merged states (None: none) before any step takes one."""
@@ -87,26 +84,25 @@ class EnvToModulePipeline:
             return
         if not isinstance(states, list):
             raise CheckpointError(f"{where} must be a list of each connector's state.")
-        for k, (connector, state) in enumerate(zip(self._stateful(), states, strict=False)):
+        for k, (connector, state) in enumerate(zip(self.stateful, states, strict=False)):
             connector.check_state(state, f"{where}[{k}]")
 
     def set_state(self, states: list[dict[str, Any]] | None) -> None:
         """Take `get_state()`'s or `merge_states()`'s result (None: nothing to take)."""
-        for connector, state in zip(self._stateful(), states or [], strict=False):
+        for connector, state in zip(self.stateful, states or [], strict=False):
             connector.set_state(state)
 
     def pop_buffers(self) -> list[dict[str, Any]] | None:
         """What the connectors learned since the last call; None if nothing."""
-        buffers = [c.pop_buffer() for c in self._stateful()]
+        buffers = [c.pop_buffer() for c in self.stateful]
         return buffers if any(buffers) else None
 
     def merge_states(self, base: list[dict[str, Any]] | None,
                      buffers: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """`base` (the merged states so far, or None) plus several runners' `pop_buffers()`."""
-        connectors = self._stateful()
-        base = base or [{}] * len(connectors)
+        base = base or [{}] * len(self.stateful)
         return [type(c).merge_states(b, [runner[k] for runner in buffers])
-                for k, (c, b) in enumerate(zip(connectors, base, strict=True))]
+                for k, (c, b) in enumerate(zip(self.stateful, base, strict=True))]
 
 
 def build_env_to_module_pipeline(config: Any, observation_space: gym.Space,

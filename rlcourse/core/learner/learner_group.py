@@ -202,18 +202,19 @@ class LearnerGroup:
         return self._get([getattr(learner, method).remote(*args, **kwargs)
                           for learner in self.remote_learners])
 
-    def _foreach_with_rng(self, method: str, state: dict, *extra: Callable) -> None:
-        """`method({**state, "rng": ...})` on every learner: its own saved RNG if the learner count
-        is the same, else the first; `extra(i)` gives more arguments for RNG i."""
+    def _foreach_with_rng(self, method: str, state: dict, name: Callable | None = None) -> None:
+        """`method` on every learner with `state` and one saved RNG: its own if the learner count
+        is the same, else the first (and, given `name`, the fields' names for its errors)."""
         state, rngs = dict(state), state["rngs"]
         del state["rngs"]
         count = max(1, self.config.num_learners)
-        index = range(count) if len(rngs) == count else [0] * count
+        args = [({**state, "rng": rngs[i]}, *([partial(_rng_name, name, i)] if name else []))
+                for i in (range(count) if len(rngs) == count else [0] * count)]
         if self.is_local:
-            getattr(self.local_learner, method)({**state, "rng": rngs[0]}, *(f(0) for f in extra))
-            return
-        self._get([getattr(learner, method).remote({**state, "rng": rngs[i]}, *(f(i) for f in extra))
-                   for learner, i in zip(self.remote_learners, index, strict=True)])
+            getattr(self.local_learner, method)(*args[0])
+        else:
+            self._get([getattr(learner, method).remote(*learner_args)
+                       for learner, learner_args in zip(self.remote_learners, args, strict=True)])
 
     def get_weights(self, inference_only: bool = False) -> dict[str, np.ndarray]:
         """The weights of learner 0 (all learners hold the same ones)."""
@@ -252,7 +253,7 @@ class LearnerGroup:
         the RNG set_state would give it (Learner.check_state); `name(key)` names field and file."""
         if not isinstance(state["rngs"], list) or not state["rngs"]:
             raise CheckpointError(f"{name('rngs')} must be a list of each learner's random state.")
-        self._foreach_with_rng("check_state", state, lambda i: partial(_rng_name, name, i))
+        self._foreach_with_rng("check_state", state, name)
 
     def set_state(self, state: dict) -> None:
         """Give every learner the saved state, with its own RNG if the learner count is the same."""

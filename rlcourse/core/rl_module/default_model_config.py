@@ -62,11 +62,6 @@ class DefaultModelConfig(dict):
     build time."""
 
 
-# The config line that makes a non-Box observation something the default module takes, as RLlib's.
-FLATTEN_FIX = ("config.env_runners(env_to_module_connector=lambda env: FlattenObservations()), "
-               "with `from rlcourse.connectors.env_to_module import FlattenObservations`")
-
-
 @dataclass(frozen=True)
 class SpaceInfo:
     """The default module's input size and action head."""
@@ -90,7 +85,9 @@ def space_info(observation_space: gym.Space, action_space: gym.Space) -> SpaceIn
             f"Unsupported observation_space {observation_space}: the default module takes Box "
             "observations only, as RLlib's does (this is the env's observation space after any "
             "env-to-module connectors). Have the FlattenObservations connector one-hot Discrete "
-            f"and flatten Dict/Tuple observations: {FLATTEN_FIX}. Or pass your own module with "
+            "and flatten Dict/Tuple observations: config.env_runners(env_to_module_connector="
+            "lambda env: FlattenObservations()), with `from rlcourse.connectors.env_to_module "
+            "import FlattenObservations`. Or pass your own module with "
             "config.rl_module(rl_module_class=...).")
     obs_dim, shape = int(np.prod(observation_space.shape)), tuple(observation_space.shape)
     if isinstance(action_space, gym.spaces.Discrete):

@@ -27,7 +27,7 @@ def env_action_offset(action_space: gym.Space) -> int:
 
 
 def to_env_actions(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
-    """A module's actions as the env takes them: clipped into a Box, shifted by a Discrete `start`."""
+    """A module's actions as the env takes them: clipped into a Box, plus a Discrete `start`."""
     if isinstance(action_space, gym.spaces.Box):
         return np.clip(actions, action_space.low, action_space.high)
     return actions + env_action_offset(action_space)
@@ -164,8 +164,8 @@ def default_action_head(action_space: gym.Space) -> Categorical | DiagGaussian:
 
 def sample_categorical(logits: np.ndarray, rng: np.random.Generator
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """One action per row of `logits` and its log-probability, by inverse-CDF sampling (one
-    random number per row, no softmax; ufunc reductions are cheaper than `.max()` on small batches)."""
+    """One action per row of `logits` and its log-probability, by inverse-CDF sampling: one
+    random number per row, no softmax (ufunc reductions: cheaper than `.max()` on small batches)."""
     shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)  # exp cannot overflow
     cdf = np.add.accumulate(np.exp(shifted), axis=1)
     total = cdf[:, -1]

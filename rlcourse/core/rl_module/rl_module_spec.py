@@ -20,7 +20,7 @@ class RLModuleSpec:
     model_config: dict | None = None
 
     def build(self) -> Any:
-        """The module for these spaces (default class: the actor-critic MLP, or LSTM for use_lstm)."""
+        """The module for these spaces (default class: the actor-critic MLP, or LSTM)."""
         if self.observation_space is None or self.action_space is None:
             raise ValueError("RLModuleSpec.build() needs observation_space and action_space: "
                              "pass them to RLModuleSpec(...), e.g. env.observation_space.")

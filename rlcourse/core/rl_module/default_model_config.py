@@ -22,6 +22,12 @@ ACTIVATIONS = ("tanh", "relu", "linear")  # values of model_config["fcnet_activa
 CONV_DEFAULTS = {"conv_filters": None, "conv_activation": "relu"}
 
 
+def uses_cnn(obs_shape: tuple[int, ...], model_config: dict) -> bool:
+    """Whether cnn_encoder.py has a say: image observations [H, W, C], or conv_filters set (which
+    it refuses on vectors). Vector observations skip it."""
+    return len(obs_shape) == 3 or bool(model_config.get("conv_filters"))
+
+
 def lstm_settings(model_config: dict) -> dict:
     """`model_config` with RLlib's defaults for the recurrent settings it leaves out."""
     return {**LSTM_DEFAULTS, **model_config}

@@ -10,7 +10,7 @@ import numpy as np
 
 from rlcourse.core import STATE_IN, STATE_OUT
 from rlcourse.core.rl_module.cnn_encoder import NumpyCNN, conv_layers
-from rlcourse.core.rl_module.default_model_config import SpaceInfo
+from rlcourse.core.rl_module.default_model_config import SpaceInfo, uses_cnn
 
 # Applied in place: each layer's output is a fresh array, so overwriting it saves an allocation.
 NUMPY_ACTIVATIONS = {"tanh": lambda x: np.tanh(x, out=x), "relu": lambda x: np.maximum(x, 0.0, out=x),
@@ -61,7 +61,8 @@ class NumpyMLP:
         self.info = info
         self.activation = NUMPY_ACTIVATIONS[model_config["fcnet_activation"]]
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        layers = conv_layers(info.obs_shape, model_config)  # images: the CNN first
+        layers = (conv_layers(info.obs_shape, model_config)  # images: the CNN first
+                  if uses_cnn(info.obs_shape, model_config) else [])
         self.cnn = NumpyCNN(info.obs_shape, layers, model_config.get("conv_activation", "relu")
                             ) if layers else None
 

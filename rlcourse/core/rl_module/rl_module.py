@@ -14,7 +14,7 @@ from torch import nn
 
 from rlcourse.core import STATE_IN, STATE_OUT
 from rlcourse.core.rl_module.cnn_encoder import conv_layers, torch_cnn
-from rlcourse.core.rl_module.default_model_config import space_info
+from rlcourse.core.rl_module.default_model_config import space_info, uses_cnn
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, InferenceModule, default_action_head
 from rlcourse.utils.checkpoints import CheckpointError
 
@@ -137,7 +137,8 @@ class DefaultActorCriticModule(RLModule):
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
-        if layers := conv_layers(self.info.obs_shape, self.model_config):  # images: cnn_encoder.py
+        if (uses_cnn(self.info.obs_shape, self.model_config)  # images: cnn_encoder.py
+                and (layers := conv_layers(self.info.obs_shape, self.model_config))):
             self.cnn, features = torch_cnn(self.observation_space, layers,
                                            self.model_config.get("conv_activation", "relu"))
             self.info = replace(self.info, obs_dim=features)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
-from rlcourse.env.env_state import wrapper_layers
 from rlcourse.utils.checkpoint_contents import config_to_json, names_class
 from rlcourse.utils.checkpoints import STATE_JSON, CheckpointError
 from rlcourse.utils.imports import class_path
@@ -20,7 +19,8 @@ LEARNER_PT = "learner.pt"
 TENSORS = ("module", "optimizer", "torch_rng", "target_module")
 # The bit generators a saved numpy Generator may name (serialization.from_plain builds it).
 BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
-FIX_MODEL = "Build the algorithm with the checkpoint's model_config, or use Algorithm.from_checkpoint."
+FIX_MODEL = ("Build the algorithm with the checkpoint's model_config, or use "
+             "Algorithm.from_checkpoint.")
 
 
 def learner_field(key: str) -> str:
@@ -57,7 +57,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
     if evaluation is not None and eval_group is None and algo.config.evaluation_interval:
         eval_group = build_eval_env_runner_group(algo)  # built on first use otherwise; needed now
     try:
-        _check_fits(algo, state, tensors, eval_group)
+        _check_fits(algo, state, tensors)
         algo.learner_group.check_state({**state["learner"], **tensors[LEARNER_PT]}, learner_field)
         try:
             _check_values(algo, state, eval_group, check_own)
@@ -86,10 +86,9 @@ def _shapes(tensors: dict[str, Any]) -> dict[str, tuple]:
     return {key: tuple(getattr(value, "shape", ())) for key, value in tensors.items()}
 
 
-def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any],
-                eval_group: Any) -> None:
-    """What a restore could fail on halfway: another algorithm, a missing part, another network,
-    other modules, sub-envs of other layers (the optimizer's and RNG's values: Learner.check_state)."""
+def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any]) -> None:
+    """What a restore could fail on halfway: another algorithm, a missing part, other modules,
+    another network (the values: Learner.check_state; the sub-envs: EnvRunner.check_state)."""
     name = str(state.get("config", {}).get("config_class", ""))
     if not names_class(name, type(algo.config)):
         raise CheckpointError(
@@ -106,7 +105,8 @@ def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any
         raise CheckpointError(f"The checkpoint's learner state has {sorted(saved)}, this "
                               f"algorithm's learner has {sorted(current)}.")
     if not isinstance(saved["module"], dict) or not isinstance(saved["optimizer"], dict):
-        raise CheckpointError("learner.pt: module and optimizer must be dicts, as torch saves them.")
+        raise CheckpointError(f"{LEARNER_PT}: module and optimizer must be dicts, as torch saves "
+                              "them.")
     optimizers = [saved["optimizer"]]
     if "param_groups" not in current["optimizer"]:  # multi-agent: one optimizer per module
         if set(saved["optimizer"]) != set(current["optimizer"]):
@@ -126,27 +126,6 @@ def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any
         raise CheckpointError(
             f"The checkpoint's network differs from this algorithm's: its weights are "
             f"{_shapes(saved['module'])}, here {_shapes(current['module'])}. " + FIX_MODEL)
-    runner_groups = [("EnvRunner", state["env_runners"], algo.env_runner_group)]
-    if state.get("evaluation_env_runners") is not None and eval_group is not None:
-        runner_groups.append(("Evaluation EnvRunner", state["evaluation_env_runners"], eval_group))
-    for what, runners, group in runner_groups:
-        layers = group.foreach_env_runner(_env_layers)
-        if len(runners) != len(layers):
-            continue  # another number of runners: EnvRunnerGroup.set_state restarts episodes
-        for i, (runner, mine) in enumerate(zip(runners, layers, strict=True)):
-            envs = runner["episodes"]["envs"] if runner.get("episodes") else runner.get("envs")
-            if envs is not None and mine is not None and [len(env) for env in envs] != mine:
-                raise CheckpointError(
-                    f"{what} {i} of the checkpoint has sub-envs with {[len(e) for e in envs]} "
-                    f"layers (env and wrappers), this algorithm's have {mine}: check "
-                    "num_envs_per_env_runner and restart_failed_sub_environments, which must be "
-                    "as when it was saved.")
-
-
-def _env_layers(runner: Any) -> list[int] | None:
-    """Each sub-env's number of layers (env and wrappers); None for ASYNC sub-envs (not restored)."""
-    envs = getattr(getattr(runner, "env", None), "envs", None)  # a MultiAgentEnvRunner has no env
-    return None if envs is None else [len(wrapper_layers(env)) for env in envs]
 
 
 def _check_bit_generators(value: Any) -> None:
@@ -156,8 +135,9 @@ def _check_bit_generators(value: Any) -> None:
             state = value["__generator__"]
             name = state.get("bit_generator") if isinstance(state, dict) else None
             if name not in BIT_GENERATORS:
-                raise CheckpointError(f"The checkpoint: a random generator state names bit_generator"
-                                      f" {name!r}; expected one of {sorted(BIT_GENERATORS)}.")
+                raise CheckpointError(f"The checkpoint: a random generator state names "
+                                      f"bit_generator {name!r}; expected one of "
+                                      f"{sorted(BIT_GENERATORS)}.")
         value = list(value.values())
     if isinstance(value, list):
         for item in value:

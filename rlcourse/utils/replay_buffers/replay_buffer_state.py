@@ -1,13 +1,12 @@
 """Whether a saved replay buffer's state (EpisodeReplayBuffer.get_state) is whole and consistent,
-checked before a buffer takes any of it: every slot in range and used once, arrays of matching
-lengths, finite priorities of the buffer's length. A checkpoint's SHA-256s catch damage, not edits."""
+checked before a buffer takes any of it: a checkpoint's SHA-256s catch damage, not edits."""
 
 from typing import Any
 
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.state_values import decode, is_count
+from rlcourse.utils.state_values import check_counter, check_generator, decode, is_count
 
 EPISODE_KEYS = {"id_", "t_started", "observations", "actions", "rewards", "is_terminated",
                 "is_truncated", "slots"}
@@ -53,15 +52,13 @@ def check_buffer_state(state: Any, capacity: int, prioritized: bool,
     """Raise CheckpointError unless `state` is a whole, consistent buffer of `capacity` slots;
     return its decoded episodes."""
     keys = {"capacity", "episodes", "free", "rng", "num_steps_added_lifetime",
-            "num_episodes_evicted_lifetime"} | ({"priorities", "max_priority"} if prioritized
-                                                else set())
+            "num_episodes_evicted_lifetime", *(("priorities", "max_priority") if prioritized else ())}
     if not isinstance(state, dict) or set(state) != keys:
         _fail(where, f"must be a dict with keys {sorted(keys)}.")
     if state["capacity"] != capacity:
         _fail(f"{where}.capacity", f"is {state['capacity']!r}, this buffer's {capacity}.")
     for key in ("num_steps_added_lifetime", "num_episodes_evicted_lifetime"):
-        if not is_count(state[key]):
-            _fail(f"{where}.{key}", f"is {state[key]!r}; expected an int >= 0.")
+        check_counter(state[key], f"{where}.{key}")
     if not isinstance(state["episodes"], list) or not isinstance(state["free"], list):
         _fail(where, "needs lists 'episodes' and 'free'.")
     episodes = [decode(e, f"{where}.episodes[{i}]") for i, e in enumerate(state["episodes"])]
@@ -77,9 +74,7 @@ def check_buffer_state(state: Any, capacity: int, prioritized: bool,
     if len(used) != capacity or len(np.unique(used)) != capacity:
         _fail(where, f"uses its slots more than once or leaves some out: the episodes' slots and "
                      f"'free' must together be each of 0..{capacity - 1} once.")
-    rng = decode(state["rng"], f"{where}.rng")
-    if not isinstance(rng, np.random.Generator):
-        _fail(f"{where}.rng", "is not a random generator state.")
+    check_generator(state["rng"], f"{where}.rng")
     if prioritized:
         priorities = _array(decode(state["priorities"], f"{where}.priorities"),
                             f"{where}.priorities", "f", 1)

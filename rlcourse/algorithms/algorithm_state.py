@@ -156,13 +156,9 @@ def _check_values(algo: "Algorithm", state: dict[str, Any], eval_group: Any,
     seq_no = counters.get("weights_seq_no")
     if seq_no is not None and not (is_count(seq_no) or seq_no == -1):
         raise CheckpointError(f"algorithm.weights_seq_no is {seq_no!r}; expected an int >= -1.")
-    for group in ("env_runners", "evaluation_env_runners"):
-        runners = state.get(group) or []  # evaluation_env_runners: None before any evaluation
-        if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
-            raise CheckpointError(f"{group} must be a list of dicts.")
-        for i, runner in enumerate(runners):
-            check_counter(runner.get("num_env_steps_lifetime"),
-                          f"{group}[{i}].num_env_steps_lifetime")
+    for group in ("env_runners", "evaluation_env_runners"):  # each runner checks its own state
+        if not isinstance(state.get(group) or [], list):  # evaluation's: None before it ran
+            raise CheckpointError(f"{group} must be a list of runner states.")
     algo.episode_stats.check_state(counters, "algorithm")
     if algo.env_to_module is not None:  # the merged statistics the runners are sent
         algo.env_to_module.check_state(counters.get("env_to_module_state"),

@@ -4,11 +4,10 @@ as a NaN observation or an attribute set on an env (connectors check theirs: Con
 
 from typing import Any
 
-import numpy as np
-
 from rlcourse.env.env_state import check_env_state, wrapper_layers
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.state_values import (
+    check_array,
     check_counter,
     check_generator,
     check_like,
@@ -24,6 +23,7 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
     """A single- or multi-agent runner's saved state, against `runner` (which it leaves as it is)."""
     if not isinstance(state, dict):
         raise CheckpointError(f"{where} must be a dict.")
+    check_counter(state.get("num_env_steps_lifetime"), f"{where}.num_env_steps_lifetime")
     if hasattr(runner, "modules"):  # a MultiAgentEnvRunner: one random generator per module
         rngs = state.get("module_rngs")
         if not isinstance(rngs, dict) or not set(rngs) <= set(runner.modules):
@@ -76,7 +76,7 @@ def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:
     if getattr(runner, "_obs", None) is not None:  # after the connectors: as this runner's own
         check_like(obs, runner._obs, f"{where}.obs")
     else:
-        _check_finite_array(obs, f"{where}.obs", n)
+        check_array(obs, f"{where}.obs", rows=n)
     hooks = episodes.get("hooks")  # None: no episode hooks configured
     if hooks is not None and (not isinstance(hooks, list) or len(hooks) != n):
         raise CheckpointError(f"{where}.hooks must be a list of {n} running episodes.")
@@ -87,13 +87,5 @@ def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:
         check_numbers(episode["rewards"], f"{here}.rewards")
         for key in ("observations", "actions"):
             for t, value in enumerate(decode(episode[key], f"{here}.{key}")):
-                _check_finite_array(value, f"{here}.{key}[{t}]")
+                check_array(value, f"{here}.{key}[{t}]")
         decode(episode["custom_data"], f"{here}.custom_data")
-
-
-def _check_finite_array(value: Any, where: str, rows: int | None = None) -> None:
-    array = np.asarray(value) if isinstance(value, np.ndarray | np.generic | int | float) else None
-    if (array is None or array.dtype.kind not in "biuf" or not np.isfinite(array).all()
-            or rows is not None and (array.ndim == 0 or len(array) != rows)):
-        of_rows = "" if rows is None else f" of {rows} rows"
-        raise CheckpointError(f"{where} must be a finite numeric array{of_rows}.")

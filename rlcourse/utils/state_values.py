@@ -56,6 +56,23 @@ def check_generator(value: Any, where: str) -> None:
         raise CheckpointError(f"{where} is not a saved numpy random generator.")
 
 
+def check_array(value: Any, where: str, kinds: str = "biuf", ndim: int | None = None,
+                rows: int | None = None) -> np.ndarray:
+    """A finite array (a number: 0-d) of dtype kind in `kinds`, with `ndim` dimensions and `rows`
+    rows where given; returned as an array."""
+    array = np.asarray(value) if isinstance(value, np.ndarray | np.generic | int | float) else None
+    if array is None or array.dtype.kind not in kinds:
+        raise CheckpointError(f"{where} is not a numeric array (dtype kind in {kinds!r}).")
+    if (ndim is not None and array.ndim != ndim
+            or rows is not None and (array.ndim == 0 or len(array) != rows)):
+        expected = ", ".join(f"{n} {what}" for n, what in ((ndim, "dimensions"), (rows, "rows"))
+                             if n is not None)
+        raise CheckpointError(f"{where} has shape {array.shape}; expected {expected}.")
+    if not np.isfinite(array).all():
+        raise CheckpointError(f"{where} holds NaN or infinite values.")
+    return array
+
+
 def check_in_space(values: np.ndarray, space: gym.Space, where: str) -> None:
     """A batch of saved observations or actions of `space` (Discrete or Box; others unchecked)."""
     if not isinstance(values, np.ndarray):

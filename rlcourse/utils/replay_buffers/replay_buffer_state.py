@@ -6,7 +6,13 @@ from typing import Any
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.state_values import check_counter, check_generator, decode, is_count
+from rlcourse.utils.state_values import (
+    check_array,
+    check_counter,
+    check_generator,
+    decode,
+    is_count,
+)
 
 EPISODE_KEYS = {"id_", "t_started", "observations", "actions", "rewards", "is_terminated",
                 "is_truncated", "slots"}
@@ -16,30 +22,16 @@ def _fail(where: str, problem: str) -> None:
     raise CheckpointError(f"{where} {problem}")
 
 
-def _array(value: Any, where: str, kind: str, ndim: int | None = None) -> np.ndarray:
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in kind:
-        _fail(where, f"is not a numeric array (dtype kind {kind!r}).")
-    if value.ndim < 1 or ndim is not None and value.ndim != ndim:
-        _fail(where, f"has {value.ndim} dimensions, expected {ndim or 'at least 1'}.")
-    if value.dtype.kind == "f" and not np.isfinite(value).all():
-        _fail(where, "holds NaN or infinite values.")
-    return value
-
-
 def check_episode(saved: dict[str, Any], where: str, capacity: int) -> None:
     """One saved episode: its arrays' lengths agree (one observation more than actions) and its
     slots are in range."""
     if not isinstance(saved, dict) or set(saved) != EPISODE_KEYS:
         _fail(where, f"must be a dict with keys {sorted(EPISODE_KEYS)}.")
-    n = len(_array(saved["actions"], f"{where}.actions", "biuf"))
-    _array(saved["observations"], f"{where}.observations", "biuf")
-    if len(saved["observations"]) != n + 1 or len(_array(saved["rewards"], f"{where}.rewards",
-                                                         "biuf", 1)) != n:
-        _fail(where, f"has {n} actions, {len(saved['observations'])} observations and "
-                     f"{len(saved['rewards'])} rewards; expected one observation more than actions "
-                     "and one reward per action.")
-    slots = _array(saved["slots"], f"{where}.slots", "iu", 1)
-    if n == 0 or len(slots) != n or slots.min() < 0 or slots.max() >= capacity:
+    n = len(check_array(saved["rewards"], f"{where}.rewards", ndim=1))
+    check_array(saved["actions"], f"{where}.actions", rows=n)
+    check_array(saved["observations"], f"{where}.observations", rows=n + 1)  # and the last one
+    slots = check_array(saved["slots"], f"{where}.slots", "iu", ndim=1, rows=n)
+    if n == 0 or slots.min() < 0 or slots.max() >= capacity:
         _fail(f"{where}.slots", f"must be {n} (>= 1) slots in [0, {capacity}).")
     if not isinstance(saved["id_"], str) or not is_count(saved["t_started"]):
         _fail(where, "needs a str id_ and an int t_started >= 0.")
@@ -76,8 +68,8 @@ def check_buffer_state(state: Any, capacity: int, prioritized: bool,
                      f"'free' must together be each of 0..{capacity - 1} once.")
     check_generator(state["rng"], f"{where}.rng")
     if prioritized:
-        priorities = _array(decode(state["priorities"], f"{where}.priorities"),
-                            f"{where}.priorities", "f", 1)
+        priorities = check_array(decode(state["priorities"], f"{where}.priorities"),
+                                 f"{where}.priorities", "f", ndim=1)
         if len(priorities) != capacity or (priorities < 0).any():
             _fail(f"{where}.priorities", f"must be {capacity} numbers >= 0 (one per slot).")
         if priorities[free].any() or not (priorities[stored] > 0).all():

@@ -58,7 +58,8 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
         eval_group = build_eval_env_runner_group(algo)  # built on first use otherwise; needed now
     try:
         _check_fits(algo, state, tensors)
-        algo.learner_group.check_state({**state["learner"], **tensors[LEARNER_PT]}, learner_field)
+        learner_state = {**state["learner"], **tensors[LEARNER_PT]}
+        algo.learner_group.check_state(learner_state, learner_field)
         try:
             _check_values(algo, state, eval_group, check_own)
         except CheckpointError as e:
@@ -72,7 +73,7 @@ def restore_algorithm_state(algo: "Algorithm", state: dict[str, Any], tensors: d
     algo.iteration = counters["iteration"]
     algo.num_env_steps_trained_lifetime = counters["num_env_steps_trained_lifetime"]
     algo.episode_stats.set_state(counters)
-    algo.learner_group.set_state({**state["learner"], **tensors[LEARNER_PT]})
+    algo.learner_group.set_state(learner_state)
     algo.env_runner_group.set_state(state["env_runners"])
     if algo.callbacks:
         algo.callbacks.set_state(state.get("callbacks", {}))  # {}: saved before callbacks had state

@@ -29,8 +29,7 @@ class CheckpointKeeper:
         if mode not in ("max", "min"):
             raise ValueError(f"mode={mode!r}: use 'max' (higher is better) or 'min'.")
         self.root = Path(root).resolve()
-        self.metric = metric
-        self.mode = mode
+        self.metric, self.mode = metric, mode
         self.latest_path = self.root / "latest"
         self.best_score: float | None = None
         self.best_iteration: int | None = None

@@ -52,10 +52,10 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
                 f"{here}: the checkpoint has sub-envs with {[len(e) for e in saved_envs]} layers "
                 f"(env and wrappers), this runner's have {layers}: check num_envs_per_env_runner "
                 "and restart_failed_sub_environments, which must be as when it was saved.")
+        for i, (env, saved) in enumerate(zip(envs, saved_envs, strict=True)):
+            check_env_state(env, saved, f"{here}[{i}]")
     if episodes is not None:
         _check_episodes(runner, episodes, len(envs), f"{where}.episodes")
-    for i, (env, saved) in enumerate(zip(envs, saved_envs or [], strict=True)):
-        check_env_state(env, saved, f"{here}[{i}]")
 
 
 def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:

@@ -52,13 +52,6 @@ class _AgentRecord:
             self.extra.setdefault(key, []).append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
 
-    def to_numpy(self) -> None:
-        """Turn the lists into arrays: the record is read-only from here on."""
-        self.obs = np.asarray(self.obs)
-        self.actions = np.asarray(self.actions) if len(self.actions) else np.zeros(0, dtype=np.int64)
-        self.rewards = np.asarray(self.rewards, dtype=np.float32)
-        self.extra = {k: np.asarray(v) for k, v in self.extra.items()}
-
     def to_episode(self) -> SingleAgentEpisode:
         """The agent's SingleAgentEpisode (which makes its lists arrays)."""
         actions = self.actions if len(self.actions) else np.zeros(0, dtype=np.int64)
@@ -184,8 +177,10 @@ class MultiAgentEpisode:
     def to_numpy(self) -> "MultiAgentEpisode":
         """Turn every agent's lists into arrays (RLlib's `to_numpy()`), so the chunk travels
         between processes as a few arrays per agent; it cannot be stepped any more."""
-        for record in self._records.values():
-            record.to_numpy()
+        for r in self._records.values():  # read-only from here on
+            e = r.to_episode()
+            r.obs, r.actions, r.rewards, r.extra = (e.observations, e.actions, e.rewards,
+                                                    e.extra_model_outputs)
         self._is_numpy = True
         return self
 

@@ -54,13 +54,6 @@ def first_non_finite(values: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(k) for k in np.argwhere(~np.isfinite(values))[0])
 
 
-def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
-    """'obs' or 'reward' if that value of one env step is not finite, else None."""
-    if reward is None or not np.isfinite(reward):
-        return "reward"
-    return "obs" if first_non_finite(np.asarray(obs)) is not None else None
-
-
 class EnvRunner:
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
     `num_envs`) and writes `_sample_steps`, `_sample_episodes`, `_set_module_weights`,

@@ -14,7 +14,6 @@ from rlcourse.env.env_runner import (
     EnvRunner,
     build_inference_module,
     first_non_finite,
-    non_finite_field,
 )
 from rlcourse.env.env_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
@@ -179,7 +178,7 @@ class SingleAgentEnvRunner(EnvRunner):
             if at is not None:
                 self._non_finite(field, f"sub-env {at[1]}", at[0], values[at[0], at[1]])
         for (t, i), last in final_obs.items():
-            if non_finite_field(last) is not None:
+            if first_non_finite(np.asarray(last)) is not None:
                 self._non_finite("obs", f"sub-env {i}", t + 1, last)
 
     def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs, failed):

@@ -5,8 +5,9 @@ import contextlib
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
-from rlcourse.env.env_runner import NonFiniteEnvData, non_finite_field
+from rlcourse.env.env_runner import NonFiniteEnvData, first_non_finite
 
 MAX_RESET_ATTEMPTS = 3
 
@@ -66,7 +67,7 @@ class RestartOnFailure(gym.Wrapper):
 
 
 def _check_finite(obs: Any, reward: Any = 0.0) -> None:
-    field = non_finite_field(obs, reward)
-    if field is not None:
-        value = reward if field == "reward" else obs
-        raise NonFiniteEnvData(f"non-finite {field}: {value!r}")
+    if reward is None or not np.isfinite(reward):
+        raise NonFiniteEnvData(f"non-finite reward: {reward!r}")
+    if first_non_finite(np.asarray(obs)) is not None:
+        raise NonFiniteEnvData(f"non-finite obs: {obs!r}")

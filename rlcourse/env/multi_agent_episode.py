@@ -44,13 +44,14 @@ class _AgentRecord:
         return self.terminated or self.truncated
 
     def close(self, next_obs: Any) -> None:
-        """The open action's transition ends at `next_obs`."""
+        """The open action's transition ends at `next_obs`, which the agent acts on next."""
         self.obs.append(next_obs)
         self.actions.append(self.pending)
         self.rewards.append(self.pending_reward)
         for key, value in self.pending_extra.items():
             self.extra.setdefault(key, []).append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
+        self.ready = True
 
     def to_episode(self) -> SingleAgentEpisode:
         """The agent's SingleAgentEpisode (which makes its lists arrays)."""
@@ -114,7 +115,6 @@ class MultiAgentEpisode:
                 raise ValueError(self._premature(agent_id, "sent an observation to", record))
             else:
                 record.close(obs)
-                record.ready = True
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 

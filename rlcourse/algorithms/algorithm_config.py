@@ -23,6 +23,52 @@ if TYPE_CHECKING:
     from rlcourse.env.registry import EnvCreator
 
 
+# Every shared setting's default, by the setter that sets it (each algorithm's config adds its own).
+DEFAULTS = {
+    "environment": dict(env=None, env_config={},
+                        clip_rewards=None,  # None/False, True (sign), c or (low, high)
+                        observation_space=None, action_space=None),  # given: no env is probed
+    "env_runners": dict(num_env_runners=0, num_envs_per_env_runner=1,
+                        rollout_fragment_length="auto", num_cpus_per_env_runner=1,
+                        num_gpus_per_env_runner=0, gym_env_vectorize_mode="SYNC", explore=True,
+                        sample_timeout_s=60.0, max_requests_in_flight_per_env_runner=1,
+                        custom_resources_per_env_runner={},
+                        env_to_module_connector=None,  # fn(env[, spaces, device]) -> connectors
+                        env_runner_cls=None,  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
+                        in_evaluation=False),  # RLlib's flag on evaluation configs: stats frozen
+    "resources": dict(num_cpus_for_main_process=1, placement_strategy=None),
+    "learners": dict(num_learners=0, num_cpus_per_learner=1, num_gpus_per_learner=0),
+    "training": dict(gamma=0.99, lr=3e-4, train_batch_size_per_learner=4000,
+                     minibatch_size=128,  # None: the whole batch in one step
+                     num_epochs=10, grad_clip=None,
+                     learner_connector=None),  # fn(obs_space, act_space) -> connector
+    "rl_module": dict(model_config=None,  # the class's default_model_config (__init__)
+                      rl_module_class=None),
+    "evaluation": dict(evaluation_interval=None, evaluation_duration=10,
+                       evaluation_duration_unit="episodes", evaluation_config={"explore": False},
+                       evaluation_num_env_runners=0, evaluation_parallel_to_training=False),
+    "fault_tolerance": dict(restart_failed_env_runners=True, max_num_env_runner_restarts=1000,
+                            num_consecutive_env_runner_failures_tolerance=5,
+                            ignore_env_runner_failures=False,
+                            restart_failed_sub_environments=False,
+                            num_consecutive_sub_env_failures_tolerance=10,
+                            env_runner_health_probe_timeout_s=30.0),
+    "reporting": dict(metrics_num_episodes_for_smoothing=100),
+    "debugging": dict(seed=None),
+    "callbacks": dict(callbacks_class=None),
+    "multi_agent": dict(policies=None,  # None: the single-agent setup
+                        policy_mapping_fn=None, policies_to_train=None),
+    # Recording (output) and reading (input_) Parquet, RLlib's settings.
+    "offline_data": dict(input_=None,  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
+                         input_read_method_kwargs={}, iter_batches_kwargs={},
+                         materialize_data=False, prelearner_class=None,
+                         dataset_num_iters_per_learner=None, output=None,
+                         output_write_episodes=False,  # RLlib: True (episodes packed, msgpack)
+                         output_compress_columns=[],  # RLlib: ["obs", "new_obs"], pickled
+                         output_max_rows_per_file=None, output_write_remaining_data=False),
+}
+
+
 class AlgorithmConfig:
     """Settings shared by all algorithms; subclasses add their own `training()` arguments and name
     what they build (`algo_class`, `get_default_learner_class()`, ...), as RLlib's configs do."""
@@ -31,79 +77,9 @@ class AlgorithmConfig:
 
     def __init__(self) -> None:
         register_with_tune()  # where Tune is imported: tune.Tuner("PPO", param_space=config)
-        # environment()
-        self.env: Any = None
-        self.env_config: dict = {}
-        self.clip_rewards: Any = None  # None/False, True (sign), c or (low, high): clip_rewards.py
-        self.observation_space: Any = None  # given: no env is built to find them (external envs)
-        self.action_space: Any = None
-        # env_runners()
-        self.num_env_runners = 0
-        self.num_envs_per_env_runner = 1
-        self.rollout_fragment_length: int | str = "auto"
-        self.num_cpus_per_env_runner: float = 1
-        self.num_gpus_per_env_runner: float = 0
-        self.gym_env_vectorize_mode = "SYNC"
-        self.explore = True
-        self.sample_timeout_s: float = 60.0
-        self.max_requests_in_flight_per_env_runner = 1
-        self.custom_resources_per_env_runner: dict[str, float] = {}
-        self.env_to_module_connector: Any = None  # fn(env[, spaces, device]) -> connector(s)
-        self.env_runner_cls: type | None = None  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
-        self.in_evaluation = False  # RLlib's flag on evaluation configs: connector stats frozen
-        # resources()
-        self.num_cpus_for_main_process: float = 1
-        self.placement_strategy: str | None = None
-        # learners()
-        self.num_learners = 0
-        self.num_cpus_per_learner: float = 1
-        self.num_gpus_per_learner: float = 0
-        # training()
-        self.gamma = 0.99
-        self.lr = 3e-4
-        self.train_batch_size_per_learner = 4000
-        self.minibatch_size: int | None = 128  # None: the whole batch in one step
-        self.num_epochs = 10
-        self.grad_clip: float | None = None
-        self.learner_connector: Any = None  # fn(obs_space, act_space) -> episodes -> episodes
-        # rl_module()
-        self.model_config: dict = copy.deepcopy(self.default_model_config)
-        self.rl_module_class: type | None = None
-        # evaluation()
-        self.evaluation_interval: int | None = None
-        self.evaluation_duration = 10
-        self.evaluation_duration_unit = "episodes"
-        self.evaluation_config: dict = {"explore": False}
-        self.evaluation_num_env_runners = 0
-        self.evaluation_parallel_to_training = False
-        # fault_tolerance()
-        self.restart_failed_env_runners = True
-        self.max_num_env_runner_restarts = 1000
-        self.num_consecutive_env_runner_failures_tolerance = 5
-        self.ignore_env_runner_failures = False
-        self.restart_failed_sub_environments = False
-        self.num_consecutive_sub_env_failures_tolerance = 10
-        self.env_runner_health_probe_timeout_s: float = 30.0
-        # reporting(), debugging(), callbacks()
-        self.metrics_num_episodes_for_smoothing = 100
-        self.seed: int | None = None
-        self.callbacks_class: type | None = None
-        # multi_agent(): None keeps the single-agent setup
-        self.policies: Any = None
-        self.policy_mapping_fn: Any = None
-        self.policies_to_train: Any = None
-        # offline_data(): recording (output) and reading (input_) Parquet, RLlib's settings
-        self.input_: Any = None  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
-        self.input_read_method_kwargs: dict = {}
-        self.iter_batches_kwargs: dict = {}
-        self.materialize_data = False
-        self.prelearner_class: type | None = None
-        self.dataset_num_iters_per_learner: int | None = None
-        self.output: str | None = None
-        self.output_write_episodes = False  # RLlib: True (episodes packed with msgpack)
-        self.output_compress_columns: list[str] = []  # RLlib: ["obs", "new_obs"], pickled
-        self.output_max_rows_per_file: int | None = None
-        self.output_write_remaining_data = False
+        for settings in DEFAULTS.values():
+            self.__dict__.update(copy.deepcopy(settings))
+        self.model_config = copy.deepcopy(self.default_model_config)
 
     # -- what it builds, looked up when used (RLlib's names), so runners never import a Learner --
 

@@ -7,14 +7,17 @@ import copy
 import math
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.algorithms import config_setters, config_validation
-from rlcourse.algorithms.config_setters import NotProvided, setter
+from rlcourse.algorithms import config_validation
+from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, refuse, setter
 from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec, rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.env import registry
+from rlcourse.tune.search_space import check_search_spaces, contains_search_space
+from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.utils.validation import ConfigError, setter_of
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -99,8 +102,7 @@ class AlgorithmConfig:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
         return RLModuleSpec(module_class=rl_module_spec.default_actor_critic_class(self.model_config))
 
-    # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
-    _set = config_setters.set_given
+    # -- fluent setters (config_setters.py) ------------------------------------------------------
 
     @setter
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
@@ -221,8 +223,19 @@ class AlgorithmConfig:
         """`policies` with the spaces of the agents of `env` (default: one built here) mapped to each."""
         return multi_rl_module_spec.multi_rl_module_spec_for(self, env)
 
-    framework = config_setters.framework  # RLlib's choice of framework: torch only
-    __getattr__ = config_setters.missing_attribute
+    @setter
+    def framework(self, framework: str = "torch") -> "AlgorithmConfig":
+        """RLlib's choice of deep-learning framework: torch only here."""
+        if framework != "torch":
+            raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
+                              "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are not attributes: RLlib's renamed setters say where they went."""
+        if name in RENAMED_SETTERS:
+            raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API "
+                                 f"stack); use config.{RENAMED_SETTERS[name]} instead.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- derived values, copies and building ---------------------------------------------------
 
@@ -260,13 +273,33 @@ class AlgorithmConfig:
         (twin := object.__new__(type(self))).__dict__ = copy.deepcopy(self.__dict__)
         return twin
 
-    to_dict = config_setters.config_to_dict  # Ray Tune calls it for param_space
-    update_from_dict = config_setters.update_from_dict
+    def to_dict(self) -> dict:
+        """All settings, plus `config_class` so `from_dict` rebuilds the type (Ray Tune's
+        `param_space=config` calls it, so its search spaces are checked here)."""
+        if contains_search_space(vars(self)):
+            check_search_spaces(self)
+        return {"config_class": class_path(type(self)), **copy.deepcopy(vars(self))}
+
+    def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
+        """Set each `name: value` through its setter, checked and normalized as fluent calls are."""
+        for name, value in settings.items():
+            method = setter_of(self, name)
+            if method is None:
+                refuse(self, "update_from_dict", name, value)
+            getattr(self, method)(**{name: value})
+        return self
 
     @staticmethod
     def from_dict(d: dict) -> "AlgorithmConfig":
-        """The config `to_dict()` gave (its `config_class`, its settings)."""
-        return config_setters.config_from_dict(d, AlgorithmConfig)
+        """The config `to_dict()` gave: its `config_class` with its settings."""
+        d = dict(d)
+        config = (import_attr(d.pop("config_class")) if "config_class" in d else AlgorithmConfig)()
+        unknown = set(d) - set(vars(config))
+        if unknown:
+            raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
+                             f"{type(config).__name__}.")
+        config.__dict__.update(copy.deepcopy(d))
+        return config
 
     def build_algo(self) -> "Algorithm":
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""

@@ -1,7 +1,5 @@
 """AlgorithmConfig: every setting of a run, set with RLlib's fluent methods (config_setters.py) and
-checked by `validate()` (config_validation.py), so that a config reads as one chain:
-
-    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()"""
+checked by `validate()`, as one chain: `PPOConfig().environment("CartPole-v1").build_algo()`."""
 
 import copy
 import math

@@ -1,6 +1,5 @@
-"""AlgorithmConfig's fluent setters: `@setter` stores each keyword given (not `NotProvided`: None
-can be a real value) and returns the config, so calls chain; an unknown keyword's error names RLlib's
-new name for an old one (as RLlib's deprecation.py does) or the setter's settings (a typo)."""
+"""`@setter`: an AlgorithmConfig setter stores each keyword given (not `NotProvided`: None can be a
+real value) and returns the config; an unknown keyword's error names RLlib's new name or a typo's fix."""
 
 import difflib
 import functools

@@ -1,6 +1,5 @@
-"""AlgorithmConfig.validate(): the shared settings' checks (tables of ranges, then a function per
-setter for what relates settings), so a bad config fails at build time naming the setting and the fix
-(algorithms check theirs, e.g. PPOConfig.validate)."""
+"""AlgorithmConfig.validate(): a bad shared setting fails at build time naming the setting and the fix
+(tables of ranges, then a function per setter); algorithms add theirs (PPOConfig.validate)."""
 
 import numbers
 from typing import TYPE_CHECKING, Any
@@ -94,7 +93,7 @@ BOOLS = {"explore": "True (sample actions) or False (greedy actions)",
                                             "training) or False",
          "restart_failed_env_runners": "True or False", "ignore_env_runner_failures": "True or False",
          "restart_failed_sub_environments": "True or False"}
-# setting: (its allowed values, the fix)
+# setting: (its allowed values, or the type it must have; the fix)
 CHOICES = {
     "gym_env_vectorize_mode": (("SYNC", "ASYNC"), "use 'SYNC' (sub-envs step in the runner's "
                                "process) or 'ASYNC' (one subprocess per sub-env)."),
@@ -127,10 +126,6 @@ def validate_config(config: "AlgorithmConfig") -> None:
             fail(config, setting, fix)
     if config.seed is not None and not is_int(config.seed):
         fail(config, "seed", "use a whole number, or None for an unseeded run.")
-    callbacks = config.callbacks_class
-    if callbacks is not None and not (isinstance(callbacks, type)
-                                      and issubclass(callbacks, Callbacks)):
-        fail(config, "callbacks_class", "pass a subclass of rlcourse.Callbacks.")
     for check in (_check_environment, _check_env_runners, _check_learners, _check_rl_module,
                   _check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
@@ -162,10 +157,13 @@ def _check_environment(config: "AlgorithmConfig") -> None:
 def _check_env_runners(config: "AlgorithmConfig") -> None:
     from rlcourse.env.env_runner import EnvRunner
 
-    if config.env_runner_cls is not None and not (isinstance(config.env_runner_cls, type)
-                                                  and issubclass(config.env_runner_cls, EnvRunner)):
-        fail(config, "env_runner_cls", "pass an EnvRunner subclass, e.g. rlcourse.env.external."
-             "env_runner_server_for_external_inference.EnvRunnerServerForExternalInference.")
+    for setting, base, fix in (
+            ("env_runner_cls", EnvRunner, "pass an EnvRunner subclass, e.g. rlcourse.env.external."
+             "env_runner_server_for_external_inference.EnvRunnerServerForExternalInference."),
+            ("callbacks_class", Callbacks, "pass a subclass of rlcourse.Callbacks.")):
+        value = getattr(config, setting)
+        if value is not None and not (isinstance(value, type) and issubclass(value, base)):
+            fail(config, setting, fix)
     custom = config.custom_resources_per_env_runner
     if not (isinstance(custom, dict) and all(isinstance(k, str) and is_number(v) and v >= 0
                                              for k, v in custom.items())):

@@ -35,8 +35,7 @@ DEFAULTS = {
                         sample_timeout_s=60.0, max_requests_in_flight_per_env_runner=1,
                         custom_resources_per_env_runner={},
                         env_to_module_connector=None,  # fn(env[, spaces, device]) -> connectors
-                        env_runner_cls=None,  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
-                        in_evaluation=False),  # RLlib's flag on evaluation configs: stats frozen
+                        env_runner_cls=None),  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
     "resources": dict(num_cpus_for_main_process=1, placement_strategy=None),
     "learners": dict(num_learners=0, num_cpus_per_learner=1, num_gpus_per_learner=0),
     "training": dict(gamma=0.99, lr=3e-4, train_batch_size_per_learner=4000,
@@ -47,7 +46,8 @@ DEFAULTS = {
                       rl_module_class=None),
     "evaluation": dict(evaluation_interval=None, evaluation_duration=10,
                        evaluation_duration_unit="episodes", evaluation_config={"explore": False},
-                       evaluation_num_env_runners=0, evaluation_parallel_to_training=False),
+                       evaluation_num_env_runners=0, evaluation_parallel_to_training=False,
+                       in_evaluation=False),  # RLlib's flag on evaluation configs: stats frozen
     "fault_tolerance": dict(restart_failed_env_runners=True, max_num_env_runner_restarts=1000,
                             num_consecutive_env_runner_failures_tolerance=5,
                             ignore_env_runner_failures=False,

@@ -53,15 +53,14 @@ class APPOConfig(IMPALAConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_number(self, "clip_param", 0.0, low_open=True)
-        check_bool(self, "use_kl_loss", "True or False")
+        for setting in ("clip_param", "kl_target", "target_worker_clipping"):
+            check_number(self, setting, 0.0, low_open=True)
         check_number(self, "kl_coeff", 0.0)
-        check_number(self, "kl_target", 0.0, low_open=True)
-        check_number(self, "target_worker_clipping", 0.0, low_open=True)
         check_number(self, "tau", 0.0, 1.0, low_open=True)
-        check_int(self, "target_network_update_freq", 1)
-        check_int(self, "circular_buffer_num_batches", 1)
-        check_int(self, "circular_buffer_iterations_per_batch", 1)
+        check_bool(self, "use_kl_loss", "True or False")
+        for setting in ("target_network_update_freq", "circular_buffer_num_batches",
+                        "circular_buffer_iterations_per_batch"):
+            check_int(self, setting, 1)
         if self.learner_queue_size != IMPALAConfig().learner_queue_size:
             fail(self, "learner_queue_size", "APPO's learner queue is a circular buffer: set "
                  "config.training(circular_buffer_num_batches=...) instead, as in RLlib.")

@@ -1,6 +1,5 @@
-"""APPO (asynchronous PPO; Luo et al. 2020, "IMPACT"): IMPALA's pipeline, where the learner takes
-each train batch from a circular buffer up to K times and learns with PPO's clipped surrogate
-against a target network, an older copy of the policy (the loss: `appo_learner.py`)."""
+"""APPO (Luo et al. 2020, "IMPACT"): IMPALA, learning from each batch up to K times (a circular
+buffer) with PPO's clipped surrogate against a target network (`appo_learner.py`)."""
 
 from typing import Any
 
@@ -74,15 +73,12 @@ class APPOConfig(IMPALAConfig):
 
 
 class APPO(IMPALA):
-    """IMPALA's training step (impala.py) as it is; the learner thread takes batches from a
-    circular buffer."""
+    """IMPALA's training step (impala.py); the learner thread reads a circular buffer."""
 
     @classmethod
     def get_default_config(cls) -> APPOConfig:
         return APPOConfig()
 
     def learner_queue(self) -> CircularBuffer:
-        """Up to circular_buffer_num_batches train batches, each learned from up to
-        circular_buffer_iterations_per_batch times."""
         return CircularBuffer(self.config.circular_buffer_num_batches,
                               self.config.circular_buffer_iterations_per_batch, self.config.seed)

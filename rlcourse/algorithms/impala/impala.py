@@ -89,8 +89,7 @@ class IMPALA(Algorithm):
         self._batch_version = np.inf
 
     def learner_queue(self) -> queue.Queue | CircularBuffer:
-        """Where train batches wait for the learner thread: learner_queue_size of them, each
-        learned from once (APPO's is a CircularBuffer)."""
+        """Where train batches wait for the learner thread (APPO's is a CircularBuffer)."""
         return queue.Queue(maxsize=self.config.learner_queue_size)
 
     def training_step(self) -> dict[str, Any]:

@@ -1,10 +1,6 @@
-"""Metrics: the MetricsLogger callbacks log custom values with, the episode statistics every result
-reports (smoothed over recent episodes, as RLlib's are), and timers.
-
-A runner's `metrics_logger.log_value(key, value, reduce=..., window=...)` reaches
-`result["env_runners"][key]`, reduced over all runners: a mean, max or min over the last `window`
-values (None: since the last result), or a sum as a running total (or, clear_on_reduce, since then).
-"""
+"""Metrics: the MetricsLogger callbacks log custom values with (`log_value(key, value, reduce=...,
+window=...)` reaches `result["env_runners"][key]`, reduced over all runners), the episode statistics
+every result reports (smoothed over recent episodes, as RLlib's are), and timers."""
 
 import copy
 import math
@@ -53,18 +49,16 @@ class MetricsLogger:
         self._stat(key, reduce, window, clear_on_reduce).values.append(float(value))
 
     def _stat(self, key: str, reduce: str, window: int | None, clear_on_reduce: bool) -> _Stat:
-        if reduce not in REDUCE:
-            raise ValueError(f"log_value({key!r}, reduce={reduce!r}): reduce must be one of "
-                             f"{sorted(REDUCE)}.")
-        if window is not None and (not isinstance(window, int) or window < 1):
-            raise ValueError(f"log_value({key!r}, window={window!r}): window must be a positive "
-                             "int (how many values to reduce over), or None.")
-        if reduce == "sum" and window is not None:
-            raise ValueError(f"log_value({key!r}, reduce='sum', window={window}): a sum has no "
-                             "window; windows belong to mean, max and min.")
-        if clear_on_reduce and reduce != "sum":
-            raise ValueError(f"log_value({key!r}, clear_on_reduce=True): only reduce='sum' keeps a "
-                             "running total to clear.")
+        for bad, args, fix in (
+            (reduce not in REDUCE, f"reduce={reduce!r}", f"reduce must be one of {sorted(REDUCE)}."),
+            (window is not None and (not isinstance(window, int) or window < 1), f"window={window!r}",
+             "window must be a positive int (how many values to reduce over), or None."),
+            (reduce == "sum" and window is not None, f"reduce='sum', window={window}",
+             "a sum has no window; windows belong to mean, max and min."),
+            (clear_on_reduce and reduce != "sum", "clear_on_reduce=True",
+             "only reduce='sum' keeps a running total to clear.")):
+            if bad:
+                raise ValueError(f"log_value({key!r}, {args}): {fix}")
         how = (reduce, window, clear_on_reduce)
         stat = self._stats.setdefault(key, _Stat(*how))
         if (stat.reduce, stat.window, stat.clear_on_reduce) != how:

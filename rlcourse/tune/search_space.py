@@ -1,6 +1,5 @@
 """Ray Tune search spaces as setting values (`training(lr=tune.grid_search([1e-3, 3e-4]))`),
-validated for every value they can take before any trial starts; recognized without importing Tune.
-"""
+validated for every value they can take before any trial starts; recognized without importing Tune."""
 
 import copy
 from typing import TYPE_CHECKING, Any

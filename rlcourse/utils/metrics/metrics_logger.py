@@ -61,15 +61,14 @@ class MetricsLogger:
                 raise ValueError(f"log_value({key!r}, {args}): {fix}")
         how = (reduce, window, clear_on_reduce)
         stat = self._stats.setdefault(key, _Stat(*how))
-        if (stat.reduce, stat.window, stat.clear_on_reduce) != how:
-            raise ValueError(f"log_value({key!r}): (reduce, window, clear_on_reduce) was "
-                             f"{(stat.reduce, stat.window, stat.clear_on_reduce)} before, now {how}: "
-                             "log one key one way everywhere.")
+        if (was := (stat.reduce, stat.window, stat.clear_on_reduce)) != how:
+            raise ValueError(f"log_value({key!r}): (reduce, window, clear_on_reduce) was {was} "
+                             f"before, now {how}: log one key one way everywhere.")
         return stat
 
     def pop_logged(self) -> dict[str, dict]:
-        """What was logged since the last call, as plain data for a sample result (then forgets it).
-        Sums, maxima and minima are reduced here already: one number per runner is enough."""
+        """What was logged since the last call, as plain data for a sample result (then forgets it);
+        sums, maxima and minima already reduced (one number per runner is enough)."""
         logged = {}
         for key, stat in self._stats.items():
             if stat.values:

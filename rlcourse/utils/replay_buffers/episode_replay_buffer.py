@@ -8,12 +8,10 @@ from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class EpisodeReplayBuffer:
-    """Whole episodes (as in RLlib's new stack), sampled uniformly as n-step transitions.
-
-    A chunk that a runner cut is appended to the stored episode with its `id_`, so n-step returns run
-    across the cut. Capacity counts env steps; when full, the oldest episodes go, whole. Each stored
-    step has a slot (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one
-    priority per slot).
+    """Whole episodes (RLlib's new stack), sampled uniformly as n-step transitions. A chunk a runner
+    cut is appended to its stored episode (same `id_`), so n-step returns run across the cut.
+    Capacity counts env steps; when full, the oldest episodes go, whole. Each stored step has a slot
+    (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one priority per slot).
     """
 
     PRIORITIZED = False  # whether get_state holds priorities

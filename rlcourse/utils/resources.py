@@ -43,17 +43,14 @@ def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     _import_torch_in_background()
     kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
     address = kwargs.get("address") or os.environ.get("RAY_ADDRESS")
-    with _sigterm_shuts_down():
-        if address:
-            # Ray would replace 127.0.0.1 in an address by this machine's network address.
-            local = address.startswith(LOOPBACK)
-            with loopback_addresses() if local else contextlib.nullcontext():
-                ray.init(**kwargs)
-            return
+    if not address:  # a new local Ray
         kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
+        kwargs["_node_ip_address"] = LOOPBACK
         enable_token_auth()
-        with loopback_addresses():
-            ray.init(_node_ip_address=LOOPBACK, **kwargs)
+    # Ray would replace 127.0.0.1 (also in an address) by this machine's network address.
+    local = not address or address.startswith(LOOPBACK)
+    with _sigterm_shuts_down(), loopback_addresses() if local else contextlib.nullcontext():
+        ray.init(**kwargs)
 
 
 @contextlib.contextmanager

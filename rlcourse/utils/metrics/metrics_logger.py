@@ -188,7 +188,14 @@ class EpisodeStats:
             for key, windows in self.per_id.items():
                 for name, returns in m.get(key, {}).items():
                     windows.setdefault(name, deque(maxlen=self.returns.maxlen)).extend(returns)
-        results = self.summary()
+        returns, lens = self.returns or [math.nan], self.lens or [math.nan]  # NaN before any
+        results = {"episode_return_mean": float(np.mean(returns)),
+                   "episode_return_min": float(np.min(returns)),
+                   "episode_return_max": float(np.max(returns)),
+                   "episode_len_mean": float(np.mean(lens))}
+        if self.per_id["agent_episode_returns"]:  # multi-agent: also per agent and module
+            results.update({f"{key}_mean": {i: float(np.mean(v)) for i, v in windows.items()}
+                            for key, windows in self.per_id.items()})
         for name, count in counts.items():
             self.lifetime[f"{name}_lifetime"] += count
             results.update({name: count, f"{name}_lifetime": self.lifetime[f"{name}_lifetime"]})
@@ -231,18 +238,6 @@ class EpisodeStats:
         self.custom.set_state(state.get("custom_metrics", {}))  # none in older checkpoints
         self.per_id = {key: {i: deque(v, maxlen=window) for i, v in state.get(key, {}).items()}
                        for key in PER_ID_RETURNS}
-
-    def summary(self) -> dict:
-        """Means over the window (NaN before any episode); multi-agent also per agent and module."""
-        returns, lens = self.returns or [math.nan], self.lens or [math.nan]
-        per_id = {}
-        if self.per_id["agent_episode_returns"]:
-            per_id = {f"{key}_mean": {i: float(np.mean(v)) for i, v in windows.items()}
-                      for key, windows in self.per_id.items()}
-        return {"episode_return_mean": float(np.mean(returns)),
-                "episode_return_min": float(np.min(returns)),
-                "episode_return_max": float(np.max(returns)),
-                "episode_len_mean": float(np.mean(lens)), **per_id}
 
 
 class Timers:

@@ -48,8 +48,7 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
                 "column pickled and LZ4-compressed (its default output_compress_columns=['obs', "
                 "'new_obs']). rlcourse never unpickles data (a pickle can run any code): "
                 f"{PLAIN_COLUMNS}.")
-    missing = [name for name in columns if name not in schema.names]
-    if missing:
+    if missing := [name for name in columns if name not in schema.names]:
         raise OfflineDataError(
             f"{where} has no column {missing[0]!r} (its columns: {schema.names}); the algorithm "
             f"needs {list(columns)}. Record the data with config.offline_data(output=...), in "

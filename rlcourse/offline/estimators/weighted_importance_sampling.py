@@ -24,8 +24,7 @@ def weighted_importance_sampling(rows: dict[str, np.ndarray], target_logp: np.nd
     episode's rows in order; `target_logp`: log pi_e(a_t|s_t) of the same rows' actions. Returns
     the mean discounted return recorded (`v_behavior`), the estimate for pi_e (`v_target`) and
     their ratio (`v_gain`), as RLlib's estimator names them."""
-    missing = [name for name in (EPS_ID, REWARDS, ACTION_LOGP) if name not in rows]
-    if missing:
+    if missing := [name for name in (EPS_ID, REWARDS, ACTION_LOGP) if name not in rows]:
         raise ValueError(f"weighted_importance_sampling needs the column {missing[0]!r}; record "
                          "with config.offline_data(output=...), which writes action_logp.")
     if len(target_logp) != len(rows[REWARDS]):

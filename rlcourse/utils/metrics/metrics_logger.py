@@ -150,8 +150,7 @@ def episode_metrics(episodes: list) -> dict:
                "episode_lens": [len(e) for e in episodes],
                "num_env_steps_sampled": sum(len(e) for e in episodes), "custom_metrics": {}}
     if episodes and hasattr(episodes[0], "get_agent_returns"):
-        agents: dict = {}
-        modules: dict = {}
+        agents, modules = {}, {}
         for episode in episodes:
             for agent_id, ret in episode.get_agent_returns().items():
                 agents.setdefault(agent_id, []).append(ret)

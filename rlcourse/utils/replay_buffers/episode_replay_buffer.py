@@ -19,8 +19,7 @@ class EpisodeReplayBuffer:
     def __init__(self, capacity: int = 50_000, seed: int | None = None):
         self.capacity = capacity
         self.rng = np.random.default_rng(seed)
-        self.num_steps_added_lifetime = 0
-        self.num_episodes_evicted_lifetime = 0
+        self.num_steps_added_lifetime = self.num_episodes_evicted_lifetime = 0
         self._clear()
 
     def _clear(self) -> None:

@@ -53,17 +53,11 @@ def deploy(app: Application, name: str = APP_NAME, route_prefix: str = "/") -> N
         serve.run(app, name=name, route_prefix=route_prefix,
                   logging_config={"log_level": "WARNING", "enable_access_log": False})
     except RuntimeError as e:
-        reason = _failure(name) or str(e)
+        status = serve.status().applications.get(name)  # the reason: its error's last line
+        deployments = status.deployments.values() if status else []
+        lines = [line.strip() for d in deployments for line in d.message.strip().splitlines()]
         serve.delete(name)
-        raise RuntimeError(f"Deploying {name!r} failed: {reason}") from None
-
-
-def _failure(name: str) -> str:
-    """The last line of the error a failed deployment of application `name` reported."""
-    status = serve.status().applications.get(name)
-    messages = [d.message for d in status.deployments.values()] if status else []
-    lines = [line.strip() for message in messages for line in message.strip().splitlines()]
-    return lines[-1] if lines else ""
+        raise RuntimeError(f"Deploying {name!r} failed: {lines[-1] if lines else e}") from None
 
 
 def shutdown() -> None:

@@ -1,9 +1,7 @@
 """BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a request body past MAX_BYTES
-as it streams in, with a 413 naming the limit, and stops reading it. Serve's proxy copies a body
-into an unbounded queue as fast as it arrives (`proxy_asgi_receive` in
-ray/serve/_private/proxy.py), so a limit the replica checks comes after the proxy has held the
-flood; here the proxy never holds more than the limit. tests/test_serve.py measures the proxy's
-and replicas' memory under floods."""
+as it streams in (a 413). Serve's proxy queues a body as fast as it arrives (`proxy_asgi_receive`
+in ray/serve/_private/proxy.py), so a replica's check would come after the proxy held the flood.
+tests/test_serve.py measures the proxy's and replicas' memory under floods."""
 
 import asyncio
 import json
@@ -20,7 +18,6 @@ PROXY_CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 PROXY_CALLBACK = "rlcourse.serve.body_limit.proxy_middlewares"
 
 Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
@@ -38,7 +35,8 @@ class BodyLimit:
     def __init__(self, app: Callable[..., Awaitable[None]]):
         self.app = app
 
-    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
+                       send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -46,10 +44,7 @@ class BodyLimit:
         if declared.isdigit() and int(declared) > MAX_BYTES:
             await _refuse(send, int(declared), at_least=False)
             return
-        received = 0
-        refused = False
-        started = False
-        done = asyncio.Event()
+        received, refused, started, done = 0, False, False, asyncio.Event()
 
         async def limited_receive() -> Message:
             nonlocal received, refused

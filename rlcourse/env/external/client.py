@@ -1,13 +1,9 @@
-"""A simulator's side of RLlink: copy this one file next to your simulator. It needs only Python's
-standard library and NumPy (no Ray, no rlcourse, no torch): it connects to a server EnvRunner, gets
-the config and the weights, runs the policy itself, steps the simulator and sends whole episodes in
-batches, taking new weights with each answer (EPISODES_AND_GET_STATE: the server answers when the
-learner has new weights, or when it waits for episodes, so the simulator samples on-policy).
-
-It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
-so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
-With `--inference server` it runs no policy: it sends each observation and gets the action back
-(GET_ACTION, ACTION; END_EPISODE ends an episode), and the server records the episodes.
+"""A simulator's side of RLlink: copy this one file, which needs only the standard library and
+NumPy, next to your simulator. It gets the config and weights from a server EnvRunner, runs the
+policy, and sends whole episodes in batches, taking new weights with each answer
+(EPISODES_AND_GET_STATE waits for them, so the simulator samples on-policy). It carries its own
+copies of numpy_mlp.py's forward pass and rllink.py's framing (tests/test_external_client.py checks
+they agree). With `--inference server` the server acts instead (GET_ACTION, END_EPISODE).
 
     RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
@@ -122,23 +118,29 @@ class Policy:
 
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
-        out = self.forward(obs[None])[0]
-        if self.head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
-            return squashed_gaussian(out, *self.bounds, self.rng if self.explore else None)
-        out = out.astype(np.float64)
-        if self.head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
-            return epsilon_greedy(out, self.epsilon if self.explore else 0.0, self.rng)
-        if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
-            shifted = out - out.max()
-            cdf = np.cumsum(np.exp(shifted))
-            action = int(np.count_nonzero(cdf[:-1] <= self.rng.random() * cdf[-1])) if self.explore \
-                else int(out.argmax())
-            return action, float(shifted[action] - np.log(cdf[-1]))
-        mean, log_std = np.split(out, 2)
-        action = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape) if self.explore \
-            else mean
-        z = (action - mean) / np.exp(log_std)
-        return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
+        return head_action(self.head, self.forward(obs[None])[0], self.rng, self.explore,
+                           self.epsilon, self.bounds)
+
+
+def head_action(head: str, out: np.ndarray, rng: np.random.Generator, explore: bool,
+                epsilon: float = 0.0, bounds: list | tuple = ()) -> tuple[Any, float]:
+    """The action of `head` for one row `out` of the network's outputs, and its log-probability
+    (server_side_inference.py acts through it too)."""
+    if head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
+        return squashed_gaussian(out, *bounds, rng if explore else None)
+    out = out.astype(np.float64)
+    if head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
+        return epsilon_greedy(out, epsilon if explore else 0.0, rng)
+    if head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
+        shifted = out - out.max()
+        cdf = np.cumsum(np.exp(shifted))
+        action = int(np.count_nonzero(cdf[:-1] <= rng.random() * cdf[-1])) if explore \
+            else int(out.argmax())
+        return action, float(shifted[action] - np.log(cdf[-1]))
+    mean, log_std = np.split(out, 2)  # a diagonal Gaussian's means and log-stds
+    action = mean + np.exp(log_std) * rng.standard_normal(mean.shape) if explore else mean
+    z = (action - mean) / np.exp(log_std)
+    return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
 
 
 def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator
@@ -227,12 +229,10 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
         seed: int | None = None, on_weights: Any = None, connect: Any = Connection,
         inference: str = "client") -> int:
-    """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
-    sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
-    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE;
-    `connect(host, port, token)` makes each Connection (one that also records the traffic, say).
-    `inference="server"`: the server acts and records, episode by episode (no weights here).
-    Returns the env steps sent."""
+    """Sample episodes from `env` until `max_env_steps` (None: forever), sending them every
+    `steps_per_batch` env steps, and return the env steps sent; reconnect when the connection drops
+    (the batch in flight is lost). `on_weights(weights_seq_no)` is called on each SET_STATE;
+    `connect(host, port, token)` makes each Connection (one that records the traffic, say)."""
     if inference not in ("client", "server"):
         raise ValueError(f"inference={inference!r}: 'client' (run the policy here) or 'server'.")
     sent, connection, lost_since = 0, None, None

@@ -1,16 +1,13 @@
 """EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
-on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
-serves each simulator that connects on a thread of its own (client_session.py) with the config and
-weights, and returns the whole episodes they send from `sample()`, as any runner does, so algorithms
-train unchanged. Simulators run the policy (client.py) or ask for actions (server_side_inference.py).
+on `env_config["port"] + worker_index` (0: any free port), serves each simulator that connects on a
+thread of its own (client_session.py), and returns their whole episodes from `sample()`, so
+algorithms train unchanged. Simulators run the policy (client.py) or ask for actions
+(server_side_inference.py).
 
     os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
     config.environment(observation_space=..., action_space=..., env_config={"port": 5555})
           .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
-
-The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
-it through their Ray runtime env), as Ray's own token authentication, so checkpoints and Tune results
-never hold it. What runners count (COUNTERS) reaches train()'s results under "env_runners"."""
+"""
 
 import contextlib
 import os
@@ -34,20 +31,20 @@ from rlcourse.env.external.rllink import (
     send_message,
     space_message,
 )
+from rlcourse.env.external.server_side_inference import HEADS
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
-TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the shared secret, in the driver's environment
-# What the runner counts (each reported per iteration and as *_lifetime; client_session.py counts).
+# The shared secret, in the driver's environment (runner actors get it through their Ray runtime
+# env, as Ray's own token does), so checkpoints and Tune results never hold it.
+TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"
+# What the runner counts, in train()'s results under "env_runners" (per iteration and *_lifetime).
 COUNTERS = ("num_external_clients_connected", "num_external_episodes_received",
             "num_external_messages_refused", "num_external_episodes_refused",
             "num_external_env_steps_dropped")
 # env_config keys this runner reads, with their defaults.
 SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
                    "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
-# The action heads client.py's Policy runs, by their names in SET_CONFIG.
-HEADS = {numpy_mlp.Categorical: "categorical", numpy_mlp.DiagGaussian: "gaussian",
-         numpy_mlp.EpsilonGreedy: "epsilon_greedy", numpy_mlp.SquashedGaussian: "squashed_gaussian"}
 
 
 class EnvRunnerServerForExternalInference(EnvRunner):
@@ -126,20 +123,17 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                 full = len(self._clients) >= self.max_clients
                 if not full:
                     self._clients.append(sock)
-            if full:
-                self._refuse_full(sock)
+            if not full:
+                threading.Thread(target=serve_client, args=(sock, f"{peer[0]}:{peer[1]}", self),
+                                 daemon=True).start()
                 continue
-            threading.Thread(target=serve_client, args=(sock, f"{peer[0]}:{peer[1]}", self),
-                             daemon=True).start()
-
-    def _refuse_full(self, sock: socket.socket) -> None:
-        self.count("num_external_messages_refused")
-        with contextlib.suppress(OSError):
-            sock.settimeout(1.0)
-            send_message(sock, {"type": "ERROR", "message": f"{self.name} serves {self.max_clients} "
-                                "clients already (env_config['max_clients']): try another runner's "
-                                "port, or later."})
-        sock.close()
+            self.count("num_external_messages_refused")
+            with contextlib.suppress(OSError):
+                sock.settimeout(1.0)
+                send_message(sock, {"type": "ERROR", "message": f"{self.name} serves "
+                                    f"{self.max_clients} clients already (env_config['max_clients'])"
+                                    ": try another runner's port, or later."})
+            sock.close()
 
     def client_left(self, sock: socket.socket) -> None:
         with self._lock:

@@ -150,8 +150,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             self.counts[counter] += n
 
     def get_metrics(self) -> dict:
-        """The runner's metrics, with what it counted since the last call (and the clients now
-        connected: a mean over the iteration's reports, as several reports may come per runner)."""
+        """The runner's metrics, with what it counted since the last call and the clients now
+        connected (a mean: several reports may come per runner and iteration)."""
         with self._lock:
             counts, clients = dict(self.counts), len(self._clients)
         for name, total in counts.items():
@@ -172,9 +172,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                 "max_message_bytes": self.max_message_bytes}
 
     def state_message(self, newer_than: int | None = None) -> tuple[dict, int]:
-        """SET_STATE, the current weights as the layers `x @ w + b`, and their version. With
-        `newer_than` (EPISODES_AND_GET_STATE), wait for newer weights unless sample() is waiting
-        for episodes (RLlib's on-policy sampling: simulators idle while the learner trains)."""
+        """SET_STATE (the layers `x @ w + b`) and its version. With `newer_than`, wait for newer
+        weights unless sample() waits for episodes (RLlib's on-policy sampling: simulators idle
+        while the learner trains)."""
         def ready() -> bool:
             return self._layers is not None and (
                 newer_than is None or self._layers_version > newer_than

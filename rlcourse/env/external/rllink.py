@@ -1,43 +1,33 @@
 """RLlink, the messages between an external simulator (the client) and its server EnvRunner, with
-RLlib's names, and what an episode must be before it reaches a learner. Each message is a 4-byte
-big-endian length, then UTF-8 JSON: an object with a "type"; arrays travel as {"dtype", "shape",
-"b64"}. Never pickle: a peer's message is data, it cannot make the other side run code. client.py
-carries its own copy of the framing; tests/test_external_client.py checks that the two agree.
+RLlib's names, and what an episode must be before it reaches a learner. The framing is client.py's
+(a 4-byte length, then a JSON object with a "type"; arrays as {"dtype", "shape", "b64"}); never
+pickle: a peer's message is data, it cannot make the other side run code.
 
 Client -> server: PING (first, with "token" and "protocol_version"), GET_CONFIG, GET_STATE, EPISODES,
 EPISODES_AND_GET_STATE; with server-side inference (server_side_inference.py) GET_ACTION and
 END_EPISODE instead of the episodes. Server -> client: PONG, SET_CONFIG, SET_STATE, ACTION, ERROR
-(then it hangs up).
-"""
+(then it hangs up)."""
 
 import base64
 import json
 import socket
-import struct
 
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.env.external.client import HEADER, encode_array, frame
+from rlcourse.env.external.client import PROTOCOL_VERSION as PROTOCOL_VERSION  # (re-exported)
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
-PROTOCOL_VERSION = 1
 CLIENT_MESSAGES = ("PING", "GET_CONFIG", "GET_STATE", "EPISODES", "EPISODES_AND_GET_STATE",
                    "GET_ACTION", "END_EPISODE")
 MAX_MESSAGE_BYTES = 8 * 2**20  # default; env_config["max_message_bytes"] changes it
-HEADER = struct.Struct("!I")
 ARRAY_DTYPES = ("float32", "float64", "int64", "bool")  # what an array on the wire may be
 EPISODE_FIELDS = {"obs", "actions", "rewards", "action_logp", "terminated", "truncated"}
 
 
 class ProtocolError(ValueError):
     """A peer sent something the protocol does not allow; the message says what and how to fix it."""
-
-
-def encode_array(values: np.ndarray) -> dict:
-    """An array as JSON: its dtype, shape and raw bytes in base64 (exact, 4x smaller than text)."""
-    values = np.ascontiguousarray(values)
-    return {"dtype": values.dtype.name, "shape": list(values.shape),
-            "b64": base64.b64encode(values.tobytes()).decode("ascii")}
 
 
 def space_message(space: gym.Space) -> dict:
@@ -70,9 +60,9 @@ def decode_array(field: str, value: object) -> np.ndarray:
 
 def send_message(sock: socket.socket, message: dict) -> int:
     """Send one message; returns the bytes put on the wire (header included)."""
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-    sock.sendall(HEADER.pack(len(body)) + body)
-    return HEADER.size + len(body)
+    data = frame(message)
+    sock.sendall(data)
+    return len(data)
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:

@@ -20,8 +20,7 @@ from rlcourse.utils.resources import init_ray
 
 APP_NAME = "policy"
 DEFAULT_PORT = 8000
-# The controller's environment, which its proxy inherits: the proxy refuses an oversized body
-# while it streams (body_limit.py), before it has queued it for a replica.
+# The controller's environment, which its proxy inherits: the proxy's body limit (body_limit.py).
 CONTROLLER_OPTIONS = {"runtime_env": {"env_vars": {PROXY_CALLBACK_ENV: PROXY_CALLBACK}}}
 
 
@@ -36,9 +35,7 @@ def policy_app(checkpoint: str | os.PathLike, allowed: Iterable[Any] = (), num_r
 def start(app: Application, port: int = DEFAULT_PORT) -> str:
     """Run `app` on the course's Ray with Serve's HTTP proxy on 127.0.0.1:`port`; return its URL."""
     init_ray()
-    # Serve's controller and proxy log at WARNING, as the replicas do (deploy()); so does Serve's
-    # logger in this process, which would announce every start and deployment.
-    logging.getLogger("ray.serve").setLevel(logging.WARNING)
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)  # not every start and deployment
     serve.start(http_options={"host": LOOPBACK, "port": port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False},
                 controller_options=CONTROLLER_OPTIONS)

@@ -12,8 +12,8 @@ from starlette.middleware import Middleware
 
 from rlcourse.serve.observations import MAX_BYTES, too_large
 
-# Serve's proxy calls the function this environment variable names and wraps itself in the
-# middlewares it returns (configure_http_middlewares in ray/serve/_private/http_util.py).
+# Serve's proxy wraps itself in the middlewares this function returns (configure_http_middlewares
+# in ray/serve/_private/http_util.py).
 PROXY_CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 PROXY_CALLBACK = "rlcourse.serve.body_limit.proxy_middlewares"
 
@@ -27,10 +27,8 @@ def proxy_middlewares() -> list[Middleware]:
 
 
 class BodyLimit:
-    """Refuse an HTTP request whose Content-Length, or whose body as it streams, passes
-    MAX_BYTES: a 413 with {"error": ...} and `Connection: close`, sent in place of whatever the
-    app would answer; the app is told the client left, so it stops reading and its replica call
-    is cancelled."""
+    """Refuse a request whose Content-Length, or body as it streams, passes MAX_BYTES: a 413 with
+    {"error": ...} in the app's place; the app is told the client left, so its replica call ends."""
 
     def __init__(self, app: Callable[..., Awaitable[None]]):
         self.app = app

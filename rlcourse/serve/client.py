@@ -70,8 +70,7 @@ class PolicyClient:
                     raise
                 reused = False  # once more, on a new connection
 
-    def close(self) -> None:
-        """Close the connection (the next request would open a new one)."""
+    def close(self) -> None:  # (the next request would open a new connection)
         self._connection.close()
 
     def __enter__(self) -> Self:

@@ -1,6 +1,6 @@
 """PolicyDeployment: a Ray Serve replica answering POST {"obs": ...} with {"actions": ...} and GET
-/healthz. Concurrent requests go through the module as one batch (`@serve.batch`; measured by
-benchmarks/serve_load.py); `max_batch_size=1` turns batching off."""
+/healthz; concurrent requests go through the module as one batch (`@serve.batch`,
+benchmarks/serve_load.py), unless `max_batch_size=1`."""
 
 import os
 from collections.abc import Iterable

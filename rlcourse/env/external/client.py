@@ -43,6 +43,19 @@ def frame(message: dict) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    """`n` bytes from `sock`; ConnectionError if the peer hangs up first."""
+    chunks, left = [], n
+    while left:
+        chunk = sock.recv(min(left, 2**20))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection" if left == n
+                                  else "the peer closed the connection mid-message")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def decode_array(value: dict) -> np.ndarray:
     raw = base64.b64decode(value["b64"])
     return np.frombuffer(raw, dtype=value["dtype"]).reshape(value["shape"])
@@ -65,18 +78,9 @@ class Connection:
         self.sock.sendall(data)
         self.wire_bytes += len(data)
 
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return data
-
     def receive(self) -> dict:
-        (length,) = HEADER.unpack(self._read(HEADER.size))
-        message = json.loads(self._read(length))
+        (length,) = HEADER.unpack(read_exactly(self.sock, HEADER.size))
+        message = json.loads(read_exactly(self.sock, length))
         self.wire_bytes += HEADER.size + length
         if message["type"] == "ERROR":
             raise ServerError(message["message"])

@@ -15,7 +15,7 @@ import socket
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.env.external.client import HEADER, encode_array, frame
+from rlcourse.env.external.client import HEADER, encode_array, frame, read_exactly
 from rlcourse.env.external.client import PROTOCOL_VERSION as PROTOCOL_VERSION  # (re-exported)
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
@@ -65,27 +65,15 @@ def send_message(sock: socket.socket, message: dict) -> int:
     return len(data)
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(min(left, 2**20))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection mid-message" if chunks or left < n
-                                  else "the peer closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 def receive_message(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict, int]:
     """One message and its size on the wire. ProtocolError for an oversized or malformed one (its
     body is not read: the connection is then out of step and must close); ConnectionError if the
     peer hung up; socket.timeout if it stayed silent."""
-    (length,) = HEADER.unpack(_read_exactly(sock, HEADER.size))
+    (length,) = HEADER.unpack(read_exactly(sock, HEADER.size))
     if length > max_bytes:
         raise ProtocolError(f"a message of {length} bytes is over the limit of {max_bytes} "
                             "(max_message_bytes): send fewer episodes per message.")
-    body = _read_exactly(sock, length)
+    body = read_exactly(sock, length)
     try:
         message = json.loads(body, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -15,7 +15,6 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -225,14 +224,15 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         module = build_module(self.config, self.observation_space, self.action_space)
         self.set_weights(module.get_state(inference_only=True))
 
-    def _take(self, enough: Any, deadline: float | None, count: Any) -> list[SingleAgentEpisode]:
-        """Wait until `enough(queued episodes, queued steps)`, then pop episodes while `count`
-        (episodes taken, steps taken) says more are needed."""
+    def _take(self, deadline: float | None, steps: int = 0, episodes: int = 0
+              ) -> list[SingleAgentEpisode]:
+        """Wait until the queue holds `steps` env steps and `episodes` episodes, then pop that many
+        (whole episodes: the last may pass `steps`)."""
         # A runner actor answers before its group's own sample_timeout_s would end it.
         deadline = deadline or time.monotonic() + 0.9 * self.config.sample_timeout_s
         taken: list[SingleAgentEpisode] = []
         with self._lock:
-            while not enough(len(self._queue), self._queued_steps):
+            while self._queued_steps < steps or len(self._queue) < episodes:
                 if not self._wanting_episodes:
                     self._wanting_episodes = True  # release the clients waiting for weights
                     self._lock.notify_all()
@@ -246,7 +246,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                         "config.env_runners(sample_timeout_s=...).")
                 self._lock.wait(min(left, 1.0))
             self._wanting_episodes = False
-            while count(len(taken), sum(map(len, taken))):
+            while sum(map(len, taken)) < steps or len(taken) < episodes:
                 taken.append(self._queue.popleft())
                 self._queued_steps -= len(taken[-1])
         for episode in taken:
@@ -258,13 +258,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
                       ) -> list[SingleAgentEpisode]:
         """Whole episodes covering at least `steps` env steps (simulators explore as configured)."""
-        return self._take(lambda n, queued: queued >= steps, deadline,
-                          lambda n, taken: taken < steps)
+        return self._take(deadline, steps=steps)
 
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
                          ) -> list[SingleAgentEpisode]:
-        return self._take(lambda n, queued: n >= num_episodes, deadline,
-                          lambda n, taken: n < num_episodes)
+        return self._take(deadline, episodes=num_episodes)
 
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         return self.observation_space, self.action_space

@@ -1,7 +1,6 @@
-"""BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a request body past MAX_BYTES
-as it streams in (a 413). Serve's proxy queues a body as fast as it arrives (`proxy_asgi_receive`
-in ray/serve/_private/proxy.py), so a replica's check would come after the proxy held the flood.
-tests/test_serve.py measures the proxy's and replicas' memory under floods."""
+"""BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a body past MAX_BYTES as it
+streams in: the proxy queues a body as fast as it arrives (`proxy_asgi_receive` in Serve's
+proxy.py), before any replica could check it. tests/test_serve.py measures memory under floods."""
 
 import asyncio
 import json

@@ -1,8 +1,6 @@
-"""EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
-on `env_config["port"] + worker_index` (0: any free port), serves each simulator that connects on a
-thread of its own (client_session.py), and returns their whole episodes from `sample()`, so
-algorithms train unchanged. Simulators run the policy (client.py) or ask for actions
-(server_side_inference.py).
+"""EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs are simulators that
+connect over TCP (client.py), each served on a thread (client_session.py); `sample()` returns the
+whole episodes they send, so algorithms train unchanged.
 
     os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
     config.environment(observation_space=..., action_space=..., env_config={"port": 5555})

@@ -1,9 +1,8 @@
-"""A simulator's side of RLlink: copy this one file, which needs only the standard library and
-NumPy, next to your simulator. It gets the config and weights from a server EnvRunner, runs the
-policy, and sends whole episodes in batches, taking new weights with each answer
-(EPISODES_AND_GET_STATE waits for them, so the simulator samples on-policy). It carries its own
-copy of numpy_mlp.py's forward pass (tests/test_external_client.py checks they agree); rllink.py
-takes its framing from here. With `--inference server` the server acts (GET_ACTION, END_EPISODE).
+"""A simulator's side of RLlink, one file to copy next to your simulator (stdlib and NumPy only).
+It gets the config and weights from a server EnvRunner, runs the policy, and sends whole
+episodes in batches, taking new weights with each answer (EPISODES_AND_GET_STATE waits for them:
+on-policy sampling). Its forward pass copies numpy_mlp.py's (tests/test_external_client.py checks
+they agree); rllink.py takes its framing from here. `--inference server`: the server acts.
 
     RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
@@ -30,15 +29,13 @@ class ServerError(RuntimeError):
     """The server refused something (it sent ERROR and hung up): retrying the same will not help."""
 
 
-def encode_array(values: np.ndarray) -> dict:
-    """An array as JSON: its dtype, shape and raw bytes in base64 (exact, 4x smaller than text)."""
+def encode_array(values: np.ndarray) -> dict:  # dtype, shape and raw bytes: exact, and compact
     values = np.ascontiguousarray(values)
     return {"dtype": values.dtype.name, "shape": list(values.shape),
             "b64": base64.b64encode(values.tobytes()).decode("ascii")}
 
 
-def frame(message: dict) -> bytes:
-    """A message as it travels: its length (HEADER), then its compact JSON."""
+def frame(message: dict) -> bytes:  # a message as it travels
     body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
     return HEADER.pack(len(body)) + body
 
@@ -47,12 +44,10 @@ def read_exactly(sock: socket.socket, n: int) -> bytes:
     """`n` bytes from `sock`; ConnectionError if the peer hangs up first."""
     chunks, left = [], n
     while left:
-        chunk = sock.recv(min(left, 2**20))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection" if left == n
-                                  else "the peer closed the connection mid-message")
-        chunks.append(chunk)
-        left -= len(chunk)
+        chunks.append(sock.recv(min(left, 2**20)))
+        if not chunks[-1]:
+            raise ConnectionError(f"the peer closed the connection after {n - left} of {n} bytes")
+        left -= len(chunks[-1])
     return b"".join(chunks)
 
 
@@ -102,7 +97,7 @@ class Policy:
     """The runners' network and action head, from SET_CONFIG and SET_STATE messages."""
 
     def __init__(self, config: dict, seed: int | None = None, on_weights: Any = None):
-        self.on_weights = on_weights
+        self.on_weights = on_weights or (lambda weights_seq_no: None)
         self.activation = ACTIVATIONS[config["activation"]]
         self.head = config["head"]  # "categorical", "gaussian", "epsilon_greedy" or "squashed_gaussian"
         self.explore = config["explore"]
@@ -116,8 +111,7 @@ class Policy:
         self.layers = [(decode_array(w), decode_array(b)) for w, b in state["layers"]]
         self.weights_seq_no = state["weights_seq_no"]
         self.epsilon = state.get("epsilon", 0.0)
-        if self.on_weights is not None:
-            self.on_weights(self.weights_seq_no)
+        self.on_weights(self.weights_seq_no)
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """Logits (categorical) or means and log-stds (gaussian) for a batch of observations."""
@@ -297,7 +291,6 @@ def main() -> None:
     if not args.token:
         parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
-
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,
                args.max_env_steps, seed=args.seed, inference=args.inference)
     print(f"sent {sent} env steps")

@@ -108,7 +108,9 @@ def validate_config(config: "AlgorithmConfig") -> None:
     settings, one function per setter."""
 
     def is_set(setting: str) -> bool:
-        return setting not in UNSET or getattr(config, setting) != UNSET[setting]
+        value, unset = getattr(config, setting), UNSET.get(setting)
+        # Compared by type first: an array is "set" and fails its check by name.
+        return setting not in UNSET or not (type(value) is type(unset) and value == unset)
 
     for setting, minimum in WHOLE_NUMBERS.items():
         if is_set(setting):

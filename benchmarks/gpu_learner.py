@@ -1,7 +1,7 @@
 """PPO learner updates on the CPU vs a GPU: env steps trained per second, for the default model and a
 larger one.
 
-Each row times `PPOLearner.update` (PPO's defaults: minibatches of 128, 10 epochs) on the same
+Each row times `PPOLearner.update` (PPO's defaults for minibatch size and epochs) on the same
 CartPole-v1 batch, after one warm-up update: the Learner built with `num_gpus_per_learner=0` (CPU,
 the baseline) with one torch thread (as in a Ray actor given one CPU) and with torch's default (all
 cores, as in a notebook's local learner), and with `num_gpus_per_learner=1` (its CUDA device).
@@ -71,6 +71,7 @@ def main() -> None:
     default_threads = torch.get_num_threads()
     episodes, spaces = sample_batch(args.batch)
     steps = sum(map(len, episodes))
+    config = make_config(DEFAULT_HIDDENS, args.batch, 0)
     rows = []
     for name, hiddens in (("default", DEFAULT_HIDDENS), ("large", args.large)):
         timings = []  # (device label, seconds per update)
@@ -87,7 +88,8 @@ def main() -> None:
         rows += [[f"{name} {hiddens}", device, f"{s:.3f}", f"{steps / s:,.0f}",
                   f"{one_thread_s / s:.2f}"] for device, s in timings]
     print_table(f"PPO learner updates on a batch of {steps} CartPole env steps "
-                f"(minibatch 128, 10 epochs; torch {torch.__version__})",
+                f"(minibatch {config.minibatch_size}, {config.num_epochs} epochs; "
+                f"torch {torch.__version__})",
                 ["model", "device", "s / update", "env steps / s", "x CPU 1 thread"], rows)
     if not cuda:
         print("No CUDA GPU here: this benchmark needs one for the GPU side (only the CPU side was "

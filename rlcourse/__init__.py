@@ -8,25 +8,14 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 
+_ALGORITHMS = {"PPO": "ppo.ppo", "IMPALA": "impala.impala", "APPO": "appo.appo", "DQN": "dqn.dqn",
+               "ApexDQN": "apex_dqn.apex_dqn", "SAC": "sac.sac", "BC": "bc.bc",
+               "MARWIL": "marwil.marwil"}
 _EXPORTS = {
     "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
     "Algorithm": "rlcourse.algorithms.algorithm",
-    "PPOConfig": "rlcourse.algorithms.ppo.ppo",
-    "PPO": "rlcourse.algorithms.ppo.ppo",
-    "IMPALAConfig": "rlcourse.algorithms.impala.impala",
-    "IMPALA": "rlcourse.algorithms.impala.impala",
-    "APPOConfig": "rlcourse.algorithms.appo.appo",
-    "APPO": "rlcourse.algorithms.appo.appo",
-    "DQNConfig": "rlcourse.algorithms.dqn.dqn",
-    "DQN": "rlcourse.algorithms.dqn.dqn",
-    "ApexDQNConfig": "rlcourse.algorithms.apex_dqn.apex_dqn",
-    "ApexDQN": "rlcourse.algorithms.apex_dqn.apex_dqn",
-    "SACConfig": "rlcourse.algorithms.sac.sac",
-    "SAC": "rlcourse.algorithms.sac.sac",
-    "BCConfig": "rlcourse.algorithms.bc.bc",
-    "BC": "rlcourse.algorithms.bc.bc",
-    "MARWILConfig": "rlcourse.algorithms.marwil.marwil",
-    "MARWIL": "rlcourse.algorithms.marwil.marwil",
+    **{name: f"rlcourse.algorithms.{module}" for algo, module in _ALGORITHMS.items()
+       for name in (f"{algo}Config", algo)},
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",
     "SingleAgentEnvRunner": "rlcourse.env.single_agent_env_runner",

@@ -15,7 +15,7 @@ from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
 from rlcourse.core.rl_module.module_loading import TracedConnector, export_policy, greedy_env_actions
 from rlcourse.core.rl_module.rl_module import RLModule
-from rlcourse.serve.deployment import PolicyDeployment
+from rlcourse.serve.app import PolicyDeployment
 from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(180)

@@ -35,8 +35,8 @@ from rlcourse.core.rl_module.rl_module import RLModule
 from rlcourse.course.load_test import run_load
 from rlcourse.course.serve_command import build_app
 from rlcourse.serve import app as serve_app
+from rlcourse.serve.app import PolicyDeployment
 from rlcourse.serve.client import PolicyClient, ServeRequestError, run_episode
-from rlcourse.serve.deployment import PolicyDeployment
 from rlcourse.serve.observations import MAX_BYTES, MAX_ROWS
 from rlcourse.utils.imports import import_attr
 

@@ -1,9 +1,5 @@
-"""Algorithm: builds EnvRunners and Learners from a config and runs training iterations.
-
-Each algorithm writes its loop in `training_step` (PPO's: sample, update, sync weights); `train()`
-adds evaluation, counters and timers, and returns RLlib's result keys, e.g.
-result["env_runners"]["episode_return_mean"]. Long methods call plain functions beside this file.
-"""
+"""Algorithm: builds EnvRunners and Learners from a config; each algorithm writes its loop in
+`training_step`, and `train()` adds evaluation, counters and timers under RLlib's result keys."""
 
 import time
 from collections.abc import Iterable
@@ -115,9 +111,7 @@ class Algorithm(Checkpointable):
         # While the runner actors start, build the learners here (importing torch takes seconds).
         self.learner_group = LearnerGroup(config, self.observation_space, self.action_space,
                                           module_spec=self.module_spec)
-        for group in (self.env_runner_group, self.eval_env_runner_group):
-            if group is None:
-                continue
+        for group in filter(None, (self.env_runner_group, self.eval_env_runner_group)):
             group.wait_until_ready()
             if group.num_remote_env_runners:  # env_config may differ per worker_index
                 runner_spaces = group.foreach_env_runner(lambda runner: runner.get_spaces())
@@ -137,15 +131,14 @@ class Algorithm(Checkpointable):
 
     def _check_usable(self) -> None:
         """Raise AlgorithmStopped after stop() or once this algorithm's Ray is gone (not start anew)."""
+        rebuild = ("build a new one with config.build_algo(), or continue from a checkpoint with "
+                   "Algorithm.from_checkpoint(path).")
         if self._stopped:
-            raise AlgorithmStopped("This Algorithm was stopped; build a new one with "
-                                   "config.build_algo(), or continue from a checkpoint with "
-                                   "Algorithm.from_checkpoint(path).")
+            raise AlgorithmStopped(f"This Algorithm was stopped; {rebuild}")
         if not self._same_ray():
-            raise AlgorithmStopped(
-                "Ray was shut down under this Algorithm (ray.shutdown() or a new ray.init()), and "
-                "its actors with it. Call algo.stop(), then build a new one with config.build_algo(), "
-                "or continue from a checkpoint with Algorithm.from_checkpoint(path).")
+            raise AlgorithmStopped("Ray was shut down under this Algorithm (ray.shutdown() or a new "
+                                   "ray.init()), and its actors with it. Call algo.stop(), then "
+                                   f"{rebuild}")
 
     def _same_ray(self) -> bool:
         """Whether the Ray that this algorithm's actors live in (if any) is still connected."""
@@ -177,25 +170,21 @@ class Algorithm(Checkpointable):
             if evaluate_now:
                 result["evaluation"] = self.evaluate()
         self.iteration += 1
-        elapsed = time.perf_counter() - start
-        self.timers.last["training_iteration"] = elapsed
-        group = self.env_runner_group
-        result["env_runners"].update(num_healthy_env_runners=group.num_healthy_env_runners,
-                                     num_env_runner_restarts=group.num_env_runner_restarts,
-                                     num_env_runner_failures=group.num_env_runner_failures)
-        result["fault_tolerance"] = {"num_healthy_workers": group.num_healthy_env_runners,
-                                     "num_remote_worker_restarts": group.num_env_runner_restarts}
+        elapsed = self.timers.last["training_iteration"] = time.perf_counter() - start
+        group, runners = self.env_runner_group, result["env_runners"]
+        healthy, restarts = group.num_healthy_env_runners, group.num_env_runner_restarts
+        runners.update(num_healthy_env_runners=healthy, num_env_runner_restarts=restarts,
+                       num_env_runner_failures=group.num_env_runner_failures)
+        trained = self.num_env_steps_trained_lifetime
         result.setdefault("learners", {}).setdefault(ALL_MODULES, {})[
-            "num_env_steps_trained_lifetime"] = self.num_env_steps_trained_lifetime
-        runners, trained = result["env_runners"], self.num_env_steps_trained_lifetime
-        result.update({
-            "training_iteration": self.iteration,
-            "num_env_steps_sampled_throughput": runners["num_env_steps_sampled"] / elapsed,
-            "num_env_steps_trained_throughput": (trained - trained_before) / elapsed,
-            "num_env_steps_sampled_lifetime": runners["num_env_steps_sampled_lifetime"],
-            "num_env_steps_trained_lifetime": trained,
-            "timers": dict(self.timers.last),
-        })
+            "num_env_steps_trained_lifetime"] = trained
+        result.update(
+            fault_tolerance={"num_healthy_workers": healthy, "num_remote_worker_restarts": restarts},
+            training_iteration=self.iteration,
+            num_env_steps_sampled_throughput=runners["num_env_steps_sampled"] / elapsed,
+            num_env_steps_trained_throughput=(trained - trained_before) / elapsed,
+            num_env_steps_sampled_lifetime=runners["num_env_steps_sampled_lifetime"],
+            num_env_steps_trained_lifetime=trained, timers=dict(self.timers.last))
         if self.callbacks:
             self.callbacks.on_train_result(algorithm=self, result=result)
         return result

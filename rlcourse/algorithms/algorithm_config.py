@@ -1,26 +1,73 @@
 """AlgorithmConfig: every setting of a run, set with RLlib's fluent methods (config_setters.py) and
-checked by `validate()` (config_validation.py), so that a config reads as one chain:
-
-    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()"""
+checked by `validate()`, as one chain: `PPOConfig().environment("CartPole-v1").build_algo()`."""
 
 import copy
 import math
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.algorithms import config_setters, config_validation
-from rlcourse.algorithms.config_setters import NotProvided, setter
+from rlcourse.algorithms import config_validation
+from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, refuse, setter
 from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec, rl_module_spec
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.env import registry
+from rlcourse.tune.search_space import check_search_spaces, contains_search_space
+from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.utils.validation import ConfigError, setter_of
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
     from rlcourse.core.learner.learner import Learner
     from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
     from rlcourse.env.registry import EnvCreator
+
+
+# Every shared setting's default, by the setter that sets it (each algorithm's config adds its own).
+DEFAULTS = {
+    "environment": dict(env=None, env_config={},
+                        clip_rewards=None,  # None/False, True (sign), c or (low, high)
+                        observation_space=None, action_space=None),  # given: no env is probed
+    "env_runners": dict(num_env_runners=0, num_envs_per_env_runner=1,
+                        rollout_fragment_length="auto", num_cpus_per_env_runner=1,
+                        num_gpus_per_env_runner=0, gym_env_vectorize_mode="SYNC", explore=True,
+                        sample_timeout_s=60.0, max_requests_in_flight_per_env_runner=1,
+                        custom_resources_per_env_runner={},
+                        env_to_module_connector=None,  # fn(env[, spaces, device]) -> connectors
+                        env_runner_cls=None),  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
+    "resources": dict(num_cpus_for_main_process=1, placement_strategy=None),
+    "learners": dict(num_learners=0, num_cpus_per_learner=1, num_gpus_per_learner=0),
+    "training": dict(gamma=0.99, lr=3e-4, train_batch_size_per_learner=4000,
+                     minibatch_size=128,  # None: the whole batch in one step
+                     num_epochs=10, grad_clip=None,
+                     learner_connector=None),  # fn(obs_space, act_space) -> connector
+    "rl_module": dict(model_config=None,  # the class's default_model_config (__init__)
+                      rl_module_class=None),
+    "evaluation": dict(evaluation_interval=None, evaluation_duration=10,
+                       evaluation_duration_unit="episodes", evaluation_config={"explore": False},
+                       evaluation_num_env_runners=0, evaluation_parallel_to_training=False,
+                       in_evaluation=False),  # RLlib's flag on evaluation configs: stats frozen
+    "fault_tolerance": dict(restart_failed_env_runners=True, max_num_env_runner_restarts=1000,
+                            num_consecutive_env_runner_failures_tolerance=5,
+                            ignore_env_runner_failures=False,
+                            restart_failed_sub_environments=False,
+                            num_consecutive_sub_env_failures_tolerance=10,
+                            env_runner_health_probe_timeout_s=30.0),
+    "reporting": dict(metrics_num_episodes_for_smoothing=100),
+    "debugging": dict(seed=None),
+    "callbacks": dict(callbacks_class=None),
+    "multi_agent": dict(policies=None,  # None: the single-agent setup
+                        policy_mapping_fn=None, policies_to_train=None),
+    # Recording (output) and reading (input_) Parquet, RLlib's settings.
+    "offline_data": dict(input_=None,  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
+                         input_read_method_kwargs={}, iter_batches_kwargs={},
+                         materialize_data=False, prelearner_class=None,
+                         dataset_num_iters_per_learner=None, output=None,
+                         output_write_episodes=False,  # RLlib: True (episodes packed, msgpack)
+                         output_compress_columns=[],  # RLlib: ["obs", "new_obs"], pickled
+                         output_max_rows_per_file=None, output_write_remaining_data=False),
+}
 
 
 class AlgorithmConfig:
@@ -31,79 +78,9 @@ class AlgorithmConfig:
 
     def __init__(self) -> None:
         register_with_tune()  # where Tune is imported: tune.Tuner("PPO", param_space=config)
-        # environment()
-        self.env: Any = None
-        self.env_config: dict = {}
-        self.clip_rewards: Any = None  # None/False, True (sign), c or (low, high): clip_rewards.py
-        self.observation_space: Any = None  # given: no env is built to find them (external envs)
-        self.action_space: Any = None
-        # env_runners()
-        self.num_env_runners = 0
-        self.num_envs_per_env_runner = 1
-        self.rollout_fragment_length: int | str = "auto"
-        self.num_cpus_per_env_runner: float = 1
-        self.num_gpus_per_env_runner: float = 0
-        self.gym_env_vectorize_mode = "SYNC"
-        self.explore = True
-        self.sample_timeout_s: float = 60.0
-        self.max_requests_in_flight_per_env_runner = 1
-        self.custom_resources_per_env_runner: dict[str, float] = {}
-        self.env_to_module_connector: Any = None  # fn(env[, spaces, device]) -> connector(s)
-        self.env_runner_cls: type | None = None  # None: SingleAgentEnvRunner / MultiAgentEnvRunner
-        self.in_evaluation = False  # RLlib's flag on evaluation configs: connector stats frozen
-        # resources()
-        self.num_cpus_for_main_process: float = 1
-        self.placement_strategy: str | None = None
-        # learners()
-        self.num_learners = 0
-        self.num_cpus_per_learner: float = 1
-        self.num_gpus_per_learner: float = 0
-        # training()
-        self.gamma = 0.99
-        self.lr = 3e-4
-        self.train_batch_size_per_learner = 4000
-        self.minibatch_size: int | None = 128  # None: the whole batch in one step
-        self.num_epochs = 10
-        self.grad_clip: float | None = None
-        self.learner_connector: Any = None  # fn(obs_space, act_space) -> episodes -> episodes
-        # rl_module()
-        self.model_config: dict = copy.deepcopy(self.default_model_config)
-        self.rl_module_class: type | None = None
-        # evaluation()
-        self.evaluation_interval: int | None = None
-        self.evaluation_duration = 10
-        self.evaluation_duration_unit = "episodes"
-        self.evaluation_config: dict = {"explore": False}
-        self.evaluation_num_env_runners = 0
-        self.evaluation_parallel_to_training = False
-        # fault_tolerance()
-        self.restart_failed_env_runners = True
-        self.max_num_env_runner_restarts = 1000
-        self.num_consecutive_env_runner_failures_tolerance = 5
-        self.ignore_env_runner_failures = False
-        self.restart_failed_sub_environments = False
-        self.num_consecutive_sub_env_failures_tolerance = 10
-        self.env_runner_health_probe_timeout_s: float = 30.0
-        # reporting(), debugging(), callbacks()
-        self.metrics_num_episodes_for_smoothing = 100
-        self.seed: int | None = None
-        self.callbacks_class: type | None = None
-        # multi_agent(): None keeps the single-agent setup
-        self.policies: Any = None
-        self.policy_mapping_fn: Any = None
-        self.policies_to_train: Any = None
-        # offline_data(): recording (output) and reading (input_) Parquet, RLlib's settings
-        self.input_: Any = None  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
-        self.input_read_method_kwargs: dict = {}
-        self.iter_batches_kwargs: dict = {}
-        self.materialize_data = False
-        self.prelearner_class: type | None = None
-        self.dataset_num_iters_per_learner: int | None = None
-        self.output: str | None = None
-        self.output_write_episodes = False  # RLlib: True (episodes packed with msgpack)
-        self.output_compress_columns: list[str] = []  # RLlib: ["obs", "new_obs"], pickled
-        self.output_max_rows_per_file: int | None = None
-        self.output_write_remaining_data = False
+        for settings in DEFAULTS.values():
+            self.__dict__.update(copy.deepcopy(settings))
+        self.model_config = copy.deepcopy(self.default_model_config)
 
     # -- what it builds, looked up when used (RLlib's names), so runners never import a Learner --
 
@@ -123,8 +100,7 @@ class AlgorithmConfig:
         """The module learners build when `rl_module_class` is None: PPO's and IMPALA's."""
         return RLModuleSpec(module_class=rl_module_spec.default_actor_critic_class(self.model_config))
 
-    # -- fluent setters (`_set`: for setters that pass the rest on, as PPOConfig.training) ----
-    _set = config_setters.set_given
+    # -- fluent setters (config_setters.py) ------------------------------------------------------
 
     @setter
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
@@ -245,8 +221,19 @@ class AlgorithmConfig:
         """`policies` with the spaces of the agents of `env` (default: one built here) mapped to each."""
         return multi_rl_module_spec.multi_rl_module_spec_for(self, env)
 
-    framework = config_setters.framework  # RLlib's choice of framework: torch only
-    __getattr__ = config_setters.missing_attribute
+    @setter
+    def framework(self, framework: str = "torch") -> "AlgorithmConfig":
+        """RLlib's choice of deep-learning framework: torch only here."""
+        if framework != "torch":
+            raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
+                              "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are not attributes: RLlib's renamed setters say where they went."""
+        if name in RENAMED_SETTERS:
+            raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API "
+                                 f"stack); use config.{RENAMED_SETTERS[name]} instead.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- derived values, copies and building ---------------------------------------------------
 
@@ -284,13 +271,33 @@ class AlgorithmConfig:
         (twin := object.__new__(type(self))).__dict__ = copy.deepcopy(self.__dict__)
         return twin
 
-    to_dict = config_setters.config_to_dict  # Ray Tune calls it for param_space
-    update_from_dict = config_setters.update_from_dict
+    def to_dict(self) -> dict:
+        """All settings, plus `config_class` so `from_dict` rebuilds the type (Ray Tune's
+        `param_space=config` calls it, so its search spaces are checked here)."""
+        if contains_search_space(vars(self)):
+            check_search_spaces(self)
+        return {"config_class": class_path(type(self)), **copy.deepcopy(vars(self))}
+
+    def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
+        """Set each `name: value` through its setter, checked and normalized as fluent calls are."""
+        for name, value in settings.items():
+            method = setter_of(self, name)
+            if method is None:
+                refuse(self, "update_from_dict", name, value)
+            getattr(self, method)(**{name: value})
+        return self
 
     @staticmethod
     def from_dict(d: dict) -> "AlgorithmConfig":
-        """The config `to_dict()` gave (its `config_class`, its settings)."""
-        return config_setters.config_from_dict(d, AlgorithmConfig)
+        """The config `to_dict()` gave: its `config_class` with its settings."""
+        d = dict(d)
+        config = (import_attr(d.pop("config_class")) if "config_class" in d else AlgorithmConfig)()
+        unknown = set(d) - set(vars(config))
+        if unknown:
+            raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
+                             f"{type(config).__name__}.")
+        config.__dict__.update(copy.deepcopy(d))
+        return config
 
     def build_algo(self) -> "Algorithm":
         """Validate, then build the Algorithm (starting Ray if remote actors are asked for)."""

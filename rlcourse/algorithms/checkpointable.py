@@ -33,12 +33,14 @@ class Checkpointable(abc.ABC):
 
     def save_to_path(self, path: str | os.PathLike) -> str:
         """Write a checkpoint to directory `path` (replacing one there); return its absolute path."""
-        state, tensors = self.get_state()
-        return str(write_checkpoint(path, state, tensors))
+        return str(write_checkpoint(path, *self.get_state()))
 
     def restore_from_path(self, path: str | os.PathLike) -> None:
         """Continue from the checkpoint in `path` (saved by an object with the same settings)."""
-        state, tensors = read_checkpoint(path)
+        self._restore(path, *read_checkpoint(path))
+
+    def _restore(self, path: str | os.PathLike, state: dict[str, Any],
+                 tensors: dict[str, Any]) -> None:
         try:
             self.set_state(state, tensors)
         except CheckpointError as e:
@@ -53,11 +55,8 @@ class Checkpointable(abc.ABC):
         state, tensors = read_checkpoint(path)
         restored = cls._build_from_state(state, f"The checkpoint {path}", allowed)
         try:
-            restored.set_state(state, tensors)
-        except BaseException as e:
-            restored.stop()
-            if isinstance(e, CheckpointError):
-                raise CheckpointError(f"{path}: {e}") from None
+            restored._restore(path, state, tensors)
+        except BaseException:
+            restored.stop()  # a half-built object holds actors and envs
             raise
-        restored.on_checkpoint_loaded()
         return restored

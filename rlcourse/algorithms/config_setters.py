@@ -1,40 +1,27 @@
-"""How AlgorithmConfig's fluent setters take their settings: `@setter` and `NotProvided`.
+"""`@setter`: an AlgorithmConfig setter stores each keyword given (not `NotProvided`: None can be a
+real value) and returns the config; an unknown keyword's error names RLlib's new name or a typo's fix."""
 
-A setter's keywords default to `NotProvided` (None can be a real value, e.g. seed=None); `@setter`
-stores each one given and returns the config, so calls chain; the body only checks, or returns
-normalized values to store. An unknown keyword names RLlib's new name for an old one (as RLlib's
-deprecation.py does) or the setter's settings (a typo).
-"""
-
-import copy
 import difflib
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rlcourse.tune.search_space import check_search_spaces, check_tunable, contains_search_space
-from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.tune.search_space import check_tunable
 from rlcourse.utils.validation import ConfigError, setter_of
-
-if TYPE_CHECKING:
-    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
 class _NotProvided:
-    """Marks a setter argument the caller left out."""
-
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # how signatures show it
         return "NotProvided"
 
 
-NotProvided: Any = _NotProvided()
+NotProvided: Any = _NotProvided()  # a setter argument the caller left out
 
 # RLlib's old names -> where they went in RLlib's new API stack (and in rlcourse).
 RENAMED = {
     "train_batch_size": "training(train_batch_size_per_learner=...)",
-    "sgd_minibatch_size": "training(minibatch_size=...)",
-    "num_sgd_iter": "training(num_epochs=...)",
+    "sgd_minibatch_size": "training(minibatch_size=...)", "num_sgd_iter": "training(num_epochs=...)",
     "num_rollout_workers": "env_runners(num_env_runners=...)",
     "num_workers": "env_runners(num_env_runners=...)",
     "num_envs_per_worker": "env_runners(num_envs_per_env_runner=...)",
@@ -45,18 +32,9 @@ RENAMED = {
     "recreate_failed_env_runners": "fault_tolerance(restart_failed_env_runners=...)",
     "recreate_failed_workers": "fault_tolerance(restart_failed_env_runners=...)",
     "evaluation_num_workers": "evaluation(evaluation_num_env_runners=...)",
-    "model": "rl_module(model_config={...})",
-}
+    "model": "rl_module(model_config={...})"}
 # Setters RLlib renamed: calling one raises with the new setter.
 RENAMED_SETTERS = {"rollouts": "env_runners", "exploration": "env_runners(explore=...)"}
-
-
-def set_given(config: "AlgorithmConfig", **settings: Any) -> "AlgorithmConfig":
-    """Store each setting given (not NotProvided) and return the config (`AlgorithmConfig._set`)."""
-    for name, value in settings.items():
-        if value is not NotProvided:
-            setattr(config, name, value)
-    return config
 
 
 def _settings_of(config_class: type, setter: str) -> list[str]:
@@ -110,53 +88,3 @@ def setter(method: Callable) -> Callable:
         return self
 
     return set_settings
-
-
-@setter
-def framework(config: "AlgorithmConfig", framework: str = "torch") -> "AlgorithmConfig":
-    """RLlib's choice of deep-learning framework (`AlgorithmConfig.framework`): torch only here."""
-    if framework != "torch":
-        raise ConfigError("framework", framework, "rlcourse's Learners and RLModules are "
-                          "PyTorch: use framework(\"torch\"), or leave the call out.", "framework")
-
-
-def missing_attribute(config: "AlgorithmConfig", name: str) -> Any:
-    """`AlgorithmConfig.__getattr__`, only for names that are not attributes: RLlib's renamed
-    setters say where they went."""
-    if name in RENAMED_SETTERS:
-        raise AttributeError(f"config.{name}() is RLlib's old setter (before its new API stack); "
-                             f"use config.{RENAMED_SETTERS[name]} instead.")
-    raise AttributeError(f"{type(config).__name__!r} object has no attribute {name!r}")
-
-
-# -- the config as a dict (Ray Tune's param_space and trials) -----------------------------------
-
-def config_to_dict(config: "AlgorithmConfig") -> dict:
-    """All settings, plus `config_class` so `config_from_dict` rebuilds the type (Ray Tune's
-    `param_space=config` calls it, so its search spaces are checked here)."""
-    if contains_search_space(vars(config)):
-        check_search_spaces(config)
-    return {"config_class": class_path(type(config)), **copy.deepcopy(vars(config))}
-
-
-def update_from_dict(config: "AlgorithmConfig", settings: dict) -> "AlgorithmConfig":
-    """Set each `name: value` through its setter, checked and normalized as fluent calls are."""
-    for name, value in settings.items():
-        method = setter_of(config, name)
-        if method is None:
-            refuse(config, "update_from_dict", name, value)
-        getattr(config, method)(**{name: value})
-    return config
-
-
-def config_from_dict(d: dict, default: type["AlgorithmConfig"]) -> "AlgorithmConfig":
-    """The config `config_to_dict` gave: its `config_class` (`default` if none) with its settings."""
-    d = dict(d)
-    config_class = import_attr(d.pop("config_class")) if "config_class" in d else default
-    config = config_class()
-    unknown = set(d) - set(vars(config))
-    if unknown:
-        raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
-                         f"{type(config).__name__}.")
-    config.__dict__.update(copy.deepcopy(d))
-    return config

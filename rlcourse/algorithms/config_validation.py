@@ -1,5 +1,5 @@
-"""AlgorithmConfig.validate(): the shared settings' checks, one function per setter, so a bad config
-fails at build time naming the setting and the fix (algorithms check theirs, e.g. PPOConfig.validate)."""
+"""AlgorithmConfig.validate(): a bad shared setting fails at build time naming the setting and the fix
+(tables of ranges, then a function per setter); algorithms add theirs (PPOConfig.validate)."""
 
 import numbers
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 PLACEMENT_STRATEGIES = (None, "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+INF = float("inf")
 
 
 # -- the checks an algorithm's own validate() uses too (PPOConfig.validate, ...) -----------------
@@ -53,7 +54,7 @@ def check_bool(config: "AlgorithmConfig", setting: str, meaning: str) -> None:
         fail(config, setting, f"use {meaning}.")
 
 
-def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = float("inf"),
+def check_number(config: "AlgorithmConfig", setting: str, low: float, high: float = INF,
                  low_open: bool = False, hint: str = "") -> None:
     value = getattr(config, setting)
     if not (is_number(value) and (value > low if low_open else value >= low) and value <= high):
@@ -63,27 +64,73 @@ def check_number(config: "AlgorithmConfig", setting: str, low: float, high: floa
 
 # -- the settings every algorithm shares ---------------------------------------------------------
 
+# setting: the smallest whole number it takes
+WHOLE_NUMBERS = {
+    "num_env_runners": 0, "num_envs_per_env_runner": 1, "rollout_fragment_length": 1,
+    "max_requests_in_flight_per_env_runner": 1, "num_learners": 0,
+    "train_batch_size_per_learner": 1, "minibatch_size": 1, "num_epochs": 1,
+    "evaluation_interval": 1, "evaluation_duration": 1, "evaluation_num_env_runners": 0,
+    "max_num_env_runner_restarts": 0, "num_consecutive_env_runner_failures_tolerance": 1,
+    "num_consecutive_sub_env_failures_tolerance": 1, "metrics_num_episodes_for_smoothing": 1,
+    "output_max_rows_per_file": 1}
+# setting: (low, high, whether low itself is refused, hint)
+NUMBERS = {
+    "num_cpus_per_env_runner": (0, INF, False, "Fractions such as 0.5 let several runners share "
+                                "one core."),
+    "num_gpus_per_env_runner": (0, INF, False, ""),
+    "sample_timeout_s": (0.0, INF, True, "Seconds a runner may take for one sample request."),
+    "num_cpus_for_main_process": (0, INF, False, ""),
+    "num_cpus_per_learner": (0, INF, False, ""), "num_gpus_per_learner": (0, INF, False, ""),
+    "gamma": (0.0, 1.0, False, ""), "grad_clip": (0.0, INF, True, "Or None for no clipping."),
+    "env_runner_health_probe_timeout_s": (0.0, INF, True, "Seconds a restarted runner has to "
+                                          "answer its health probe.")}
+# settings that may also be left unset (this value), which skips their check
+UNSET = {"rollout_fragment_length": "auto", "minibatch_size": None, "evaluation_interval": None,
+         "output_max_rows_per_file": None, "grad_clip": None}
+# setting: what it takes
+BOOLS = {"explore": "True (sample actions) or False (greedy actions)",
+         "evaluation_parallel_to_training": "True (evaluate on the evaluation runners while "
+                                            "training) or False",
+         "restart_failed_env_runners": "True or False", "ignore_env_runner_failures": "True or False",
+         "restart_failed_sub_environments": "True or False"}
+# setting: (its allowed values, or the type it must have; the fix)
+CHOICES = {
+    "gym_env_vectorize_mode": (("SYNC", "ASYNC"), "use 'SYNC' (sub-envs step in the runner's "
+                               "process) or 'ASYNC' (one subprocess per sub-env)."),
+    "placement_strategy": (PLACEMENT_STRATEGIES, f"use one of {PLACEMENT_STRATEGIES}."),
+    "evaluation_duration_unit": (("episodes", "timesteps"), "use 'episodes' or 'timesteps'."),
+    "evaluation_config": (dict, "pass a dict of settings, e.g. {'explore': False}."),
+    "env_config": (dict, "pass a dict of keyword arguments for the env creator.")}
+
+
 def validate_config(config: "AlgorithmConfig") -> None:
-    """Check the settings every algorithm shares; a new setting's check goes into its setter's."""
-    for check in (_check_environment, _check_env_runners, _check_resources, _check_learners,
-                  _check_training, _check_rl_module, _check_evaluation, _check_fault_tolerance,
-                  _check_reporting_and_debugging, _check_callbacks, _check_multi_agent,
-                  _check_offline_data):
+    """Check the settings every algorithm shares: the tables above, then the checks that relate
+    settings, one function per setter."""
+
+    def is_set(setting: str) -> bool:
+        value, unset = getattr(config, setting), UNSET.get(setting)
+        # Compared by type first: an array is "set" and fails its check by name.
+        return setting not in UNSET or not (type(value) is type(unset) and value == unset)
+
+    for setting, minimum in WHOLE_NUMBERS.items():
+        if is_set(setting):
+            check_int(config, setting, minimum)
+    for setting, (low, high, low_open, hint) in NUMBERS.items():
+        if is_set(setting):
+            check_number(config, setting, low, high, low_open, hint)
+    if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
+        check_number(config, "lr", 0.0, low_open=True)
+    for setting, meaning in BOOLS.items():
+        check_bool(config, setting, meaning)
+    for setting, (allowed, fix) in CHOICES.items():
+        value = getattr(config, setting)
+        if not (isinstance(value, allowed) if isinstance(allowed, type) else value in allowed):
+            fail(config, setting, fix)
+    if config.seed is not None and not is_int(config.seed):
+        fail(config, "seed", "use a whole number, or None for an unseeded run.")
+    for check in (_check_environment, _check_env_runners, _check_learners, _check_rl_module,
+                  _check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
-
-
-def _check_offline_data(config: "AlgorithmConfig") -> None:
-    if config.output_write_episodes is not False:
-        fail(config, "output_write_episodes", "rlcourse records one row per step in RLlib's "
-             "columns (RLlib's output_write_episodes=False); packed episodes are not supported.")
-    if config.output_compress_columns not in ([], ()):
-        fail(config, "output_compress_columns", "rlcourse writes plain columns only: a compressed "
-             "column would be a pickle, and reading a pickle can run any code. Leave it [].")
-    if config.output is not None and config.is_multi_agent:
-        fail(config, "output", "recording is single-agent for now (as in RLlib): leave output "
-             "None for a multi_agent(...) config.")
-    if config.output_max_rows_per_file is not None:
-        check_int(config, "output_max_rows_per_file", 1)
 
 
 def _check_environment(config: "AlgorithmConfig") -> None:
@@ -103,8 +150,6 @@ def _check_environment(config: "AlgorithmConfig") -> None:
             config.get_env_creator()
     except ValueError as e:
         fail(config, "env", str(e))
-    if not isinstance(config.env_config, dict):
-        fail(config, "env_config", "pass a dict of keyword arguments for the env creator.")
     if config.clip_rewards is not None:  # (None: not configured, nothing to check)
         from rlcourse.connectors.clip_rewards import check_clip_rewards
         if problem := check_clip_rewards(config.clip_rewards):
@@ -114,29 +159,22 @@ def _check_environment(config: "AlgorithmConfig") -> None:
 def _check_env_runners(config: "AlgorithmConfig") -> None:
     from rlcourse.env.env_runner import EnvRunner
 
-    if config.env_runner_cls is not None and not (isinstance(config.env_runner_cls, type)
-                                                  and issubclass(config.env_runner_cls, EnvRunner)):
-        fail(config, "env_runner_cls", "pass an EnvRunner subclass, e.g. rlcourse.env.external."
-             "env_runner_server_for_external_inference.EnvRunnerServerForExternalInference.")
-    check_int(config, "num_env_runners", 0)
-    check_int(config, "num_envs_per_env_runner", 1)
-    if config.rollout_fragment_length != "auto":
-        check_int(config, "rollout_fragment_length", 1)
-    check_number(config, "num_cpus_per_env_runner", 0, hint="Fractions such as 0.5 let several "
-                 "runners share one core.")
-    check_number(config, "num_gpus_per_env_runner", 0)
-    if config.gym_env_vectorize_mode not in ("SYNC", "ASYNC"):
-        fail(config, "gym_env_vectorize_mode", "use 'SYNC' (sub-envs step in the runner's "
-             "process) or 'ASYNC' (one subprocess per sub-env).")
-    check_bool(config, "explore", "True (sample actions) or False (greedy actions)")
-    check_int(config, "max_requests_in_flight_per_env_runner", 1)
-    check_number(config, "sample_timeout_s", 0.0, low_open=True,
-                 hint="Seconds a runner may take for one sample request.")
+    for setting, base, fix in (
+            ("env_runner_cls", EnvRunner, "pass an EnvRunner subclass, e.g. rlcourse.env.external."
+             "env_runner_server_for_external_inference.EnvRunnerServerForExternalInference."),
+            ("callbacks_class", Callbacks, "pass a subclass of rlcourse.Callbacks.")):
+        value = getattr(config, setting)
+        if value is not None and not (isinstance(value, type) and issubclass(value, base)):
+            fail(config, setting, fix)
     custom = config.custom_resources_per_env_runner
     if not (isinstance(custom, dict) and all(isinstance(k, str) and is_number(v) and v >= 0
                                              for k, v in custom.items())):
         fail(config, "custom_resources_per_env_runner", "pass a dict of resource name -> amount, "
              "e.g. {'worker-node': 0.5}.")
+    if config.placement_strategy and not (config.num_cpus_per_env_runner > 0
+                                          or any(custom.values())):
+        fail(config, "placement_strategy", "a placement group needs each runner to reserve "
+             "something: set num_cpus_per_env_runner > 0 (e.g. 0.5).")
     if config.env_to_module_connector is not None and not callable(config.env_to_module_connector):
         fail(config, "env_to_module_connector", "pass a function of the env that returns the "
              "connectors, as in RLlib: lambda env: MeanStdFilter().")
@@ -145,20 +183,11 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
              "as in RLlib: lambda obs_space, act_space: FrameStackingLearner(num_frames=4).")
 
 
-def _check_resources(config: "AlgorithmConfig") -> None:
-    check_number(config, "num_cpus_for_main_process", 0)
-    if config.placement_strategy not in PLACEMENT_STRATEGIES:
-        fail(config, "placement_strategy", f"use one of {PLACEMENT_STRATEGIES}.")
-    reserves = config.num_cpus_per_env_runner > 0 or any(config.custom_resources_per_env_runner.values())
-    if config.placement_strategy and not reserves:
-        fail(config, "placement_strategy", "a placement group needs each runner to reserve "
-             "something: set num_cpus_per_env_runner > 0 (e.g. 0.5).")
-
-
 def _check_learners(config: "AlgorithmConfig") -> None:
-    check_int(config, "num_learners", 0)
-    check_number(config, "num_cpus_per_learner", 0)
-    check_number(config, "num_gpus_per_learner", 0)
+    if config.minibatch_size is not None and (config.minibatch_size
+                                              > config.train_batch_size_per_learner):
+        fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
+             f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
     if config.num_learners > 1 and not hasattr(config, "replay_buffer_config") and (
             config.input_ is None):
         _check_episode_chunks(config)  # (replayed and recorded rows are split evenly)
@@ -184,36 +213,11 @@ def _check_episode_chunks(config: "AlgorithmConfig") -> None:
          + (", or a larger train_batch_size_per_learner." if limit else "."))
 
 
-def _check_training(config: "AlgorithmConfig") -> None:
-    check_number(config, "gamma", 0.0, 1.0)
-    if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
-        check_number(config, "lr", 0.0, low_open=True)
-    check_int(config, "train_batch_size_per_learner", 1)
-    if config.minibatch_size is not None:  # None: one minibatch, the whole batch
-        check_int(config, "minibatch_size", 1)
-        if config.minibatch_size > config.train_batch_size_per_learner:
-            fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
-                 f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
-    check_int(config, "num_epochs", 1)
-    if config.grad_clip is not None:
-        check_number(config, "grad_clip", 0.0, low_open=True, hint="Or None for no clipping.")
-
-
 def _check_evaluation(config: "AlgorithmConfig") -> None:
-    if config.evaluation_interval is not None:
-        check_int(config, "evaluation_interval", 1)
-    check_int(config, "evaluation_duration", 1)
-    if config.evaluation_duration_unit not in ("episodes", "timesteps"):
-        fail(config, "evaluation_duration_unit", "use 'episodes' or 'timesteps'.")
-    if not isinstance(config.evaluation_config, dict):
-        fail(config, "evaluation_config", "pass a dict of settings, e.g. {'explore': False}.")
     unknown = set(config.evaluation_config) - set(vars(config))
     if unknown:
         fail(config, "evaluation_config", f"unknown settings {sorted(unknown)}; use setting names "
              "such as 'explore' or 'num_envs_per_env_runner'.")
-    check_int(config, "evaluation_num_env_runners", 0)
-    check_bool(config, "evaluation_parallel_to_training",
-               "True (evaluate on the evaluation runners while training) or False")
     if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
         fail(config, "evaluation_parallel_to_training", "it needs runner actors of its own: set "
              "evaluation_num_env_runners >= 1, or evaluation_parallel_to_training=False.")
@@ -222,21 +226,16 @@ def _check_evaluation(config: "AlgorithmConfig") -> None:
              "saying which iterations to evaluate in.")
 
 
-def _check_fault_tolerance(config: "AlgorithmConfig") -> None:
-    for setting in ("restart_failed_env_runners", "ignore_env_runner_failures",
-                    "restart_failed_sub_environments"):
-        check_bool(config, setting, "True or False")
-    check_int(config, "max_num_env_runner_restarts", 0)
-    check_int(config, "num_consecutive_env_runner_failures_tolerance", 1)
-    check_int(config, "num_consecutive_sub_env_failures_tolerance", 1)
-    check_number(config, "env_runner_health_probe_timeout_s", 0.0, low_open=True,
-                 hint="Seconds a restarted runner has to answer its health probe.")
-
-
-def _check_reporting_and_debugging(config: "AlgorithmConfig") -> None:
-    check_int(config, "metrics_num_episodes_for_smoothing", 1)
-    if config.seed is not None and not is_int(config.seed):
-        fail(config, "seed", "use a whole number, or None for an unseeded run.")
+def _check_offline_data(config: "AlgorithmConfig") -> None:
+    if config.output_write_episodes is not False:
+        fail(config, "output_write_episodes", "rlcourse records one row per step in RLlib's "
+             "columns (RLlib's output_write_episodes=False); packed episodes are not supported.")
+    if config.output_compress_columns not in ([], ()):
+        fail(config, "output_compress_columns", "rlcourse writes plain columns only: a compressed "
+             "column would be a pickle, and reading a pickle can run any code. Leave it [].")
+    if config.output is not None and config.is_multi_agent:
+        fail(config, "output", "recording is single-agent for now (as in RLlib): leave output "
+             "None for a multi_agent(...) config.")
 
 
 def _check_rl_module(config: "AlgorithmConfig") -> None:
@@ -262,14 +261,6 @@ def _check_rl_module(config: "AlgorithmConfig") -> None:
         fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
              "the hidden layers) or False (two separate networks).")
     check_lstm_settings(config)
-
-
-def _check_callbacks(config: "AlgorithmConfig") -> None:
-    if config.callbacks_class is None:
-        return
-    if not (isinstance(config.callbacks_class, type)
-            and issubclass(config.callbacks_class, Callbacks)):
-        fail(config, "callbacks_class", "pass a subclass of rlcourse.Callbacks.")
 
 
 def _check_multi_agent(config: "AlgorithmConfig") -> None:

@@ -1,6 +1,5 @@
-"""An Algorithm's evaluation (`config.evaluation(...)`): its EnvRunnerGroup and one round of episodes,
-with `evaluation_config` over the training config (greedy by default), other seeds and the training
-runners' connector statistics, frozen. Results: result["evaluation"]["env_runners"]."""
+"""An Algorithm's evaluation (`config.evaluation(...)`): its own runners, with `evaluation_config`
+over the training config (greedy), other seeds and the training connectors' statistics, frozen."""
 
 import time
 from typing import TYPE_CHECKING, Any
@@ -36,12 +35,11 @@ def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[st
         algo.eval_env_runner_group = build_eval_env_runner_group(algo)
     if algo.callbacks:
         algo.callbacks.on_evaluate_start(algorithm=algo)
-    group, config = algo.eval_env_runner_group, algo.config
+    group, duration = algo.eval_env_runner_group, algo.config.evaluation_duration
     algo.sync_env_runner_weights(group, weights=weights,
                                  env_to_module_state=algo.env_runner_group.env_to_module_state)
-    duration = config.evaluation_duration
     start = time.perf_counter()
-    if config.evaluation_duration_unit == "episodes":
+    if algo.config.evaluation_duration_unit == "episodes":
         episodes, runner_metrics = group.sample(num_episodes=duration)
         episodes = episodes[:duration]  # runners may finish a few more between them
         metrics = [episode_metrics(episodes)]

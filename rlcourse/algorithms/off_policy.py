@@ -1,5 +1,5 @@
-"""The pieces the replay-based algorithms (DQN, SAC, Ape-X DQN) share, as plain functions; each
-algorithm's `training_step` states its own loop and calls these (RLlib's dqn.py holds the same)."""
+"""The replay pieces DQN, SAC and Ape-X DQN share, as plain functions that each algorithm's own
+`training_step` calls (RLlib's dqn.py holds the same)."""
 
 from typing import Any
 
@@ -17,13 +17,9 @@ REPLAY_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
 REPLAY_BUFFER_KEYS = {"type", "capacity", "alpha", "beta"}
 
 
-# -- settings -----------------------------------------------------------------------------------
-
 def check_replay_settings(config: AlgorithmConfig, tau_hint: str, extra_buffer_keys: tuple = ()
                           ) -> None:
-    """The settings of every replay-based algorithm: n-step returns, target updates, when learning
-    starts, the replay ratio, whether checkpoints hold the buffer, and the buffer's type, capacity
-    (at least a train batch) and priorities."""
+    """The settings every replay-based algorithm shares; the buffer holds at least a train batch."""
     check_bool(config, "store_buffer_in_checkpoints", "True or False")
     check_int(config, "n_step", 1)
     check_number(config, "tau", 0.0, 1.0, low_open=True, hint=tau_hint)
@@ -32,8 +28,7 @@ def check_replay_settings(config: AlgorithmConfig, tau_hint: str, extra_buffer_k
     if config.training_intensity is not None:
         check_number(config, "training_intensity", 0.0, low_open=True,
                      hint="Or None for one update per training_step.")
-    rb = config.replay_buffer_config
-    keys = REPLAY_BUFFER_KEYS | set(extra_buffer_keys)
+    rb, keys = config.replay_buffer_config, REPLAY_BUFFER_KEYS | set(extra_buffer_keys)
     if not isinstance(rb, dict) or set(rb) - keys:
         fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(keys)}.")
     if rb.get("type") not in REPLAY_BUFFERS:
@@ -63,8 +58,7 @@ def build_replay_buffer(config: AlgorithmConfig) -> EpisodeReplayBuffer:
 
 def learning_started(config: AlgorithmConfig, num_env_steps_sampled_lifetime: int,
                      num_env_steps_stored: int) -> bool:
-    """Whether `num_steps_sampled_before_learning_starts` env steps were sampled and a train batch
-    is stored."""
+    """Whether `num_steps_sampled_before_learning_starts` were sampled and a train batch stored."""
     return (num_env_steps_sampled_lifetime >= config.num_steps_sampled_before_learning_starts
             and num_env_steps_stored >= config.total_train_batch_size)
 
@@ -139,9 +133,8 @@ def set_replay_state(state: dict[str, Any], buffer: EpisodeReplayBuffer) -> floa
 
 def check_replay_state(state: dict[str, Any], key: str, capacity: int, prioritized: bool,
                        spaces: tuple, shards: int | None = None) -> None:
-    """Refuse, before anything is restored, `state[key]` unless its counters are numbers >= 0 and its
-    saved buffer (or `shards` of them: Ape-X) is consistent, of this capacity, and holds
-    observations and actions of this algorithm's `spaces`."""
+    """Refuse, before anything is restored, `state[key]` unless its counters and its saved buffer
+    (or `shards` of them: Ape-X) fit this algorithm's capacity and `spaces`."""
     saved, field = state.get(key), "replay_buffer" if shards is None else "replay_shards"
     if not isinstance(saved, dict) or not {"update_credit", field} <= set(saved):
         raise CheckpointError(f"{key} is missing or lacks update_credit / {field}.")
@@ -149,23 +142,21 @@ def check_replay_state(state: dict[str, Any], key: str, capacity: int, prioritiz
     if "steps_since_sync" in saved:
         check_counter(saved["steps_since_sync"], f"{key}.steps_since_sync")
     buffers, where = saved[field], f"{key}.{field}"
+    fix = "use the checkpoint's replay_buffer_config, or Algorithm.from_checkpoint(path)."
     if buffers is None:
         return
-    if shards is not None:
-        if not isinstance(buffers, list) or len(buffers) != shards:
-            count = len(buffers) if isinstance(buffers, list) else buffers
-            raise CheckpointError(f"The checkpoint holds {count} replay shards, this algorithm "
-                                  f"{shards}: use the checkpoint's replay_buffer_config, or "
-                                  "Algorithm.from_checkpoint(path).")
-    else:
+    if shards is None:
         buffers = [buffers]
+    elif not isinstance(buffers, list) or len(buffers) != shards:
+        count = len(buffers) if isinstance(buffers, list) else buffers
+        raise CheckpointError(f"The checkpoint holds {count} replay shards, this algorithm "
+                              f"{shards}: {fix}")
     for i, buffer in enumerate(buffers):
-        here = f"{where}[{i}]" if shards is not None else where
+        here = where if shards is None else f"{where}[{i}]"
         if isinstance(buffer, dict) and buffer.get("capacity") != capacity:
             raise CheckpointError(f"{here}: the checkpoint's replay buffer holds "
                                   f"{buffer.get('capacity')} env steps, this algorithm's "
-                                  f"{capacity}: use the checkpoint's replay_buffer_config, or "
-                                  "Algorithm.from_checkpoint(path).")
+                                  f"{capacity}: {fix}")
         for j, episode in enumerate(check_buffer_state(buffer, capacity, prioritized, here)):
             check_in_space(episode["observations"], spaces[0], f"{here}.episodes[{j}].observations")
             check_in_space(episode["actions"], spaces[1], f"{here}.episodes[{j}].actions")

@@ -8,12 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
 
-# Each name -> the package that exports the algorithm class of that name.
-ALGORITHMS = {"PPO": "rlcourse.algorithms.ppo", "IMPALA": "rlcourse.algorithms.impala",
-              "APPO": "rlcourse.algorithms.appo",
-              "DQN": "rlcourse.algorithms.dqn", "SAC": "rlcourse.algorithms.sac",
-              "ApexDQN": "rlcourse.algorithms.apex_dqn", "BC": "rlcourse.algorithms.bc",
-              "CQL": "rlcourse.algorithms.cql", "MARWIL": "rlcourse.algorithms.marwil"}
+# Each name -> the package (in rlcourse/algorithms/) that exports the algorithm class of that name.
+ALGORITHMS = {"PPO": "ppo", "IMPALA": "impala", "APPO": "appo", "DQN": "dqn", "SAC": "sac",
+              "ApexDQN": "apex_dqn", "BC": "bc", "CQL": "cql", "MARWIL": "marwil"}
 # The Ray sessions (None: before ray.init) where Tune has the names: Tune's registry sends them to
 # the Ray that is up, or to the next one started, and a later Ray starts without them.
 _registered_in: set[str | None] = set()
@@ -24,7 +21,7 @@ def get_algorithm_class(name: str) -> type["Algorithm"]:
     if name not in ALGORITHMS:
         raise ValueError(f"Unknown algorithm {name!r}: rlcourse's algorithms are "
                          f"{', '.join(ALGORITHMS)}.")
-    return getattr(import_module(ALGORITHMS[name]), name)
+    return getattr(import_module(f"rlcourse.algorithms.{ALGORITHMS[name]}"), name)
 
 
 def register_with_tune() -> None:

@@ -13,11 +13,6 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
 
 
-def module_ids(algo: "Algorithm") -> list[str]:
-    """The algorithm's module ids: ["default_policy"] for a single-agent one."""
-    return sorted(algo._module_spaces())
-
-
 def trained_module(algo: "Algorithm", module_id: str | None = None, copy: bool = False) -> Any:
     """Module `module_id` (None: single-agent, the one module; multi-agent, the MultiRLModule)."""
     learners = algo.learner_group
@@ -39,7 +34,7 @@ def _by_id(algo: "Algorithm", module: Any, module_id: str | None) -> Any:
     if algo.module_spec is not None and module_id in module:
         return module[module_id]
     raise KeyError(f"get_module({module_id!r}): no module {module_id!r}; this algorithm's modules "
-                   f"are {module_ids(algo)}.")
+                   f"are {sorted(algo._module_spaces())}.")
 
 
 def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool = False,
@@ -49,7 +44,7 @@ def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool =
 
     if module_id is None and algo.module_spec is not None:
         raise ValueError("compute_actions(): name the policy with module_id=... for a multi-agent "
-                         f"algorithm (one of {module_ids(algo)}).")
+                         f"algorithm (one of {sorted(algo._module_spaces())}).")
     module = algo.get_module(module_id)
     action_space = algo._module_spaces()[module_id or DEFAULT_MODULE_ID][1]
     if algo.env_to_module is not None:  # as the runners see them, with the merged statistics

@@ -1,10 +1,7 @@
-"""Callbacks: hooks into training that lessons and users override (RLlib calls it RLlibCallback).
-
-Episode and sample hooks run inside each EnvRunner (a Ray actor when `num_env_runners > 0`), so
-they cannot change the driver's objects; what they log with `metrics_logger.log_value(...)` appears
-in result["env_runners"] (evaluation's in result["evaluation"]["env_runners"]). The other hooks
-run in the driver.
-"""
+"""Callbacks (RLlib's RLlibCallback). Episode and sample hooks run inside each EnvRunner, so they
+cannot change the driver's objects; what they log with `metrics_logger.log_value(...)` appears in
+result["env_runners"] (evaluation's in result["evaluation"]["env_runners"]). The rest run in the
+driver."""
 
 from typing import Any
 
@@ -53,8 +50,8 @@ class Callbacks:
         return {}
 
     def check_state(self, state: dict[str, Any]) -> None:
-        """Raise ValueError, naming the field, if `set_state` could not take `state`: a restore
-        calls it before it changes anything. The default takes the dict `get_state` returns."""
+        """Raise ValueError, naming the field, if `set_state` could not take `state` (a restore
+        calls it before it changes anything)."""
         if not isinstance(state, dict):
             raise ValueError(f"must be a dict, not {type(state).__name__}.")
 

@@ -15,11 +15,14 @@ from typing import Any
 
 from ray.serve import Application
 
-from rlcourse.serve.app import DEFAULT_PORT, policy_app, shutdown, start
-from rlcourse.serve.deployment import (
+from rlcourse.serve.app import (
     DEFAULT_BATCH_WAIT_TIMEOUT_S,
     DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_PORT,
     PolicyDeployment,
+    policy_app,
+    shutdown,
+    start,
 )
 from rlcourse.utils.checkpoints import CheckpointError, checkpoint_root
 

@@ -5,6 +5,4 @@ class EnvContext(dict):
     def __init__(self, env_config: dict, worker_index: int = 0, vector_index: int = 0,
                  num_workers: int = 0):
         super().__init__(env_config or {})
-        self.worker_index = worker_index
-        self.vector_index = vector_index
-        self.num_workers = num_workers
+        self.worker_index, self.vector_index, self.num_workers = worker_index, vector_index, num_workers

@@ -1,12 +1,5 @@
-"""EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): the module it acts with,
-seeding, weights, the frame of `sample()`, metrics, and three guards on sampling:
-  * no silent NaNs: one NaN or infinite reward or observation (a None reward arrives as NaN) would
-    make every weight NaN, so each sample is checked once, as whole arrays (`NonFiniteEnvData`);
-  * `sample_timeout_s` in the driver's process, whose runner cannot be killed as a hung actor is:
-    the deadline is checked before each env step (`SampleTimeoutError`). That bounds endless episodes
-    and slow envs, not one `env.step` that never returns (sample on runner actors for that);
-  * an observation that does not fit its space is named with its shape (`observation_shape_error`).
-"""
+"""EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): its module, seeding,
+weights, the frame of `sample()`, metrics, and the guards on sampling (non-finite data, timeouts)."""
 
 import math
 import os
@@ -61,38 +54,10 @@ def first_non_finite(values: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(k) for k in np.argwhere(~np.isfinite(values))[0])
 
 
-def non_finite_field(obs: Any, reward: Any = 0.0) -> str | None:
-    """'obs' or 'reward' if that value of one env step is not finite, else None."""
-    if reward is None or not np.isfinite(reward):
-        return "reward"
-    return "obs" if first_non_finite(np.asarray(obs)) is not None else None
-
-
-def observation_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception
-                            ) -> ValueError | None:
-    """A clear error for an observation that does not fit the observation space, naming the env,
-    the space and the shape it returned, for numpy's "Output array is the wrong shape" or "all
-    input arrays must have the same shape" (SYNC) or "could not broadcast" (ASYNC); None for any
-    other error."""
-    if not (isinstance(error, ValueError) and any(
-            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
-        return None
-    space = env.single_observation_space
-    got = f"numpy says: {error}"
-    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
-        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
-               if o is not None and np.shape(o) != space.shape]
-        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
-    return ValueError(f"The {name} returned an observation that does not fit its "
-                      f"observation_space {space} ({got}). Return observations of the space's "
-                      "shape, or declare the space they have in the env's __init__.")
-
-
 class EnvRunner:
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
-    `num_envs`) and writes its sample loop (`_sample_steps`, `_sample_episodes`), `_set_module_weights`,
-    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data, env_state.py) and `stop`.
-    """
+    `num_envs`) and writes `_sample_steps`, `_sample_episodes`, `_set_module_weights`,
+    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data) and `stop`."""
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
@@ -103,9 +68,9 @@ class EnvRunner:
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         self.config = config
-        # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`): own env creator and weights.
+        # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`): own env creator and weights
+        # (no env at all for a runner whose envs run elsewhere: env/external/).
         self.standalone = env_creator is None
-        # (No env at all for a runner whose envs run elsewhere: env/external/.)
         self.env_creator = (config.get_env_creator() if self.standalone and config.env is not None
                             else env_creator)
         self.worker_index = worker_index  # 0: the runner in the driver; actors count from 1
@@ -127,8 +92,7 @@ class EnvRunner:
                     env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         """Load weights version `weights_seq_no` (default: the next), with the connectors' merged
         statistics and DQN's epsilon; an older version than the one held is ignored (a late delivery)."""
-        if weights_seq_no is None:
-            weights_seq_no = self.weights_seq_no + 1
+        weights_seq_no = self.weights_seq_no + 1 if weights_seq_no is None else weights_seq_no
         if weights_seq_no > self.weights_seq_no:
             self._set_module_weights(weights)
             if self.env_to_module is not None:
@@ -139,7 +103,7 @@ class EnvRunner:
 
     def check_state(self, state: dict, where: str) -> str | None:
         """Why a saved `get_state()` would be refused (env_runner_state.py), or None: returned, not
-        raised, so that the answer from a runner actor reads as plainly as from this process."""
+        raised, so that a runner actor's answer reads as plainly as this process's."""
         try:
             check_runner_state(self, state, where)
         except CheckpointError as e:
@@ -178,16 +142,15 @@ class EnvRunner:
 
     def _check_deadline(self, deadline: float | None) -> None:
         """Raise SampleTimeoutError if `deadline` has passed (one clock read per env step)."""
-        if deadline is None or time.monotonic() <= deadline:
-            return
-        raise SampleTimeoutError(
-            f"The {self.name} did not finish a sample request within sample_timeout_s="
-            f"{self.config.sample_timeout_s} s. Its env may hang, or its episodes never end (whole "
-            "episodes, as evaluation samples, need an end: wrap the env in gymnasium.wrappers."
-            "TimeLimit). If sampling is just slow, raise config.env_runners(sample_timeout_s=...). "
-            "Only the time between env steps is bounded in this process: to also end an env.step "
-            "that never returns, sample on runner actors (num_env_runners >= 1, "
-            "evaluation_num_env_runners >= 1), which are ended and restarted.")
+        if deadline is not None and time.monotonic() > deadline:
+            raise SampleTimeoutError(
+                f"The {self.name} did not finish a sample request within sample_timeout_s="
+                f"{self.config.sample_timeout_s} s. Its env may hang, or its episodes never end (whole "
+                "episodes, as evaluation samples, need an end: wrap the env in gymnasium.wrappers."
+                "TimeLimit). If sampling is just slow, raise config.env_runners(sample_timeout_s=...). "
+                "Only the time between env steps is bounded in this process: to also end an env.step "
+                "that never returns, sample on runner actors (num_env_runners >= 1, "
+                "evaluation_num_env_runners >= 1), which are ended and restarted.")
 
     def _non_finite(self, field: str, where: str, t: int, value: Any,
                     restartable: bool = True) -> None:

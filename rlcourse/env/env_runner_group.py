@@ -1,11 +1,10 @@
-"""EnvRunnerGroup: the EnvRunners of an Algorithm: one in this process (num_env_runners=0) or N Ray
-actors. Weights go into Ray's object store once per `sync_weights`, and every sample request carries
-that reference, so a runner Ray restarted catches up first. A failed or hung request (over
-`sample_timeout_s`; the runner is ended) loses its sample; env_runner_health.py decides what next.
-"""
+"""EnvRunnerGroup: an Algorithm's EnvRunners, one in this process (num_env_runners=0) or N Ray
+actors; a failed or hung request loses its sample, and env_runner_health.py decides what next."""
 
 import contextlib
 import math
+import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,6 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import remove_placement_group
 
 from rlcourse.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
-from rlcourse.env.async_sampling import AsyncRequests
 from rlcourse.env.env_runner import EnvRunner
 from rlcourse.env.env_runner_health import EnvRunnerHealth
 from rlcourse.env.multi_agent_env_runner import MultiAgentEnvRunner
@@ -29,15 +27,16 @@ STARTUP_TIMEOUT_S = 120
 
 
 class EnvRunnerGroup:
-    """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
+    """Creates the runners, samples from all of them at once, and keeps their weights in sync: they
+    go into Ray's object store once per `sync_weights`, and every sample request carries that
+    reference, so a runner Ray restarted catches up first."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  env_to_module: EnvToModulePipeline | None = None):
         self.config = config
         # Runners' new connector statistics are merged by `env_to_module`, and sent with the weights.
-        self.env_to_module = env_to_module
-        self.env_to_module_state: list | None = None
+        self.env_to_module, self.env_to_module_state = env_to_module, None
         self._beside_weights: dict[str, Any] = {}  # connector statistics' ref, epsilon (if any)
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         # config.offline_data(output=...) names a runner that also records (offline/).
@@ -56,7 +55,9 @@ class EnvRunnerGroup:
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
         self._weights_ref: ray.ObjectRef | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
-        self._requests: AsyncRequests | None = None  # async sample requests, once asked for
+        # Async sample requests (IMPALA, Ape-X): request -> runner; since when a runner owes one.
+        self._in_flight: dict[ray.ObjectRef, int] = {}
+        self._owing_since: dict[int, float] = {}
 
     def wait_until_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until every runner actor is up; a runner whose env fails to build raises here."""
@@ -112,7 +113,13 @@ class EnvRunnerGroup:
             self._beside_weights = {} if state is None else {"env_to_module_state": ray.put(state)}
             if epsilon is not None:
                 self._beside_weights["epsilon"] = epsilon
-            self._collect_weight_deliveries()
+            # Take the answers of finished deliveries (a runner that died meanwhile fails its next
+            # sample request, or was restarted and that request brings it the weights).
+            done, self._weight_deliveries = ray.wait(
+                self._weight_deliveries, num_returns=len(self._weight_deliveries), timeout=0)
+            for ref in done:
+                with contextlib.suppress(RayActorError, ActorUnavailableError):
+                    ray.get(ref)
             self._weight_deliveries += [
                 self.remote_env_runners[i].set_weights.remote(
                     self._weights_ref, self.weights_seq_no, **self._beside_weights)
@@ -129,15 +136,6 @@ class EnvRunnerGroup:
         self._merge_env_to_module_buffers(result.env_to_module_buffers)
         return result
 
-    def _collect_weight_deliveries(self) -> None:
-        """Take the answers of finished set_weights calls (a runner that died meanwhile fails its
-        next sample request, or was restarted and that request brings it the weights)."""
-        done, self._weight_deliveries = ray.wait(self._weight_deliveries,
-                                                 num_returns=len(self._weight_deliveries), timeout=0)
-        for ref in done:
-            with contextlib.suppress(RayActorError, ActorUnavailableError):
-                ray.get(ref)
-
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
             self._weights_ref, self.weights_seq_no, **self._beside_weights, **sample_kwargs)
@@ -152,8 +150,7 @@ class EnvRunnerGroup:
             result = self._sample_locally(num_timesteps=num_timesteps, num_episodes=num_episodes,
                                           explore=explore)
             return result.episodes, [result.metrics]
-        episodes: list[SingleAgentEpisode] = []
-        metrics: list[dict] = []
+        episodes, metrics = [], []
         steps = done = 0  # env steps and finished episodes received so far
         while True:
             runners = self.health.healthy_indices()
@@ -182,25 +179,23 @@ class EnvRunnerGroup:
         return the results of those that are done, without waiting for the slowest runner."""
         if self.local_env_runner is not None:  # no actors: sample here, synchronously
             return [self._sample_locally()]
-        requests = self._async_requests()
-        refs = requests.top_up(max_requests_in_flight)
+        refs = self._top_up(max_requests_in_flight)
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
         if ready:  # take everything else that is done by now, too
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        results = [self._get(ref, requests.answered(ref), timeout_s=None) for ref in ready]
-        requests.end_round(max_requests_in_flight)
+        results = [self._get(ref, self._answered(ref), timeout_s=None) for ref in ready]
+        self._end_round(max_requests_in_flight)
         return [result for result in results if result is not None]
 
     def fetch_ready_async_sample_refs(self, max_requests_in_flight: int, timeout_s: float = 0.0
                                       ) -> list[tuple[int, ray.ObjectRef]]:
         """As `fetch_ready_async_samples`, but (runner index, ObjectRef of its SampleResult), not
         fetched: Ape-X's replay shards resolve them. Settle each with `settle_async_sample`."""
-        requests = self._async_requests()
-        refs = requests.top_up(max_requests_in_flight)
+        refs = self._top_up(max_requests_in_flight)
         ready = ray.wait(refs, num_returns=len(refs), timeout=timeout_s,
                          fetch_local=False)[0] if refs else []
-        finished = [(requests.answered(ref), ref) for ref in ready]
-        requests.end_round(max_requests_in_flight)
+        finished = [(self._answered(ref), ref) for ref in ready]
+        self._end_round(max_requests_in_flight)
         return finished
 
     def settle_async_sample(self, i: int, pid_or_error: int | Exception,
@@ -216,13 +211,39 @@ class EnvRunnerGroup:
     @property
     def in_flight_sample_requests(self) -> list[ray.ObjectRef]:
         """The async requests still running (for a caller's own `ray.wait` beside its requests)."""
-        return [] if self._requests is None else list(self._requests.in_flight)
+        return list(self._in_flight)
 
-    def _async_requests(self) -> AsyncRequests:
-        if self._requests is None:
-            self._requests = AsyncRequests(self._request, self.health.healthy_indices,
-                                           self._handle_failure, self.config.sample_timeout_s)
-        return self._requests
+    def _top_up(self, max_per_runner: int) -> list[ray.ObjectRef]:
+        """Send requests until each healthy runner has `max_per_runner` in flight, so the driver
+        never waits for the slowest runner; returns all requests in flight."""
+        counts = Counter(self._in_flight.values())
+        for i in self.health.healthy_indices():
+            if counts[i] == 0:  # idle until now: the clock for its answer starts
+                self._owing_since[i] = time.monotonic()
+            for _ in range(max_per_runner - counts[i]):
+                self._in_flight[self._request(i)] = i
+        return list(self._in_flight)
+
+    def _answered(self, ref: ray.ObjectRef) -> int:
+        """Take the finished request `ref` out of flight; returns its runner, whose clock restarts."""
+        i = self._in_flight.pop(ref)
+        self._owing_since[i] = time.monotonic()
+        return i
+
+    def _forget(self, i: int) -> None:
+        """Drop runner i's requests (it failed)."""
+        self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
+
+    def _end_round(self, max_per_runner: int) -> None:
+        """After collecting: fail the runners that owe an answer for over `sample_timeout_s`, like
+        a synchronous request that timed out; then top up."""
+        timeout_s = self.config.sample_timeout_s
+        for i in set(self._in_flight.values()):
+            if time.monotonic() - self._owing_since[i] > timeout_s:
+                self._forget(i)
+                self._handle_failure(i, GetTimeoutError(
+                    f"no answer to a sample request within sample_timeout_s={timeout_s} s"))
+        self._top_up(max_per_runner)
 
     # -- failures ---------------------------------------------------------------------------
 
@@ -241,8 +262,7 @@ class EnvRunnerGroup:
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
         if not self.health.came_back_after(i, error):
-            if self._requests is not None:
-                self._requests.forget(i)
+            self._forget(i)
             self.health.give_up_on(i, error)
 
     # -- state, calls, life cycle -----------------------------------------------------------
@@ -282,7 +302,7 @@ class EnvRunnerGroup:
     def stop(self, kill_actors: bool = True) -> None:
         """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
         ended with their Ray, and calling Ray would start a new one)."""
-        self._requests = None
+        self._in_flight, self._owing_since = {}, {}
         self._weight_deliveries.clear()
         if self.health is not None:
             self.health.stop()

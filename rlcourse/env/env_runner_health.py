@@ -1,10 +1,5 @@
 """Which EnvRunner actors are healthy, and what a failed request does to one (RLlib: its
-FaultTolerantActorManager). Ray restarts a dead runner actor (`max_restarts`); after a failed request
-the runner is pinged until it answers or `env_runner_health_probe_timeout_s` passes. One that does not
-come back is probed in the background; meanwhile the others go on only with
-`ignore_env_runner_failures`. `num_consecutive_env_runner_failures_tolerance` failed requests in a row
-(an env that always crashes or hangs) end the run: a restart would not help.
-"""
+FaultTolerantActorManager)."""
 
 import time
 from collections.abc import Callable
@@ -20,17 +15,18 @@ class EnvRunnerFailure(RuntimeError):
 
 
 class EnvRunnerHealth:
-    """The health of `actors` (EnvRunner actor handles), kept by their EnvRunnerGroup. A runner's
-    process id tells a restart apart from a runner that merely answered late."""
+    """The health of `actors` (EnvRunner actor handles), kept by their EnvRunnerGroup. Ray restarts a
+    dead actor; after a failed request it is pinged until it answers (its new process id tells a
+    restart from a late answer) or `env_runner_health_probe_timeout_s` passes, then probed in the
+    background while the others go on (with `ignore_env_runner_failures`). Failed requests in a row
+    (an env that always crashes or hangs) end the run: a restart would not help."""
 
     def __init__(self, config, actors: list, on_recreated: Callable[[list[int]], None] | None):
-        self.config = config
-        self.actors = actors
+        self.config, self.actors = config, actors
         self.on_recreated = on_recreated  # called with the indices of restarted runners
         self.healthy = [True] * len(actors)
         self.pids: list[int | None] = [None] * len(actors)
-        self.num_restarts = 0
-        self.num_failures = 0
+        self.num_restarts = self.num_failures = 0
         self._consecutive_failures = [0] * len(actors)  # failed requests since the last good one
         self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
 

@@ -1,10 +1,7 @@
-"""An env's state as plain data, so a checkpoint continues episodes exactly where they were.
-
-A gymnasium env keeps its state in attributes (CartPole's `state`, TimeLimit's `_elapsed_steps`,
-`_np_random`): the env's and each wrapper's attributes that hold plain data (serialization.py: no
-pickle, so loading a checkpoint never runs code) are saved; the constructor rebuilds the rest (spaces,
-renderers, handles). An env can define `get_state() -> dict` and `set_state(dict)` instead.
-"""
+"""An env's state as plain data, so a checkpoint continues episodes exactly where they were: the
+attributes of the env and each wrapper that hold plain data (CartPole's `state`, TimeLimit's
+`_elapsed_steps`, `_np_random`; serialization.py, no pickle) are saved, the constructor rebuilds the
+rest (spaces, renderers). An env can define `get_state() -> dict` and `set_state(dict)` instead."""
 
 import contextlib
 from typing import Any
@@ -34,10 +31,8 @@ def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
             continue
         state = {}
         for name, value in vars(layer).items():
-            if name == "env":
-                continue
             with contextlib.suppress(NotPlainData):
-                state[name] = to_plain(value)
+                state[name] = to_plain(value)  # a wrapper's `env` is not plain data
         states.append(state)
     return states
 
@@ -51,9 +46,9 @@ def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
     for layer, state in zip(layers, states, strict=True):
         if "__custom__" in state:
             layer.set_state(from_plain(state["__custom__"]))
-            continue
-        for name, value in state.items():
-            setattr(layer, name, from_plain(value))
+        else:
+            for name, value in state.items():
+                setattr(layer, name, from_plain(value))
 
 
 def check_env_state(env: gym.Env, states: Any, where: str) -> None:

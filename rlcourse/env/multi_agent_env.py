@@ -81,10 +81,8 @@ def make_multi_agent(env_name_or_creator: str | EnvCreator | type) -> type[Multi
             if num_agents < 1:
                 raise ValueError(f"make_multi_agent({name!r}): num_agents must be >= 1, got "
                                  f"{num_agents}.")
-            sub_config = EnvContext({k: v for k, v in config.items() if k != "num_agents"},
-                                    getattr(config, "worker_index", 0),
-                                    getattr(config, "vector_index", 0),
-                                    getattr(config, "num_workers", 0))
+            sub_config = EnvContext({k: v for k, v in config.items() if k != "num_agents"}, *(
+                getattr(config, key, 0) for key in ("worker_index", "vector_index", "num_workers")))
             self.envs = [creator(sub_config) for _ in range(num_agents)]
             self.possible_agents = list(range(num_agents))
             self.agents = list(self.possible_agents)

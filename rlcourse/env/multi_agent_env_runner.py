@@ -1,11 +1,6 @@
-"""MultiAgentEnvRunner: steps copies of a MultiAgentEnv with one inference module per module id.
-
-Each step groups the ready agents' observations by module (`policy_mapping_fn(agent_id, episode)`,
-fixed per agent and episode), runs ONE forward pass per module over all sub-envs and hands each
-sub-env its action dict. It returns MultiAgentEpisodes as NumPy; an unfinished one is `cut()` and goes
-on in the next call. Connectors, reward clipping, episode hooks and sub-env restarts are single-agent
-only (`AlgorithmConfig.validate()` refuses them here).
-"""
+"""MultiAgentEnvRunner: steps copies of a MultiAgentEnv with one inference module per module id,
+one forward pass per module per step; connectors, reward clipping, episode hooks and sub-env restarts
+are single-agent only (`AlgorithmConfig.validate()` refuses them here)."""
 
 from collections.abc import Callable
 
@@ -38,7 +33,8 @@ from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class MultiAgentEnvRunner(EnvRunner):
-    """Collects multi-agent experience from `num_envs_per_env_runner` copies of the env."""
+    """Collects multi-agent experience from `num_envs_per_env_runner` copies of the env, as NumPy
+    MultiAgentEpisodes; an unfinished one is `cut()` and goes on in the next call."""
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
@@ -113,10 +109,8 @@ class MultiAgentEnvRunner(EnvRunner):
         return module_id
 
     def _new_episode(self, i: int, seed: int | None = None) -> MultiAgentEpisode:
-        observations, infos = self.envs[i].reset(seed=seed)
-        episode = MultiAgentEpisode(agent_to_module_mapping_fn=self._mapping,
-                                    env_name=self.env_name)
-        episode.add_env_reset(observations, infos)
+        episode = MultiAgentEpisode(agent_to_module_mapping_fn=self._mapping, env_name=self.env_name)
+        episode.add_env_reset(*self.envs[i].reset(seed=seed))
         return episode
 
     def _reset(self) -> None:
@@ -127,8 +121,8 @@ class MultiAgentEnvRunner(EnvRunner):
         self._needs_reset = False
 
     def _run(self, steps: int, explore: bool, deadline: float | None) -> list[MultiAgentEpisode]:
-        """`steps` env steps in every sub-env, one forward pass per module per step; returns the
-        episodes that ended."""
+        """`steps` env steps in every sub-env, grouping the ready agents' observations by module
+        (`policy_mapping_fn`, fixed per agent and episode); returns the episodes that ended."""
         done: list[MultiAgentEpisode] = []
         forwards = {mid: (m.forward_exploration if explore else m.forward_inference)
                     for mid, m in self.modules.items()}
@@ -149,9 +143,7 @@ class MultiAgentEnvRunner(EnvRunner):
                         batch = batches[mapping[agent_id]] = ([], [])
                     batch[0].append(obs)
                     batch[1].append((i, agent_id))
-            env_actions = [{} for _ in range(self.num_envs)]
-            actions = [{} for _ in range(self.num_envs)]
-            extras = [{} for _ in range(self.num_envs)]
+            env_actions, actions, extras = ([{} for _ in self.envs] for _ in range(3))
             for mid, (obs_list, who) in batches.items():
                 out = forwards[mid](np.stack(obs_list))
                 module_actions = out["actions"]
@@ -198,8 +190,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._episode_lens.append(episode.env_t)
         for agent_id, ret in running.items():
             self._agent_returns.setdefault(agent_id, []).append(ret)
-            module_id = episode.module_for(agent_id)
-            self._module_returns.setdefault(module_id, []).append(ret)
+            self._module_returns.setdefault(episode.module_for(agent_id), []).append(ret)
         self._running[i] = {}
 
     def _add_returns(self, i: int, episode: MultiAgentEpisode) -> dict:

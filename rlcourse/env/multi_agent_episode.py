@@ -44,20 +44,14 @@ class _AgentRecord:
         return self.terminated or self.truncated
 
     def close(self, next_obs: Any) -> None:
-        """The open action's transition ends at `next_obs`."""
+        """The open action's transition ends at `next_obs`, which the agent acts on next."""
         self.obs.append(next_obs)
         self.actions.append(self.pending)
         self.rewards.append(self.pending_reward)
         for key, value in self.pending_extra.items():
             self.extra.setdefault(key, []).append(value)
         self.pending, self.pending_extra, self.pending_reward = None, {}, 0.0
-
-    def to_numpy(self) -> None:
-        """Turn the lists into arrays: the record is read-only from here on."""
-        self.obs = np.asarray(self.obs)
-        self.actions = np.asarray(self.actions) if len(self.actions) else np.zeros(0, dtype=np.int64)
-        self.rewards = np.asarray(self.rewards, dtype=np.float32)
-        self.extra = {k: np.asarray(v) for k, v in self.extra.items()}
+        self.ready = True
 
     def to_episode(self) -> SingleAgentEpisode:
         """The agent's SingleAgentEpisode (which makes its lists arrays)."""
@@ -121,7 +115,6 @@ class MultiAgentEpisode:
                 raise ValueError(self._premature(agent_id, "sent an observation to", record))
             else:
                 record.close(obs)
-                record.ready = True
         self._apply_done_flags(terminateds, truncateds)
         self.env_t += 1
 
@@ -184,8 +177,10 @@ class MultiAgentEpisode:
     def to_numpy(self) -> "MultiAgentEpisode":
         """Turn every agent's lists into arrays (RLlib's `to_numpy()`), so the chunk travels
         between processes as a few arrays per agent; it cannot be stepped any more."""
-        for record in self._records.values():
-            record.to_numpy()
+        for r in self._records.values():  # read-only from here on
+            e = r.to_episode()
+            r.obs, r.actions, r.rewards, r.extra = (e.observations, e.actions, e.rewards,
+                                                    e.extra_model_outputs)
         self._is_numpy = True
         return self
 

@@ -1,6 +1,5 @@
 """Where environments come from: gymnasium ids, `register_env` names, or env classes. The driver
-resolves the creator and ships it to each runner actor, so a name registered in a notebook works there.
-"""
+resolves the creator and ships it to each runner actor: a name registered in a notebook works there."""
 
 import inspect
 from collections.abc import Callable
@@ -72,8 +71,16 @@ def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env
                            "Check the env passed to config.environment() and its env_config.") from e
     if not isinstance(env, gym.Env):
         raise TypeError(f"The env creator returned {type(env).__name__}, not a gymnasium.Env.")
-    try:
-        obs = _checked_reset(env, name)
+    with env:  # closed however the probe ends
+        try:
+            result = env.reset(seed=0)
+        except TypeError as e:
+            if "unexpected keyword argument" not in str(e):
+                raise
+            raise _old_api_error(name, f"reset(seed=0) failed: {e}") from e
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+            raise _old_api_error(name, f"reset() returned {_describe(result)} instead of (obs, info)")
+        obs = result[0]
         if not env.observation_space.contains(obs):
             raise ValueError(
                 f"The env's reset() returned an observation that is not in its observation_space "
@@ -87,21 +94,6 @@ def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env
         if result is not None and not (isinstance(result, tuple) and len(result) == 5):
             raise _old_api_error(name, f"step() returned {_describe(result)} instead of 5 values")
         return env.observation_space, env.action_space
-    finally:
-        env.close()
-
-
-def _checked_reset(env: gym.Env, name: str) -> Any:
-    """The observation of `env.reset(seed=0)`, or a clear error for the old gym API."""
-    try:
-        result = env.reset(seed=0)
-    except TypeError as e:
-        if "unexpected keyword argument" not in str(e):
-            raise
-        raise _old_api_error(name, f"reset(seed=0) failed: {e}") from e
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
-        raise _old_api_error(name, f"reset() returned {_describe(result)} instead of (obs, info)")
-    return result[0]
 
 
 def _describe(value: Any) -> str:

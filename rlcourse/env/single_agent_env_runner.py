@@ -1,9 +1,5 @@
-"""SingleAgentEnvRunner: steps a gymnasium vector env with an inference-only module, writes each
-step into preallocated [T, N] NumPy buffers (no Python object per step), then slices them into
-SingleAgentEpisodes. Sub-envs reset in the step that ends an episode (gymnasium's SAME_STEP autoreset:
-the last observation arrives in `infos["final_obs"]`), so no step in a buffer crosses an episode
-boundary. Connectors, reward clipping, episode hooks and sub-env restarts cost nothing unless set.
-"""
+"""SingleAgentEnvRunner: steps a gymnasium vector env into preallocated [T, N] NumPy buffers (no
+Python object per step), then slices them into SingleAgentEpisodes. Options cost nothing unless set."""
 
 from functools import partial
 
@@ -18,8 +14,6 @@ from rlcourse.env.env_runner import (
     EnvRunner,
     build_inference_module,
     first_non_finite,
-    non_finite_field,
-    observation_shape_error,
 )
 from rlcourse.env.env_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
@@ -39,8 +33,25 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     else:
         fns = [partial(env_creator, context) for context in contexts]
     vector_cls = SyncVectorEnv if config.gym_env_vectorize_mode == "SYNC" else AsyncVectorEnv
-    # copy=False: the runner copies each step's observations into its own buffer straight away.
+    # SAME_STEP: a sub-env resets in the step that ends its episode (the last observation comes in
+    # infos["final_obs"]), so no buffer step crosses episodes. copy=False: the runner copies anyway.
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
+
+
+def raise_if_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception) -> None:
+    """Raise a clear error naming the env, space and shape for numpy's "wrong shape", "same shape"
+    (SYNC) or "could not broadcast" (ASYNC) errors about an observation; return for any other."""
+    if not (isinstance(error, ValueError) and any(
+            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
+        return
+    space, got = env.single_observation_space, f"numpy says: {error}"
+    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
+        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
+               if o is not None and np.shape(o) != space.shape]
+        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
+    raise ValueError(f"The {name} returned an observation that does not fit its "
+                     f"observation_space {space} ({got}). Return observations of the space's "
+                     "shape, or declare the space they have in the env's __init__.") from error
 
 
 class SingleAgentEnvRunner(EnvRunner):
@@ -84,12 +95,10 @@ class SingleAgentEnvRunner(EnvRunner):
         return self.observation_space, self.action_space
 
     def _reset(self) -> None:
-        seed = self.seed if self._num_env_steps_lifetime == 0 else None
         try:
-            obs, infos = self.env.reset(seed=seed)
+            obs, infos = self.env.reset(seed=None if self._num_env_steps_lifetime else self.seed)
         except ValueError as e:
-            if clear := observation_shape_error(self.name, self.env, e):
-                raise clear from e
+            raise_if_shape_error(self.name, self.env, e)
             raise
         self._obs = self.env_to_module(obs) if self.env_to_module is not None else obs
         if self.frame_stacking:
@@ -97,8 +106,7 @@ class SingleAgentEnvRunner(EnvRunner):
         if self.hooks:
             self.hooks.on_reset(self._obs, infos)
         self._ids = [SingleAgentEpisode.new_id() for _ in range(self.num_envs)]
-        self._t_started = [0] * self.num_envs
-        self._running_returns = [0.0] * self.num_envs
+        self._t_started, self._running_returns = [0] * self.num_envs, [0.0] * self.num_envs
         if self.module.is_stateful:  # every sub-env starts an episode: each from the initial state
             self.module.reset_state(np.ones(self.num_envs, dtype=bool))
         self._needs_reset = False
@@ -134,8 +142,7 @@ class SingleAgentEnvRunner(EnvRunner):
             try:
                 next_obs, rewards[t], terminated[t], truncated[t], infos = self.env.step(actions)
             except Exception as e:
-                if clear := observation_shape_error(self.name, self.env, e):
-                    raise clear from e
+                raise_if_shape_error(self.name, self.env, e)
                 if not self.config.restart_failed_sub_environments:
                     e.add_note("rlcourse: a sub-env of this EnvRunner raised. To rebuild failing "
                                "sub-envs and drop their broken episodes, set config."
@@ -171,7 +178,7 @@ class SingleAgentEnvRunner(EnvRunner):
             if at is not None:
                 self._non_finite(field, f"sub-env {at[1]}", at[0], values[at[0], at[1]])
         for (t, i), last in final_obs.items():
-            if non_finite_field(last) is not None:
+            if first_non_finite(np.asarray(last)) is not None:
                 self._non_finite("obs", f"sub-env {i}", t + 1, last)
 
     def _to_episodes(self, obs, outputs, rewards, terminated, truncated, final_obs, failed):
@@ -186,15 +193,13 @@ class SingleAgentEnvRunner(EnvRunner):
                     if self.hooks:
                         self.hooks.custom_data(i, is_done=True)  # its hooks' data goes with it
                     self._next_episode(i)
-                    start = t + 1
-                    continue
-                # A Discrete env may return a Python int: make it a row of the buffer's dtype.
-                last = np.asarray(final_obs[t, i], dtype=obs.dtype)[None]
-                ep_obs = np.concatenate([obs[start:t + 1, i], last])
-                # An env may report both at its time limit; a termination means no future.
-                episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
-                                                 terminated[t, i],
-                                                 truncated[t, i] and not terminated[t, i]))
+                else:  # A Discrete env may return a Python int: make it a row of obs's dtype.
+                    last = np.asarray(final_obs[t, i], dtype=obs.dtype)[None]
+                    ep_obs = np.concatenate([obs[start:t + 1, i], last])
+                    # An env may report both at its time limit; a termination means no future.
+                    episodes.append(self._make_chunk(i, ep_obs, outputs, rewards, start, t + 1,
+                                                     terminated[t, i],
+                                                     truncated[t, i] and not terminated[t, i]))
                 start = t + 1
             if start < steps:
                 episodes.append(self._make_chunk(i, obs[start:, i], outputs, rewards, start, steps,

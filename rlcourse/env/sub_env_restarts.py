@@ -1,20 +1,13 @@
 """RestartOnFailure (`restart_failed_sub_environments=True`): a sub-env that crashes now and then
-costs one episode, not the run.
-
-  * `step()` raises or returns non-finite data -> the env is rebuilt (same creator and EnvContext)
-    and the step is reported as a truncation with `info["env_failure"]`; the vector env resets the
-    new env and the EnvRunner drops the broken chunk, so no transition across the failure is trained on.
-  * `reset()` fails -> rebuild and reset again, up to `MAX_RESET_ATTEMPTS` times.
-  * More than `num_consecutive_sub_env_failures_tolerance` failures in a row, with no good step in
-    between, mean a broken env: `SubEnvFailure` ends the run instead of rebuilding it forever.
-"""
+costs one episode, not the run."""
 
 import contextlib
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
-from rlcourse.env.env_runner import NonFiniteEnvData, non_finite_field
+from rlcourse.env.env_runner import NonFiniteEnvData, first_non_finite
 
 MAX_RESET_ATTEMPTS = 3
 
@@ -24,12 +17,14 @@ class SubEnvFailure(RuntimeError):
 
 
 class RestartOnFailure(gym.Wrapper):
-    """Rebuilds the wrapped env with `env_creator(context)` when it raises or returns non-finite data."""
+    """Rebuilds the wrapped env with `env_creator(context)` when it raises or returns non-finite data:
+    a failed step is reported as a truncation with `info["env_failure"]`, whose chunk the EnvRunner
+    drops; a failed reset is retried up to `MAX_RESET_ATTEMPTS` times. More than
+    `max_consecutive_failures` in a row (a broken env) raise SubEnvFailure instead."""
 
     def __init__(self, env_creator, context, max_consecutive_failures: int):
         super().__init__(env_creator(context))
-        self.env_creator = env_creator
-        self.context = context
+        self.env_creator, self.context = env_creator, context
         self.max_consecutive_failures = max_consecutive_failures
         self.num_consecutive_failures = 0  # failures since the last good step
 
@@ -72,7 +67,7 @@ class RestartOnFailure(gym.Wrapper):
 
 
 def _check_finite(obs: Any, reward: Any = 0.0) -> None:
-    field = non_finite_field(obs, reward)
-    if field is not None:
-        value = reward if field == "reward" else obs
-        raise NonFiniteEnvData(f"non-finite {field}: {value!r}")
+    if reward is None or not np.isfinite(reward):
+        raise NonFiniteEnvData(f"non-finite reward: {reward!r}")
+    if first_non_finite(np.asarray(obs)) is not None:
+        raise NonFiniteEnvData(f"non-finite obs: {obs!r}")

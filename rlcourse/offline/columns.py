@@ -21,8 +21,8 @@ ACTION_DIST_INPUTS = "action_dist_inputs"
 
 
 def _column(values: np.ndarray) -> pa.Array:
-    """A plain Arrow column for one value per row; Ray Data's tensor column (the type RLlib's
-    recordings get from `ray.data.from_items`) for arrays, so both libraries read them as arrays."""
+    """A plain Arrow column for one value per row; Ray Data's tensor column (as in RLlib's
+    recordings) for arrays, so both libraries read them as arrays."""
     if values.ndim == 1:
         return pa.array(values)
     return ArrowTensorArray.from_numpy(np.ascontiguousarray(values))
@@ -34,13 +34,13 @@ def episodes_to_table(episodes: list[SingleAgentEpisode]) -> pa.Table:
     episodes = [episode for episode in episodes if len(episode)]
     if not episodes:
         return pa.table({})
-    ends = np.cumsum([len(episode) for episode in episodes]) - 1
-    terminateds = np.zeros(ends[-1] + 1, bool)
-    truncateds = np.zeros(ends[-1] + 1, bool)
+    lengths = [len(episode) for episode in episodes]
+    ends = np.cumsum(lengths) - 1
+    terminateds, truncateds = np.zeros(ends[-1] + 1, bool), np.zeros(ends[-1] + 1, bool)
     terminateds[ends] = [episode.is_terminated for episode in episodes]
     truncateds[ends] = [episode.is_truncated for episode in episodes]
     columns = {
-        EPS_ID: pa.array(np.repeat([e.id_ for e in episodes], [len(e) for e in episodes])),
+        EPS_ID: pa.array(np.repeat([e.id_ for e in episodes], lengths)),
         AGENT_ID: pa.nulls(len(terminateds), pa.string()),  # single-agent: None, as in RLlib
         MODULE_ID: pa.nulls(len(terminateds), pa.string()),
         OBS: _column(np.concatenate([e.observations[:-1] for e in episodes])),

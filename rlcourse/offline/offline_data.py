@@ -1,9 +1,5 @@
-"""OfflineData (RLlib's name): recorded rows read through Ray Data, checked before training, and
-streamed as the Learner's batches (through the `OfflinePreLearner`), epoch after epoch.
-
-Paths are checked file by file with pyarrow first (cheap next to training, and the error can name
-the file); a `ray.data.Dataset` given as `input_` is checked batch by batch as it streams.
-"""
+"""OfflineData (RLlib's name): recorded rows, checked before training (file by file with pyarrow,
+so errors name the file; a ray.data.Dataset batch by batch), streamed as the Learner's batches."""
 
 import logging
 from collections.abc import Generator
@@ -25,8 +21,7 @@ from rlcourse.offline.offline_data_checks import (
 from rlcourse.offline.offline_prelearner import OfflinePreLearner
 from rlcourse.utils import resources
 
-# RLlib's default iter_batches_kwargs (its OfflineData's): Ray Data reads two batches ahead while the
-# learner updates; config.offline_data(iter_batches_kwargs=...) adds to it or overrides it.
+# RLlib's default iter_batches_kwargs: Ray Data reads two batches ahead while the learner updates.
 ITER_BATCHES_DEFAULTS = {"prefetch_batches": 2}
 
 
@@ -38,17 +33,14 @@ def table_to_numpy(table: pa.Table, where: str = "the table") -> dict[str, np.nd
         array = column.combine_chunks()
         if isinstance(array, pa.ExtensionArray) and hasattr(array, "to_numpy"):
             columns[name] = array.to_numpy()
-        elif pa.types.is_list(array.type) or pa.types.is_fixed_size_list(array.type):
+        else:  # list columns come as object arrays of arrays, which `stacked` stacks
             columns[name] = stacked(array.to_numpy(zero_copy_only=False), name, where)
-        else:
-            columns[name] = array.to_numpy(zero_copy_only=False)
     return columns
 
 
 def _set_up_ray_data() -> None:
-    """No progress bars or per-execution log lines in a notebook's output (nor the warning that
-    Ray Data logs when its progress bars are turned off); rows in the data's order, epoch after
-    epoch, however many batches Ray Data reads ahead, so that a seeded run repeats."""
+    """No progress bars or log lines in a notebook's output; rows in the data's order, however
+    many batches Ray Data reads ahead, so that a seeded run repeats."""
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
     context = ray.data.DataContext.get_current()
@@ -57,9 +49,8 @@ def _set_up_ray_data() -> None:
 
 
 class BatchReader:
-    """Batches of `batch_size` rows from `data` (a ray.data Dataset, or a DataIterator over one
-    learner's split of it) made by `prelearner`, epoch after epoch. Picklable before its first
-    batch: OfflineData gives each Learner actor one to read its own split with."""
+    """Batches of `batch_size` rows from `data` (a Dataset, or a DataIterator over one learner's
+    split) made by `prelearner`, epoch after epoch. Picklable: each Learner actor gets one."""
 
     def __init__(self, data: Any, prelearner: OfflinePreLearner, where: str, batch_size: int,
                  iter_batches_kwargs: dict):
@@ -71,8 +62,7 @@ class BatchReader:
         return {**vars(self), "_batches": None}  # (a running read stays where it runs)
 
     def next_batch(self) -> dict[str, np.ndarray]:
-        """The next learner batch; the data starts again once read through (OfflineData.sample
-        made sure that an epoch holds a full batch)."""
+        """The next learner batch; the data starts again once read through."""
         batch = next(self._batches, None) if self._batches is not None else None
         if batch is None:
             self._batches = (batch for batch in self.data.iter_batches(
@@ -82,7 +72,7 @@ class BatchReader:
         return self.prelearner(batch, self.where)
 
     def close(self) -> None:
-        """End the running read (before Ray shuts down, which would leave it failing at exit)."""
+        """End the running read (before Ray shuts down, else it fails at exit)."""
         if self._batches is not None:
             self._batches.close()
         self._batches = None
@@ -90,7 +80,7 @@ class BatchReader:
 
 class OfflineData:
     """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches
-    made by `config.prelearner_class`, else by the config's `get_default_prelearner_class()`."""
+    made by `config.prelearner_class` (else `config.get_default_prelearner_class()`)."""
 
     def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space):
         self.config = config
@@ -120,8 +110,8 @@ class OfflineData:
                                        "first with config.offline_data(output=...).")
             resources.init_ray()  # after the checks: bad data fails without starting Ray
             _set_up_ray_data()
-            # materialize_data: the rows just checked go to Ray's object store once (no read
-            # tasks); else Ray Data streams them from the files, reading as the learner asks.
+            # materialize_data: the rows just checked go to Ray's object store once; else Ray
+            # Data streams them from the files as the learner asks.
             self.data = ray.data.from_arrow(tables) if config.materialize_data else (
                 ray.data.read_parquet(self.files, **config.input_read_method_kwargs)
                 .select_columns(list(columns)))
@@ -140,11 +130,9 @@ class OfflineData:
 
     def sample(self, num_samples: int, num_shards: int = 0
                ) -> dict[str, np.ndarray] | list[BatchReader]:
-        """The next learner batch of `num_samples` rows (the data starts again once read
-        through); or, for `num_shards` Learner actors, one BatchReader each over its own split of
-        the data (Ray Data's streaming_split, equal: each takes the same steps), made once: the
-        rows go from Ray's object store to the learners, never through this process (RLlib's
-        `sample(return_iterator=True, num_shards=...)`)."""
+        """The next learner batch of `num_samples` rows; or, for `num_shards` Learner actors, one
+        BatchReader each over an equal split (RLlib's `sample(return_iterator=True, num_shards=)`):
+        rows go from Ray's object store to the learners, never through this process."""
         if (num_samples, num_shards) != self._readers_for:
             if self.num_rows // max(1, num_shards) < num_samples:
                 raise OfflineDataError(

@@ -1,6 +1,5 @@
-"""Checks on recorded data before a Learner sees it: the files exist, have the columns the algorithm
-needs as plain (never pickled) values, and hold rows that fit the env's spaces, finite. Each error
-names the file (or dataset), the column and the fix."""
+"""Checks on recorded data before a Learner sees it: files with the needed columns as plain (never
+pickled) values, rows that fit the env's spaces, finite. Errors name file, column and fix."""
 
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pyarrow as pa
 from rlcourse.offline.columns import ACTIONS, AGENT_ID, EPS_ID, MODULE_ID, NEXT_OBS, OBS
 
 IDS = {EPS_ID, AGENT_ID, MODULE_ID}  # strings by nature; every other column holds numbers
+TEXT = (pa.types.is_string, pa.types.is_binary, pa.types.is_large_string, pa.types.is_large_binary)
 PLAIN_COLUMNS = ("record with rlcourse, or in RLlib with config.offline_data("
                  "output_write_episodes=False, output_compress_columns=[])")
 
@@ -42,16 +42,13 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
             f"{where} holds whole episodes packed in one column ('item'), as RLlib records with "
             f"output_write_episodes=True; rlcourse reads one row per step: {PLAIN_COLUMNS}.")
     for field in schema:
-        if field.name not in IDS and (pa.types.is_string(field.type) or pa.types.is_binary(
-                field.type) or pa.types.is_large_string(field.type) or pa.types.is_large_binary(
-                field.type)):
+        if field.name not in IDS and any(is_text(field.type) for is_text in TEXT):
             raise OfflineDataError(
                 f"{where}, column {field.name!r}: holds {field.type} values, as RLlib writes a "
                 "column pickled and LZ4-compressed (its default output_compress_columns=['obs', "
                 "'new_obs']). rlcourse never unpickles data (a pickle can run any code): "
                 f"{PLAIN_COLUMNS}.")
-    missing = [name for name in columns if name not in schema.names]
-    if missing:
+    if missing := [name for name in columns if name not in schema.names]:
         raise OfflineDataError(
             f"{where} has no column {missing[0]!r} (its columns: {schema.names}); the algorithm "
             f"needs {list(columns)}. Record the data with config.offline_data(output=...), in "
@@ -59,8 +56,8 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
 
 
 def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
-    """A column of one list per row (Arrow's list type: NumPy gets an object array of arrays) as
-    one [rows, ...] array; lists of different lengths fail, naming the column."""
+    """A column of one list per row (an object array of arrays) as one [rows, ...] array; lists of
+    different lengths fail, naming the column."""
     if values.dtype != object or not len(values) or not isinstance(values[0], np.ndarray | list):
         return values
     lengths = sorted({len(value) for value in values})
@@ -70,10 +67,6 @@ def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
             f"needs one {name} of the env's shape. Record the data with "
             "config.offline_data(output=...), or write the column as lists of one length.")
     return np.stack(values)
-
-
-def _first(bad: np.ndarray) -> int:
-    return int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
 
 
 def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action_space: gym.Space,
@@ -106,7 +99,7 @@ def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action
             f"action_space is {action_space}. Train on the env the data was recorded in.")
     for name, values in rows.items():
         if values.dtype.kind == "f" and not np.isfinite(values).all():
-            row = _first(~np.isfinite(values))
+            row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
             raise OfflineDataError(
                 f"{where}, column {name!r}, row {row}: a non-finite value "
                 f"({values[row]!r}) would make every weight NaN. Drop or fix those rows (e.g. "

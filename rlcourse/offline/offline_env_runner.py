@@ -1,10 +1,8 @@
 """OfflineSingleAgentEnvRunner (RLlib's name): a SingleAgentEnvRunner that also writes every step it
 samples to Parquet under `config.offline_data(output=...)`, in RLlib's columns (columns.py).
 
-Files are written here with pyarrow, not with Ray Data's `write_parquet`, which would launch a Ray
-task (a process) per write from inside the runner, and writes its final file names in place. Each
-file is written under a temporary name and renamed when complete, so a killed run leaves only whole
-files: `output/<env>/run-<worker>-<count>-<runner token>.parquet`.
+Written with pyarrow (Ray Data's `write_parquet` would launch a Ray task per write) under a temporary
+name, renamed when complete, so a killed run leaves only whole files.
 """
 
 import os
@@ -19,13 +17,6 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.offline.columns import episodes_to_table
 
 
-def write_table_atomically(table: pa.Table, path: Path) -> None:
-    """Write `table` to `path` through a temporary file in the same folder, renamed once complete."""
-    temporary = path.with_name(f".{path.name}.tmp")  # readers skip it: hidden, not *.parquet
-    pq.write_table(table, temporary)
-    os.replace(temporary, path)
-
-
 class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
     """Records what it samples: every `sample()` call with `output_max_rows_per_file=None`, else
     full files of that many rows (the rest on `stop()` with `output_write_remaining_data`)."""
@@ -38,8 +29,7 @@ class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
         self.file_prefix = f"run-{kind}{worker_index:06d}"
         self.token = os.urandom(4).hex()  # a new run in the same folder never overwrites a file
         self._tables: list[pa.Table] = []
-        self._num_rows = 0
-        self._num_files = 0
+        self._num_rows = self._num_files = 0
 
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
                explore: bool | None = None) -> list[SingleAgentEpisode]:
@@ -66,7 +56,9 @@ class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
         rows = pa.concat_tables(self._tables)
         self._num_files += 1
         name = f"{self.file_prefix}-{self._num_files:06d}-{self.token}.parquet"
-        write_table_atomically(rows.slice(0, num_rows), self.output_dir / name)
+        temporary = self.output_dir / f".{name}.tmp"  # readers skip it: hidden, not *.parquet
+        pq.write_table(rows.slice(0, num_rows), temporary)
+        os.replace(temporary, self.output_dir / name)
         rest = rows.slice(num_rows)
         self._tables, self._num_rows = ([rest] if rest.num_rows else []), rest.num_rows
 

@@ -1,6 +1,5 @@
-"""OfflinePreLearner (RLlib's name): turns a batch of recorded rows into the Learner's batch. RLlib's
-builds episodes and runs the Learner's connectors; BC needs only observations and actions, so here
-the batch is those columns, checked against the env's spaces and cast to what the module takes."""
+"""OfflinePreLearner (RLlib's name): a batch of recorded rows as the Learner's batch. BC needs only
+observations and actions: those columns, checked against the env's spaces, as the module takes them."""
 
 from typing import Any
 
@@ -17,9 +16,7 @@ class OfflinePreLearner:
     columns: tuple[str, ...] = (OBS, ACTIONS)  # what the batch keeps (and the data must have)
 
     def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space):
-        self.config = config
-        self.observation_space = observation_space
-        self.action_space = action_space
+        self.config, self.observation_space, self.action_space = config, observation_space, action_space
 
     def __call__(self, rows: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
         """The learner's batch from `rows` (numpy columns) read from `where` (named in errors)."""

@@ -1,9 +1,6 @@
-"""BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a request body past MAX_BYTES
-as it streams in, with a 413 naming the limit, and stops reading it. Serve's proxy copies a body
-into an unbounded queue as fast as it arrives (`proxy_asgi_receive` in
-ray/serve/_private/proxy.py), so a limit the replica checks comes after the proxy has held the
-flood; here the proxy never holds more than the limit. tests/test_serve.py measures the proxy's
-and replicas' memory under floods."""
+"""BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a body past MAX_BYTES as it
+streams in: the proxy queues a body as fast as it arrives (`proxy_asgi_receive` in Serve's
+proxy.py), before any replica could check it. tests/test_serve.py measures memory under floods."""
 
 import asyncio
 import json
@@ -14,13 +11,12 @@ from starlette.middleware import Middleware
 
 from rlcourse.serve.observations import MAX_BYTES, too_large
 
-# Serve's proxy calls the function this environment variable names and wraps itself in the
-# middlewares it returns (configure_http_middlewares in ray/serve/_private/http_util.py).
+# Serve's proxy wraps itself in the middlewares this function returns (configure_http_middlewares
+# in ray/serve/_private/http_util.py).
 PROXY_CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 PROXY_CALLBACK = "rlcourse.serve.body_limit.proxy_middlewares"
 
 Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
@@ -30,15 +26,14 @@ def proxy_middlewares() -> list[Middleware]:
 
 
 class BodyLimit:
-    """Refuse an HTTP request whose Content-Length, or whose body as it streams, passes
-    MAX_BYTES: a 413 with {"error": ...} and `Connection: close`, sent in place of whatever the
-    app would answer; the app is told the client left, so it stops reading and its replica call
-    is cancelled."""
+    """Refuse a request whose Content-Length, or body as it streams, passes MAX_BYTES: a 413 with
+    {"error": ...} in the app's place; the app is told the client left, so its replica call ends."""
 
     def __init__(self, app: Callable[..., Awaitable[None]]):
         self.app = app
 
-    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
+                       send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -46,10 +41,7 @@ class BodyLimit:
         if declared.isdigit() and int(declared) > MAX_BYTES:
             await _refuse(send, int(declared), at_least=False)
             return
-        received = 0
-        refused = False
-        started = False
-        done = asyncio.Event()
+        received, refused, started, done = 0, False, False, asyncio.Event()
 
         async def limited_receive() -> Message:
             nonlocal received, refused

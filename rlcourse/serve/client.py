@@ -6,7 +6,7 @@ import http.client
 import json
 import urllib.parse
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Self
 
 import gymnasium as gym
 import numpy as np
@@ -57,26 +57,20 @@ class PolicyClient:
         """Send `body` (encoded JSON) and return (status, answer). If the server had closed the idle
         connection, the request is sent once more: asking twice for actions changes nothing."""
         reused = self._connection.sock is not None
-        try:
-            return self._send(body, method, path or self.path)
-        except ConnectionError:
-            if not reused:
-                raise
-            return self._send(body, method, path or self.path)  # now on a new connection
+        while True:
+            try:
+                # Refused before it was all sent (a 413 closes the connection): its answer says why.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._connection.request(method, path or self.path, body, JSON_HEADERS)
+                response = self._connection.getresponse()
+                return response.status, response.read()
+            except BaseException as e:
+                self._connection.close()  # a half-sent request or half-read answer spoils the next
+                if not (reused and isinstance(e, ConnectionError)):
+                    raise
+                reused = False  # once more, on a new connection
 
-    def _send(self, body: bytes | None, method: str, path: str) -> tuple[int, bytes]:
-        try:
-            # Refused before it was all sent (a 413 closes the connection): its answer says why.
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self._connection.request(method, path, body, JSON_HEADERS)
-            response = self._connection.getresponse()
-            return response.status, response.read()
-        except BaseException:
-            self._connection.close()  # a half-sent request or half-read answer spoils the next one
-            raise
-
-    def close(self) -> None:
-        """Close the connection (the next request would open a new one)."""
+    def close(self) -> None:  # (the next request would open a new connection)
         self._connection.close()
 
     def __enter__(self) -> Self:
@@ -87,14 +81,9 @@ class PolicyClient:
         self.close()
 
 
-class SupportsComputeActions(Protocol):
-    """What acts on a batch of observations: a `PolicyClient`, or an `Algorithm` in this process."""
-
-    def compute_actions(self, obs: np.ndarray, /) -> np.ndarray: ...
-
-
-def run_episode(client: SupportsComputeActions, env: gym.Env, seed: int | None = None) -> float:
-    """The production loop: the env runs here, acting through `client`; returns the episode's return."""
+def run_episode(client: Any, env: gym.Env, seed: int | None = None) -> float:
+    """The production loop: the env runs here, acting through `client.compute_actions` (a
+    PolicyClient, or an Algorithm in this process); returns the episode's return."""
     obs, _ = env.reset(seed=seed)
     total, done = 0.0, False
     while not done:

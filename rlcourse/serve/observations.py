@@ -73,7 +73,8 @@ def observations(value: object, space: gym.Space) -> np.ndarray:
         raise BadRequest(400, "field 'obs' is ragged (rows of different lengths): every "
                               f"observation must have shape {shape}.") from None
     if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
-        raise BadRequest(400, f"field 'obs' holds {_kind(raw)}, not numbers: {EXAMPLE}.")
+        kind = "true/false" if raw.dtype == bool else "strings" if raw.dtype.kind == "U" else "objects"
+        raise BadRequest(400, f"field 'obs' holds {kind}, not numbers: {EXAMPLE}.")
     if raw.ndim and raw.shape[0] == 0:
         raise BadRequest(400, "field 'obs' is an empty batch: send at least one observation.")
     single = raw.shape == shape
@@ -89,10 +90,6 @@ def observations(value: object, space: gym.Space) -> np.ndarray:
         raise BadRequest(400, f"field 'obs' row {row} holds NaN or infinity: observations must "
                               "be finite numbers.")
     return _discrete(batch, space) if discrete else _box(batch, space)
-
-
-def _kind(raw: np.ndarray) -> str:
-    return "true/false" if raw.dtype == bool else "strings" if raw.dtype.kind == "U" else "objects"
 
 
 def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:

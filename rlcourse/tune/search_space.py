@@ -1,6 +1,5 @@
 """Ray Tune search spaces as setting values (`training(lr=tune.grid_search([1e-3, 3e-4]))`),
-validated for every value they can take before any trial starts; recognized without importing Tune.
-"""
+validated for every value they can take before any trial starts; recognized without importing Tune."""
 
 import copy
 from typing import TYPE_CHECKING, Any
@@ -26,13 +25,11 @@ def is_search_space(value: Any) -> bool:
 
 
 def contains_search_space(value: Any) -> bool:
-    if is_search_space(value):
-        return True
-    if isinstance(value, dict):
-        return any(contains_search_space(v) for v in value.values())
+    if isinstance(value, dict) and not is_search_space(value):
+        value = list(value.values())
     if isinstance(value, list | tuple):
         return any(contains_search_space(v) for v in value)
-    return False
+    return is_search_space(value)
 
 
 def check_tunable(setting: str, value: Any, setter: str) -> None:
@@ -73,13 +70,12 @@ def check_search_spaces(config: "AlgorithmConfig") -> None:
     base = copy.deepcopy(config)
     for name, value in spaces.items():
         setattr(base, name, resolved(value))
-    trials = [(None, None, base)]
-    for name, space in spaces.items():
-        for candidate in candidates(space) if is_search_space(space) else []:
-            trial = copy.deepcopy(base)
+    trials = [(None, None)] + [(name, candidate) for name, space in spaces.items()
+                               for candidate in (candidates(space) if is_search_space(space) else [])]
+    for name, candidate in trials:
+        trial = copy.deepcopy(base)
+        if name is not None:
             setattr(trial, name, candidate)
-            trials.append((name, candidate, trial))
-    for name, candidate, trial in trials:
         try:
             trial.validate()
         except ConfigError as e:

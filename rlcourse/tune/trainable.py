@@ -1,7 +1,5 @@
-"""An rlcourse Algorithm as a Ray Tune Trainable: `tune.Tuner("PPO", param_space=config)`, or
-`tune.Tuner(PPO.as_trainable(), ...)`. Unlike RLlib's, the Algorithm is not itself a Trainable, so
-importing it never imports Tune (pandas, pyarrow, Ray Data: seconds and 100+ MB per process).
-"""
+"""An rlcourse Algorithm as a Ray Tune Trainable: `tune.Tuner("PPO", param_space=config)`. Unlike
+RLlib's, the Algorithm is not itself a Trainable, so importing it never imports Tune (seconds)."""
 
 import functools
 import logging
@@ -20,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def trial_config(algo_class: type["Algorithm"], settings: dict[str, Any]) -> "AlgorithmConfig":
-    """A trial's AlgorithmConfig from the dict Tune resolved (`config.to_dict()`, or a plain dict of
-    setting names), set through the setters and validated as `build_algo()` would."""
+    """A trial's AlgorithmConfig from the dict Tune resolved (`config.to_dict()`, or setting names),
+    set through the setters and validated as `build_algo()` would."""
     settings = dict(settings)
     config = algo_class.get_default_config()
     name = settings.pop("config_class", class_path(type(config)))
@@ -45,15 +43,14 @@ def trainable_for(algo_class: type["Algorithm"]) -> type[tune.Trainable]:
 
         @classmethod
         def default_resource_request(cls, config: dict[str, Any]) -> tune.PlacementGroupFactory:
-            """Called by Tune in the driver for each trial before it starts: a bad setting fails
-            here, and the trial waits in Tune's queue until all it will start fits."""
+            """Called by Tune in the driver before each trial: a bad setting fails here, and the
+            trial waits in Tune's queue until all it will start fits."""
             algo_config = trial_config(cls.algorithm_class, config)
             return tune.PlacementGroupFactory(trial_bundles(algo_config),
                                               strategy=algo_config.placement_strategy or "PACK")
 
         def setup(self, config: dict[str, Any]) -> None:
-            # The trial process's own info lines ("Checkpoint successfully created at ...", each
-            # setup's time) would fill a notebook; the driver's progress reports say the same.
+            # The trial's own info lines would fill a notebook; the driver's reports say the same.
             for name in ("ray.tune", "ray.train"):
                 logging.getLogger(name).setLevel(logging.WARNING)
             self.algorithm = trial_config(self.algorithm_class, config).build_algo()

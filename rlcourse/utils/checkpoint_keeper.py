@@ -29,8 +29,7 @@ class CheckpointKeeper:
         if mode not in ("max", "min"):
             raise ValueError(f"mode={mode!r}: use 'max' (higher is better) or 'min'.")
         self.root = Path(root).resolve()
-        self.metric = metric
-        self.mode = mode
+        self.metric, self.mode = metric, mode
         self.latest_path = self.root / "latest"
         self.best_score: float | None = None
         self.best_iteration: int | None = None
@@ -60,7 +59,9 @@ class CheckpointKeeper:
         With `evaluation_parallel_to_training` those are the iteration's starting weights: the
         latest checkpoint before this update replaces it."""
         score = self._score(result)
-        new_best = score is not None and math.isfinite(score) and self._better(score)
+        new_best = score is not None and math.isfinite(score) and (
+            self.best_score is None or (score > self.best_score if self.mode == "max"
+                                        else score < self.best_score))
         scored_start = (self.metric.startswith("evaluation/")
                         and bool(getattr(algo.config, "evaluation_parallel_to_training", False)))
         if new_best and scored_start:
@@ -80,11 +81,6 @@ class CheckpointKeeper:
         # Replaced atomically; a killed write's leftover .tmp is overwritten next time.
         write_file(self.root / f".{RECORD_FILE}.tmp", json.dumps(record).encode(),
                    replace=self.root / RECORD_FILE)
-
-    def _better(self, score: float) -> bool:
-        if self.best_score is None:
-            return True
-        return score > self.best_score if self.mode == "max" else score < self.best_score
 
     def _score(self, result: dict[str, Any]) -> float | None:
         """The metric's value, or None if this iteration did not evaluate; a path that does not

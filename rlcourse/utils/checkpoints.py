@@ -76,19 +76,15 @@ def _current(root: Path) -> set[str]:
     """The names in `root` that make up its checkpoint now (none if there is none)."""
     try:
         manifest = json.loads((root / STATE_FILE).read_text())
-    except (OSError, ValueError):
+        return {*LEGACY_FILES} if manifest["format"] == 1 else {str(manifest["version"])}
+    except (OSError, ValueError, TypeError, KeyError):
         return set()
-    if not isinstance(manifest, dict):
-        return set()
-    if manifest.get("format") == 1:
-        return {STATE_FILE, *LEGACY_FILES}
-    return {STATE_FILE, str(manifest.get("version"))}
 
 
 def _remove_all_but(root: Path, keep: set[str]) -> None:
     """Delete `root`'s entries not in `keep` (called with the lock held, so no save is writing)."""
     for entry in root.iterdir():
-        if entry.name in keep:
+        if entry.name in keep | {STATE_FILE, LOCK_FILE}:
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
@@ -112,14 +108,13 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
         raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
                               "save into a new or empty directory (saving does not overwrite "
                               "other files).")
-    files = {}
+    files = {STATE_JSON: json.dumps(state).encode()}
     for name, obj in tensor_files.items():
         buffer = io.BytesIO()
         torch.save(obj, buffer)
         files[name] = buffer.getvalue()
-    files[STATE_JSON] = json.dumps(state).encode()
     with _locked(root):
-        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, *_current(root)})  # killed saves' rest
+        _remove_all_but(root, keep=_current(root))  # what killed saves left
         version = f"v-{os.urandom(8).hex()}"
         vdir = root / version
         vdir.mkdir()
@@ -137,7 +132,7 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
             shutil.rmtree(vdir, ignore_errors=True)
             raise
         _fsync(root)  # the replace is on disk before the old version goes
-        _remove_all_but(root, keep={STATE_FILE, LOCK_FILE, version})
+        _remove_all_but(root, keep={version})
     return root
 
 

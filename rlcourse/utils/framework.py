@@ -1,5 +1,5 @@
-"""The one place that picks a torch device (as RLlib's `get_device`), and the torch.distributed
-backend that goes with it. In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
+"""The one place that picks a torch device (RLlib's `get_device`) and its torch.distributed backend.
+In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
 
 import contextlib
 from collections.abc import Iterator
@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 def get_device(config: "AlgorithmConfig", num_gpus_requested: float,
                setting: str = "num_gpus_per_learner") -> Any:
-    """torch.device("cpu") when no GPU was requested, else this process's (first) CUDA device; a
-    GPU requested where torch sees no CUDA fails, rather than computing on the CPU unnoticed."""
+    """CPU when no GPU was requested, else this process's first CUDA device; a GPU requested where
+    torch sees no CUDA fails, rather than computing on the CPU unnoticed."""
     import torch
 
     if num_gpus_requested <= 0:
@@ -42,10 +42,8 @@ def to_numpy(tensor: Any) -> Any:
 
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Run torch on one thread until the block ends: on small batches more threads only add
-    synchronization, 8x slower and more on a busy 2-core machine (Ray gives an actor of 1 CPU one
-    thread, too). torch's thread count is the process's, so every thread of it computes on one
-    meanwhile; the previous count comes back after the block."""
+    """Run torch on one thread (the process's count) until the block ends: on small batches more
+    threads only add synchronization, far slower on a busy 2-core machine."""
     import torch
 
     previous = torch.get_num_threads()

@@ -1,5 +1,5 @@
-"""Classes named by "module:Qualname" strings, for names that travel as data: a checkpoint's
-`config_class`, a tuned example's env, a Serve config's builder."""
+"""Classes named by "module:Qualname" strings, for names that travel as data (a checkpoint's
+`config_class`, a tuned example's env)."""
 
 from importlib import import_module
 from typing import Any

@@ -18,8 +18,8 @@ def loopback_ip(address: str | None = None) -> str:
 
 @contextlib.contextmanager
 def loopback_addresses() -> Iterator[None]:
-    """Within the block, Ray takes 127.0.0.1 as this machine's address (`_node_ip_address` alone is
-    not enough: Ray would replace a loopback address by the network address)."""
+    """Within the block, Ray takes 127.0.0.1 as this machine's address (`_node_ip_address` alone
+    would be replaced by the network address)."""
     from ray._private import services
 
     with mock.patch.object(services, "get_node_ip_address", loopback_ip):
@@ -36,8 +36,8 @@ def loopback_start_hook(ray_params, head: bool) -> None:
 
 
 def enable_token_auth() -> None:
-    """Turn Ray's token authentication on (unless RAY_AUTH_MODE is set), with a token file that
-    only its owner can read (Ray's own default warns at every start and is readable by all)."""
+    """Turn Ray's token authentication on (unless RAY_AUTH_MODE is set), with a token file only its
+    owner can read (Ray's default is readable by all)."""
     if "RAY_AUTH_MODE" not in os.environ:
         from ray._raylet import Config
 

@@ -1,4 +1,4 @@
-"""Turning episodes into training arrays: flattening chunks, and Generalized Advantage Estimation."""
+"""Episodes into training arrays: flattened chunks, and Generalized Advantage Estimation."""
 
 import numpy as np
 

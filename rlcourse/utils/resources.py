@@ -17,6 +17,7 @@ from ray.util import get_current_placement_group, placement_group, remove_placem
 from ray.util.placement_group import PlacementGroup
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from rlcourse.utils.framework import get_device
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
 from rlcourse.utils.validation import fail
 
@@ -35,31 +36,27 @@ def current_ray_session() -> str:
 
 
 def init_ray(num_cpus: int | None = None, **kwargs) -> None:
-    """Start (or join) Ray without the dashboard and with quiet logs; safe to call again. A new
-    local Ray listens on 127.0.0.1 only (local_ray.py), with an object store that fits Binder."""
+    """Start (or join) Ray without dashboard, quietly; safe to call again. A new local Ray listens
+    on 127.0.0.1 only (local_ray.py), with an object store that fits Binder."""
     if ray.is_initialized():
         return
     _import_torch_in_background()
     kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
     address = kwargs.get("address") or os.environ.get("RAY_ADDRESS")
-    with _sigterm_shuts_down():
-        if address:
-            # Ray would replace 127.0.0.1 in an address by this machine's network address.
-            local = address.startswith(LOOPBACK)
-            with loopback_addresses() if local else contextlib.nullcontext():
-                ray.init(**kwargs)
-            return
+    if not address:  # a new local Ray
         kwargs.setdefault("object_store_memory", OBJECT_STORE_MB * 1024 * 1024)
+        kwargs["_node_ip_address"] = LOOPBACK
         enable_token_auth()
-        with loopback_addresses():
-            ray.init(_node_ip_address=LOOPBACK, **kwargs)
+    # Ray would replace 127.0.0.1 (also in an address) by this machine's network address.
+    local = not address or address.startswith(LOOPBACK)
+    with _sigterm_shuts_down(), loopback_addresses() if local else contextlib.nullcontext():
+        ray.init(**kwargs)
 
 
 @contextlib.contextmanager
 def _sigterm_shuts_down():
-    """`ray.init` puts in a SIGTERM handler that aborts the process and orphans Ray's processes;
-    put back the Python handler there was, or one that exits as Ctrl-C would (running Ray's
-    atexit shutdown), so `kill`, `timeout` and a stopping kernel leave no process behind."""
+    """Replace the SIGTERM handler `ray.init` puts in (it aborts, orphaning Ray's processes) by the
+    previous one, or by an exit that runs Ray's atexit shutdown: `kill` leaves no process behind."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers
         return
@@ -76,8 +73,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 def _import_torch_in_background() -> None:
-    """Import torch._dynamo (seconds of CPU the Learner needs) in a thread while `ray.init` waits
-    for Ray's processes; the stdlib modules both import come first, so neither waits on a lock."""
+    """Import torch._dynamo (seconds of CPU) in a thread while `ray.init` waits for Ray's
+    processes; the stdlib modules both import come first, so neither waits on a lock."""
     if "torch._dynamo" in sys.modules:
         return
     for name in ("argparse", "ctypes.util", "gettext", "gzip", "pkgutil", "timeit"):
@@ -91,8 +88,7 @@ def _import_torch() -> None:
 
 
 def current_placement_group() -> PlacementGroup | None:
-    """The placement group this process runs in (a Tune trial's, see `trial_bundles`), which the
-    actors it starts join; None outside one."""
+    """The placement group (a Tune trial's) that this process's actors join; None outside one."""
     return get_current_placement_group() if ray.is_initialized() else None
 
 
@@ -106,9 +102,8 @@ def _runner_bundle(config: "AlgorithmConfig") -> dict[str, float]:
 
 
 def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
-    """Everything a run of `config` starts, as placement-group bundles (RLlib's
-    `default_resource_request`): the main process (with the local learner's GPU), then the runners
-    and learners. Reserved together, runs never oversubscribe the CPUs."""
+    """Everything a run of `config` starts as placement-group bundles (RLlib's
+    `default_resource_request`): main process, runners, learners; reserved together."""
     local_learner_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
     runner = _runner_bundle(config)
     learner = _bundle(CPU=config.num_cpus_per_learner, GPU=config.num_gpus_per_learner)
@@ -121,12 +116,8 @@ def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
 
 def check_gpus(config: "AlgorithmConfig") -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
-    if config.num_learners == 0 and config.num_gpus_per_learner > 0:
-        import torch  # only when a GPU is asked for: importing torch takes seconds
-
-        if not torch.cuda.is_available():
-            fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local "
-                 "learner; set num_gpus_per_learner=0 to train on the CPU.")
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0:  # (get_device imports torch)
+        get_device(config, config.num_gpus_per_learner)  # the local learner's; fails without CUDA
     if not ray.is_initialized() or current_placement_group() is not None:
         return
     have = ray.available_resources().get("GPU", 0)
@@ -170,8 +161,8 @@ def check_cpus(config: "AlgorithmConfig") -> None:
 
 
 def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
-    """One bundle per runner, placed by `placement_strategy`; fails within PLACEMENT_TIMEOUT_S if
-    the cluster cannot place them."""
+    """One bundle per runner, placed by `placement_strategy`, or a ConfigError within
+    PLACEMENT_TIMEOUT_S."""
     bundle = _runner_bundle(config)
     group = placement_group([bundle] * n, strategy=config.placement_strategy)
     try:
@@ -185,9 +176,8 @@ def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
 
 
 def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, i: int) -> dict:
-    """Ray actor options of runner `i`: what it reserves, its restarts, its bundle of `group`, and
-    the driver's values of its class's `driver_env_vars` (secrets kept out of the config) in its
-    runtime env (the default runners have none)."""
+    """Ray actor options of runner `i`: resources, restarts, bundle of `group`, and the driver's
+    values of its class's `driver_env_vars` (secrets kept out of the config)."""
     options = {"num_cpus": config.num_cpus_per_env_runner,
                "num_gpus": config.num_gpus_per_env_runner,
                "resources": dict(config.custom_resources_per_env_runner)}

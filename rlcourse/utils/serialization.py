@@ -6,8 +6,6 @@ from typing import Any
 
 import numpy as np
 
-_SCALARS = (bool, int, float, str, type(None))
-
 
 class NotPlainData(TypeError):
     """A value that cannot be stored as plain data (e.g. an object with methods and references)."""
@@ -15,7 +13,7 @@ class NotPlainData(TypeError):
 
 def to_plain(value: Any) -> Any:
     """A JSON-compatible form of `value`; raises NotPlainData for anything that is not plain data."""
-    if isinstance(value, _SCALARS):
+    if isinstance(value, bool | int | float | str | None):
         return value
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         return {"__numpy_scalar__": value.item(), "dtype": value.dtype.str}

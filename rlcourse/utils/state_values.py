@@ -17,6 +17,11 @@ def is_count(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0
 
 
+def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def decode(value: Any, where: str) -> Any:
     """`from_plain(value)`, with any decoding error reported as the field's."""
     try:
@@ -27,25 +32,20 @@ def decode(value: Any, where: str) -> Any:
 
 def check_counter(value: Any, where: str, number: bool = False) -> None:
     """An int >= 0 (`number`: any finite number >= 0)."""
-    ok = is_count(value) or (number and isinstance(value, float) and math.isfinite(value)
-                             and value >= 0)
-    if not ok:
+    if not (is_count(value) or number and _is_number(value) and value >= 0):
         kind = "a finite number" if number else "an int"
         raise CheckpointError(f"{where} is {value!r}; expected {kind} >= 0.")
 
 
 def check_number(value: Any, where: str, low: float = -math.inf) -> None:
     """A finite number (not a bool) >= `low`."""
-    if not (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= low):
+    if not (_is_number(value) and value >= low):
         raise CheckpointError(f"{where} is {value!r}; expected a finite number >= {low}.")
 
 
 def check_numbers(values: Any, where: str) -> None:
     """A list of finite numbers (returns, rewards)."""
-    if not isinstance(values, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values):
+    if not isinstance(values, list) or not all(map(_is_number, values)):
         raise CheckpointError(f"{where} must be a list of finite numbers.")
 
 
@@ -54,6 +54,23 @@ def check_generator(value: Any, where: str) -> None:
     if not (isinstance(value, dict) and "__generator__" in value
             and isinstance(decode(value, where), np.random.Generator)):
         raise CheckpointError(f"{where} is not a saved numpy random generator.")
+
+
+def check_array(value: Any, where: str, kinds: str = "biuf", ndim: int | None = None,
+                rows: int | None = None) -> np.ndarray:
+    """A finite array (a number: 0-d) of dtype kind in `kinds`, with `ndim` dimensions and `rows`
+    rows where given; returned as an array."""
+    array = np.asarray(value) if isinstance(value, np.ndarray | np.generic | int | float) else None
+    if array is None or array.dtype.kind not in kinds:
+        raise CheckpointError(f"{where} is not a numeric array (dtype kind in {kinds!r}).")
+    if (ndim is not None and array.ndim != ndim
+            or rows is not None and (array.ndim == 0 or len(array) != rows)):
+        expected = ", ".join(f"{n} {what}" for n, what in ((ndim, "dimensions"), (rows, "rows"))
+                             if n is not None)
+        raise CheckpointError(f"{where} has shape {array.shape}; expected {expected}.")
+    if not np.isfinite(array).all():
+        raise CheckpointError(f"{where} holds NaN or infinite values.")
+    return array
 
 
 def check_in_space(values: np.ndarray, space: gym.Space, where: str) -> None:

@@ -1,5 +1,4 @@
-"""ConfigError: a bad setting's error, naming the setting, its setter and the fix (the checks are in
-rlcourse/algorithms/config_validation.py)."""
+"""ConfigError: a bad setting's error, naming the setting, its setter and the fix."""
 
 import inspect
 from typing import Any
@@ -15,8 +14,8 @@ class ConfigError(ValueError):
 
 
 def setter_of(config: Any, setting: str) -> str | None:
-    """The fluent method that takes `setting`, e.g. 'env_runners' for 'num_env_runners', found from
-    the setters' signatures in the class and its bases (a subclass's setter may take **kwargs)."""
+    """The fluent method that takes `setting` ('env_runners' for 'num_env_runners'), from the
+    setters' signatures in the class and its bases (a subclass's setter may take **kwargs)."""
     for name in dir(type(config)):
         if name.startswith("_"):
             continue

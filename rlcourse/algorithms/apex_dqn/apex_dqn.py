@@ -1,6 +1,5 @@
 """Ape-X DQN (Horgan et al. 2018): DQN whose runners, replay shards and learner never wait on each
-other. PPO learns only from its current policy's samples, so its runners and learner take turns;
-replay lets them run side by side (benchmarks/apex_throughput.py measures it, on few cores too)."""
+other, as replay allows (benchmarks/apex_throughput.py measures it)."""
 
 from collections import Counter
 from typing import Any
@@ -44,16 +43,15 @@ class ApexDQNConfig(DQNConfig):
     def __init__(self) -> None:
         super().__init__()
         self.num_env_runners = 2
-        self.rollout_fragment_length = 50  # RLlib's; on CartPole ~1.6x the env steps/s of "auto"
+        self.rollout_fragment_length = 50  # RLlib's
         self.max_requests_in_flight_per_env_runner = 2
         self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
         self.max_requests_in_flight_per_replay_worker = 2
         self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
         self.min_sample_timesteps_per_iteration = 1000  # RLlib: 25,000; short suits plots
         self.num_cpus_per_replay_shard = 0.0  # shards only hold data: N runners fit on N cores
-        # The replay ratio is a ceiling for the learner, not a brake on the runners (None: as fast
-        # as it can), unless throttle_sampling_to_training_intensity (not in RLlib) makes runners
-        # pause while the learner is a round of replay batches behind (for fewer cores than actors).
+        # The replay ratio caps the learner; throttle_sampling_to_training_intensity (not in RLlib)
+        # also pauses runners while the learner is a round of replay batches behind.
         self.training_intensity = 8.0
         self.throttle_sampling_to_training_intensity = False
 
@@ -84,10 +82,10 @@ class ApexDQNConfig(DQNConfig):
         if not is_int(shards) or shards < 1:
             fail(self, "replay_buffer_config", f"'num_replay_buffer_shards' is {shards!r}: use a "
                  "whole number >= 1 (the replay memory is split over that many actors).")
-        check_int(self, "max_requests_in_flight_per_env_runner", 1)
-        check_int(self, "max_requests_in_flight_per_replay_worker", 1)
-        check_int(self, "max_weight_sync_delay", 1)
-        check_int(self, "min_sample_timesteps_per_iteration", 1)
+        for setting in ("max_requests_in_flight_per_env_runner",
+                        "max_requests_in_flight_per_replay_worker", "max_weight_sync_delay",
+                        "min_sample_timesteps_per_iteration"):
+            check_int(self, setting, 1)
         check_number(self, "num_cpus_per_replay_shard", 0.0, hint="e.g. 0.1, or 0 (the default).")
         check_bool(self, "throttle_sampling_to_training_intensity", "True or False")
         if self.throttle_sampling_to_training_intensity and self.training_intensity is None:
@@ -96,11 +94,10 @@ class ApexDQNConfig(DQNConfig):
 
 
 class ApexDQN(Algorithm):
-    """Each runner samples all the time with its own epsilon; samples go straight from runner to a
-    replay shard (replay_actor.py) as ObjectRefs; the learner, in this process, updates on whichever
-    replay batch is ready and sends TD errors back as priorities without waiting. One `ray.wait`
-    says when any request in flight is done. A `train()` samples at least
-    `min_sample_timesteps_per_iteration` env steps and, once learning started, makes an update."""
+    """Runners sample all the time, each with its own epsilon, straight into replay shards
+    (replay_actor.py); the learner updates on whichever replay batch is ready and sends priorities
+    back without waiting. A `train()` samples `min_sample_timesteps_per_iteration` env steps and,
+    once learning started, makes an update."""
 
     @classmethod
     def get_default_config(cls) -> ApexDQNConfig:
@@ -198,8 +195,8 @@ class ApexDQN(Algorithm):
 
     def _collect(self, requests: dict[ray.ObjectRef, Any], limit: int | None = None
                  ) -> list[tuple[Any, Any]]:
-        """(key, answer) of finished `requests`, taken out of it; a failed request's answer is its
-        error. Only finished requests are fetched: this never waits."""
+        """(key, answer) of finished `requests`, taken out of it (never waits); a failed request's
+        answer is its error."""
         if not requests:
             return []
         ready, _ = ray.wait(list(requests), num_returns=len(requests), timeout=0)
@@ -256,8 +253,6 @@ class ApexDQN(Algorithm):
             batch["indices"], batch["generations"], results.pop("td_error"))
         self._priority_updates[request] = shard
         return results
-
-    # -- checkpoints: the shards are saved only with store_buffer_in_checkpoints --------------
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         state, tensors = super().get_state()

@@ -1,9 +1,7 @@
-"""ReplayActor: one shard of Ape-X's replay memory, a replay buffer inside a Ray actor (NumPy only).
+"""ReplayActor: one shard of Ape-X's replay memory, a replay buffer in a Ray actor (NumPy only).
 
-Runners' samples reach a shard as ObjectRefs that Ray resolves here, so episodes never pass through
-the driver. A priority update arrives after its batch was drawn, when a slot may hold another step:
-each slot counts how often it was filled (its generation), and an update changes only the rows whose
-slot still holds the generation drawn.
+A priority update arrives after its batch was drawn, when a slot may hold another step: each slot
+counts how often it was filled (its generation), and an update changes only slots still holding it.
 """
 
 import os

@@ -1,6 +1,5 @@
-"""APPO (asynchronous PPO; Luo et al. 2020, "IMPACT"): IMPALA's pipeline, where the learner takes
-each train batch from a circular buffer up to K times and learns with PPO's clipped surrogate
-against a target network, an older copy of the policy (the loss: `appo_learner.py`)."""
+"""APPO (Luo et al. 2020, "IMPACT"): IMPALA, learning from each batch up to K times (a circular
+buffer) with PPO's clipped surrogate against a target network (`appo_learner.py`)."""
 
 from typing import Any
 
@@ -53,15 +52,14 @@ class APPOConfig(IMPALAConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_number(self, "clip_param", 0.0, low_open=True)
-        check_bool(self, "use_kl_loss", "True or False")
+        for setting in ("clip_param", "kl_target", "target_worker_clipping"):
+            check_number(self, setting, 0.0, low_open=True)
         check_number(self, "kl_coeff", 0.0)
-        check_number(self, "kl_target", 0.0, low_open=True)
-        check_number(self, "target_worker_clipping", 0.0, low_open=True)
         check_number(self, "tau", 0.0, 1.0, low_open=True)
-        check_int(self, "target_network_update_freq", 1)
-        check_int(self, "circular_buffer_num_batches", 1)
-        check_int(self, "circular_buffer_iterations_per_batch", 1)
+        check_bool(self, "use_kl_loss", "True or False")
+        for setting in ("target_network_update_freq", "circular_buffer_num_batches",
+                        "circular_buffer_iterations_per_batch"):
+            check_int(self, setting, 1)
         if self.learner_queue_size != IMPALAConfig().learner_queue_size:
             fail(self, "learner_queue_size", "APPO's learner queue is a circular buffer: set "
                  "config.training(circular_buffer_num_batches=...) instead, as in RLlib.")
@@ -75,15 +73,12 @@ class APPOConfig(IMPALAConfig):
 
 
 class APPO(IMPALA):
-    """IMPALA's training step (impala.py) as it is; the learner thread takes batches from a
-    circular buffer."""
+    """IMPALA's training step (impala.py); the learner thread reads a circular buffer."""
 
     @classmethod
     def get_default_config(cls) -> APPOConfig:
         return APPOConfig()
 
     def learner_queue(self) -> CircularBuffer:
-        """Up to circular_buffer_num_batches train batches, each learned from up to
-        circular_buffer_iterations_per_batch times."""
         return CircularBuffer(self.config.circular_buffer_num_batches,
                               self.config.circular_buffer_iterations_per_batch, self.config.seed)

@@ -1,14 +1,12 @@
-"""BC (behavior cloning; Pomerleau 1991): learn a policy from recorded data alone, by supervised
-learning of the recorded actions. As in RLlib, BC is MARWIL with beta 0 (`marwil/marwil.py`): the
-same training loop, and MARWIL's loss with every advantage weight 1, -mean log pi(a|s)
-(`marwil/marwil_learner.py`); it evaluates in the real env, as online algorithms do."""
+"""BC (behavior cloning; Pomerleau 1991): supervised learning of recorded actions. As in RLlib, it is
+MARWIL with beta 0 (`marwil/marwil.py`): its loop, and its loss with every weight 1."""
 
 from rlcourse.algorithms.marwil.marwil import MARWIL, MARWILConfig
 from rlcourse.utils.validation import fail
 
 
 class BCConfig(MARWILConfig):
-    """MARWIL's settings (RLlib 2.60's: lr 1e-4, 2,000-row batches) with beta 0."""
+    """MARWIL's settings with beta 0."""
 
     @property
     def algo_class(self) -> type["BC"]:

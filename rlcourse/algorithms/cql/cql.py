@@ -1,6 +1,5 @@
-"""CQL (Kumar et al. 2020): SAC's networks and losses learning from recorded data alone, with a
-penalty that keeps the critics from overvaluing actions the data never took (`cql_learner.py`);
-it evaluates in the real env, as BC does."""
+"""CQL (Kumar et al. 2020): SAC learning from recorded data alone, with a penalty that keeps the
+critics from overvaluing actions the data never took (`cql_learner.py`)."""
 
 from typing import Any
 
@@ -14,10 +13,8 @@ from rlcourse.utils.validation import fail
 
 
 class CQLConfig(SACConfig):
-    """SAC's settings (its networks, learning rates, tau, twin_q, target_entropy) plus CQL's, with
-    RLlib 2.60's defaults; the data comes from `offline_data(input_=...)`, and
-    `dataset_num_iters_per_learner` updates make an iteration (None: one pass over the data).
-    SAC's replay and sampling settings are not used: the data is the buffer."""
+    """SAC's settings plus CQL's, with RLlib 2.60's defaults; the data (`offline_data(input_=...)`)
+    is the replay buffer, and `dataset_num_iters_per_learner` updates make an iteration."""
 
     discrete_instead = "BC (rlcourse.algorithms.bc.BCConfig)"
 

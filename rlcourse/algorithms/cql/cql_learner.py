@@ -34,8 +34,7 @@ from rlcourse.algorithms.sac.sac_learner import (
 
 def conservative_penalty(q_sampled: torch.Tensor, log_mu: torch.Tensor, q_data: torch.Tensor,
                          temperature: float) -> torch.Tensor:
-    """mean_s [T * logsumexp_k ((Q(s, a_k) - log mu(a_k)) / T)] - mean Q(s, a): `q_sampled` and
-    `log_mu` are [B, K] (K actions per state), `q_data` is [B] (the recorded actions)."""
+    """penalty_j (above) for one critic: `q_sampled` and `log_mu` [B, K], `q_data` [B]."""
     soft_max = temperature * torch.logsumexp((q_sampled - log_mu) / temperature, dim=1)
     return soft_max.mean() - q_data.mean()
 
@@ -66,7 +65,6 @@ class CQLLearner(SACLearner):
 
     def compute_loss(self, batch: dict[str, torch.Tensor]
                      ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The sum of the three losses; `td_error` (one per row) as SAC's learner returns it."""
         cfg, module = self.config, self.module
         alpha = module.log_alpha.exp()
         target = bellman_target(module, batch, cfg.gamma,

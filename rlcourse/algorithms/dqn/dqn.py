@@ -44,8 +44,7 @@ class DQNConfig(AlgorithmConfig):
         self.minibatch_size = None  # one gradient step per replay batch
         self.num_epochs = 1
         self.grad_clip = 40.0
-        self.double_q = True
-        self.dueling = True
+        self.double_q = self.dueling = True
         # Not RLlib's defaults (n_step 1, epsilon down to 0.05, one update per sample round):
         # the 3-step returns and final epsilon of RLlib's tuned CartPole example, and a replay
         # ratio of 8 (a batch of 32 per 4 env steps sampled; twice that did not learn faster).
@@ -96,14 +95,6 @@ class DQNConfig(AlgorithmConfig):
             if not issubclass(self.rl_module_class, DefaultDQNModule):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
-        self._check_epsilon()
-        _, action_space = env_spaces(self)
-        if not isinstance(action_space, gym.spaces.Discrete):
-            fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
-                 "many actions (gymnasium.spaces.Discrete). Use an env with Discrete actions, or "
-                 "PPO for continuous (Box) actions.")
-
-    def _check_epsilon(self) -> None:
         fix = ("use [[timestep, value], ...] with timesteps that increase and values in [0, 1], "
                "e.g. [[0, 1.0], [10000, 0.05]].")
         pairs = self.epsilon
@@ -114,6 +105,11 @@ class DQNConfig(AlgorithmConfig):
         steps = [t for t, _ in pairs]
         if not all(isinstance(t, int) and t >= 0 for t in steps) or steps != sorted(set(steps)):
             fail(self, "epsilon", f"its timesteps {steps} do not increase: " + fix)
+        _, action_space = env_spaces(self)
+        if not isinstance(action_space, gym.spaces.Discrete):
+            fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "
+                 "many actions (gymnasium.spaces.Discrete). Use an env with Discrete actions, or "
+                 "PPO for continuous (Box) actions.")
 
 
 class DQN(Algorithm):
@@ -130,12 +126,13 @@ class DQN(Algorithm):
         self._update_credit = 0.0  # updates owed to the replay ratio, fractions carried over
         self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
 
-    def current_epsilon(self) -> float:
-        """What the epsilon schedule gives for the env steps sampled so far."""
+    def runner_epsilon(self) -> float:
+        """What the epsilon schedule gives for the env steps sampled so far: the runners explore
+        with it (it comes with each weights sync)."""
         return off_policy.scheduled_value(self.config.epsilon,
                                           self.episode_stats.num_env_steps_sampled_lifetime)
 
-    runner_epsilon = current_epsilon  # the runners explore with it (sent with each weights sync)
+    current_epsilon = runner_epsilon
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config

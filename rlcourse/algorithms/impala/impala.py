@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
@@ -71,7 +72,7 @@ class IMPALAConfig(AlgorithmConfig):
 
 class IMPALA(Algorithm):
     """Keeps sample requests in flight on every runner and hands train batches to a learner thread
-    through a bounded queue; one `train()` samples at least a train batch and waits for an update."""
+    through a queue; one `train()` samples at least a train batch and waits for an update."""
 
     supports_lstm = True  # impala_learner.py runs the module over sequences
 
@@ -88,15 +89,8 @@ class IMPALA(Algorithm):
         self._batch_version = np.inf
 
     def learner_queue(self) -> queue.Queue | CircularBuffer:
-        """Where train batches wait for the learner thread: learner_queue_size of them, each
-        learned from once (APPO's is a CircularBuffer)."""
+        """Where train batches wait for the learner thread (APPO's is a CircularBuffer)."""
         return queue.Queue(maxsize=self.config.learner_queue_size)
-
-    def _sync_newest_weights(self) -> None:
-        """Hand the learner thread's latest weights to the runners (one ray.put a version)."""
-        published = self.learner_thread.weights
-        if published is not None and published[1] > self.env_runner_group.weights_seq_no:
-            self.sync_env_runner_weights(weights=published[0], weights_seq_no=published[1])
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -105,7 +99,9 @@ class IMPALA(Algorithm):
         sampled = 0
         with self.timers.time("sample_and_learn"):
             while sampled < cfg.total_train_batch_size or not learner_results:
-                self._sync_newest_weights()
+                published = self.learner_thread.weights  # the learner thread's newest weights
+                if published is not None and published[1] > self.env_runner_group.weights_seq_no:
+                    self.sync_env_runner_weights(weights=published[0], weights_seq_no=published[1])
                 if self.env_runner_group.local_env_runner is not None:
                     # Sampling here shares Python's lock with the learner thread: keep one batch ahead.
                     self.learner_thread.wait_until_taken(timeout_s=1.0)
@@ -115,11 +111,9 @@ class IMPALA(Algorithm):
                     sampled += sample.metrics["num_env_steps_sampled"]
                     self._add_to_batch(sample.episodes, sample.weights_seq_no)
                 learner_results += self.learner_thread.get_results()
-        trained = sum(r["num_env_steps_trained"] for r in learner_results)
-        self.num_env_steps_trained_lifetime += trained
-        learner = {k: float(np.mean([r[k] for r in learner_results])) for k in learner_results[0]}
-        learner.update(num_env_steps_trained=trained, num_updates=len(learner_results),
-                       num_updates_lifetime=self.learner_thread.num_updates)
+        learner = off_policy.mean_learner_results(learner_results)
+        learner["num_updates_lifetime"] = self.learner_thread.num_updates
+        self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
         return {"env_runners": self.episode_stats.add(runner_metrics),
                 "learners": {DEFAULT_MODULE_ID: learner},
                 "learner_queue": {"size": self.learner_thread.inqueue.qsize(),

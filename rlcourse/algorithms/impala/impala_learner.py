@@ -32,9 +32,8 @@ class IMPALALearner(Learner):
 
     def forward_with_vtrace(self, batch: dict[str, torch.Tensor],
                             vtrace_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-        """(values, action distribution, log-probs of the batch's actions) of the learner's module,
-        and V-trace's value targets and policy-gradient advantages for the policy whose log-probs
-        are `vtrace_logp` (IMPALA's: the module's own; APPO passes its target network's)."""
+        """The module's values, action distribution and log-probs of the batch's actions, and
+        V-trace's targets and advantages for `vtrace_logp`'s policy (default: the module's)."""
         cfg = self.config
         index = batch["obs_index"]
         # One forward pass over every observation, bootstrap ones included.
@@ -57,8 +56,7 @@ class IMPALALearner(Learner):
 
     def actor_critic_loss(self, policy_loss: torch.Tensor, values: torch.Tensor, vs: torch.Tensor,
                           dist, **stats: float) -> tuple[torch.Tensor, dict]:
-        """`policy_loss` plus the value loss towards the V-trace targets `vs` minus the entropy
-        bonus, weighted by vf_loss_coeff and entropy_coeff; and the statistics to report."""
+        """`policy_loss` + vf_loss_coeff * value loss (towards `vs`) - entropy_coeff * entropy."""
         cfg = self.config
         vf_loss = 0.5 * (values - vs).pow(2).mean()
         entropy = dist.entropy().mean()

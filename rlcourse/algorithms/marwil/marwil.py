@@ -1,8 +1,5 @@
-"""MARWIL (Wang et al. 2018, "Exponentially Weighted Imitation Learning for Batched Historical
-Data"): learn a policy from recorded data alone, imitating each recorded action in proportion to
-exp(beta * its advantage), so that good actions in mixed-quality data count more (the loss:
-`marwil_learner.py`). beta 0 imitates every action alike: BC (`bc/bc.py`). It evaluates in the real
-env, as online algorithms do."""
+"""MARWIL (Wang et al. 2018): learn from recorded data alone, imitating each recorded action in
+proportion to exp(beta * its advantage), so good actions in mixed data count more; beta 0 is BC."""
 
 from typing import Any
 
@@ -16,10 +13,8 @@ from rlcourse.utils.validation import fail
 
 
 class MARWILConfig(AlgorithmConfig):
-    """MARWIL's settings with RLlib 2.60's defaults (beta 1, vf_coeff 1, lr 1e-4, 2,000-row
-    batches, a squared-advantage norm starting at 100 that moves at rate 1e-8); the data comes from
-    `offline_data(input_=...)`, and `dataset_num_iters_per_learner` steps make an iteration
-    (None: one pass over the data)."""
+    """MARWIL's settings with RLlib 2.60's defaults; the data comes from `offline_data(input_=...)`,
+    and `dataset_num_iters_per_learner` steps make an iteration (None: one pass over the data)."""
 
     @property
     def algo_class(self) -> type["MARWIL"]:

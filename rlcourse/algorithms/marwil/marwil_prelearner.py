@@ -1,6 +1,5 @@
-"""MARWIL's OfflinePreLearner: besides observations and actions, the rows' rewards, next
-observations and episode boundaries, from which the learner computes returns (beta > 0 only; BC
-needs none of them, so its data may lack them)."""
+"""MARWIL's OfflinePreLearner (beta > 0): the rows' rewards, next observations and episode
+boundaries too, for the learner's returns (BC's data may lack them)."""
 
 import numpy as np
 

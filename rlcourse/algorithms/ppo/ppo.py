@@ -55,13 +55,11 @@ class PPOConfig(AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         check_number(self, "lambda_", 0.0, 1.0)
-        check_number(self, "clip_param", 0.0, low_open=True)
-        check_number(self, "vf_clip_param", 0.0, low_open=True)
-        check_number(self, "vf_loss_coeff", 0.0)
-        check_number(self, "entropy_coeff", 0.0)
+        for setting in ("clip_param", "vf_clip_param", "kl_target"):
+            check_number(self, setting, 0.0, low_open=True)
+        for setting in ("vf_loss_coeff", "entropy_coeff", "kl_coeff"):
+            check_number(self, setting, 0.0)
         check_bool(self, "use_kl_loss", "True or False")
-        check_number(self, "kl_coeff", 0.0)
-        check_number(self, "kl_target", 0.0, low_open=True)
 
 
 class PPO(Algorithm):

@@ -11,12 +11,7 @@ from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
-from rlcourse.algorithms.config_validation import (
-    check_bool,
-    check_number,
-    env_spaces,
-    is_number,
-)
+from rlcourse.algorithms.config_validation import check_bool, check_number, env_spaces, is_number
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import SquashedGaussian
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
@@ -59,9 +54,7 @@ class SACConfig(AlgorithmConfig):
         self.store_buffer_in_checkpoints = False
         # RLlib's tuned Pendulum example, not its defaults (actor_lr 3e-5, critic_lr and alpha_lr
         # 3e-4, n_step 1, priorities alpha 0.6 / beta 0.4, a 1e6-step buffer, learning from 1,500).
-        self.actor_lr = 2e-4
-        self.critic_lr = 8e-4
-        self.alpha_lr = 9e-4
+        self.actor_lr, self.critic_lr, self.alpha_lr = 2e-4, 8e-4, 9e-4
         self.n_step = 3
         self.num_steps_sampled_before_learning_starts = 256
         self.replay_buffer_config: dict = {"type": "PrioritizedEpisodeReplayBuffer",
@@ -88,7 +81,7 @@ class SACConfig(AlgorithmConfig):
             return {"replay_buffer_config": {**self.replay_buffer_config, **replay_buffer_config}}
 
     def get_rollout_fragment_length(self) -> int:
-        """Steps per sub-env per `sample()`; "auto" splits 100 env steps over all sub-envs."""
+        """Steps per sub-env per `sample()`; "auto" splits 100 over all sub-envs."""
         if self.rollout_fragment_length != "auto":
             return int(self.rollout_fragment_length)
         sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner
@@ -130,8 +123,7 @@ class SACConfig(AlgorithmConfig):
 
 
 class SAC(Algorithm):
-    """DQN's loop (sample, store, replay as `training_intensity` says, priorities, sync), with SAC's
-    learner (`sac_learner.py`) and a squashed-Gaussian policy on the runners."""
+    """DQN's loop with SAC's learner (`sac_learner.py`) and a squashed-Gaussian policy."""
 
     @classmethod
     def get_default_config(cls) -> SACConfig:

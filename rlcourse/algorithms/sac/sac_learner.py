@@ -44,8 +44,7 @@ def resolve_target_entropy(target_entropy: float | str, action_dim: int) -> floa
 @torch.no_grad()
 def bellman_target(module: nn.Module, batch: dict[str, torch.Tensor], gamma: float,
                    entropy_weight: torch.Tensor | float) -> torch.Tensor:
-    """y = R + gamma^n * (1 - done) * (min_j Q_target_j(s', a') - entropy_weight * log pi(a'|s')),
-    with a fresh a' ~ pi(.|s'): SAC's soft target with entropy_weight = alpha."""
+    """SAC's soft target y (above) with `entropy_weight` as alpha, for a fresh a' ~ pi(.|s')."""
     next_actions, next_logp = module.sample_actions(batch["new_obs"])
     next_q = module.compute_target_q_values(batch["new_obs"], next_actions)
     not_done = 1.0 - batch["terminateds"].float()
@@ -55,8 +54,7 @@ def bellman_target(module: nn.Module, batch: dict[str, torch.Tensor], gamma: flo
 
 def policy_loss_and_logp(module: nn.Module, obs: torch.Tensor, alpha: torch.Tensor
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """mean(alpha * log pi(a~|s) - min_j Q_j(s, a~)) for reparameterized a~ ~ pi(.|s), judged by
-    the (frozen) critics; and log pi(a~|s), which the temperature's loss reads."""
+    """SAC's policy loss (above), judged by the frozen critics, and log pi(a~|s) for alpha's loss."""
     actions, logp = module.sample_actions(obs)
     with frozen(module.critics):
         q_policy = torch.stack(module.compute_q_values(obs, actions)).min(dim=0).values
@@ -65,7 +63,7 @@ def policy_loss_and_logp(module: nn.Module, obs: torch.Tensor, alpha: torch.Tens
 
 def alpha_loss_of(log_alpha: torch.Tensor, logp: torch.Tensor, target_entropy: float
                   ) -> torch.Tensor:
-    """-mean(log_alpha * (log pi + target_entropy)): alpha shrinks while the entropy is above target."""
+    """The temperature's loss (above)."""
     return -(log_alpha * (logp.detach() + target_entropy)).mean()
 
 
@@ -88,7 +86,7 @@ class SACLearner(DQNLearner):
 
     def compute_loss(self, batch: dict[str, torch.Tensor]
                      ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The sum of the three losses; `td_error` (one per row) is returned for the priorities."""
+        """The sum of the three losses, and `td_error` (one per row) for the priorities."""
         cfg, module = self.config, self.module
         alpha = module.log_alpha.exp()
         target = bellman_target(module, batch, cfg.gamma, alpha)  # draws a' first, then a~ below

@@ -43,16 +43,14 @@ class DefaultSACModule(RLModule):
         self.info = space_info(self.observation_space, self.action_space)
         if self.info.discrete_actions:
             raise ValueError(f"SAC needs a Box action space, not {self.action_space}.")
-        hiddens = list(self.model_config["fcnet_hiddens"])
-        act = self.model_config["fcnet_activation"]
+        hiddens, act = list(self.model_config["fcnet_hiddens"]), self.model_config["fcnet_activation"]
         obs_dim, act_dim = self.info.obs_dim, self.info.action_dim
         self.pi = mlp([obs_dim, *hiddens, 2 * act_dim], act)
+        twin = self.model_config.get("twin_q", True)
         self.qf = mlp([obs_dim + act_dim, *hiddens, 1], act)
-        self.qf_twin = mlp([obs_dim + act_dim, *hiddens, 1], act) if self.model_config.get(
-            "twin_q", True) else None
+        self.qf_twin = mlp([obs_dim + act_dim, *hiddens, 1], act) if twin else None
         self.target_qf = copy.deepcopy(self.qf).requires_grad_(False)
-        self.target_qf_twin = (copy.deepcopy(self.qf_twin).requires_grad_(False)
-                               if self.qf_twin is not None else None)
+        self.target_qf_twin = copy.deepcopy(self.qf_twin).requires_grad_(False) if twin else None
         self.log_alpha = nn.Parameter(torch.tensor(
             math.log(self.model_config.get("initial_alpha", 1.0)), dtype=torch.float32))
         space: gym.spaces.Box = self.action_space
@@ -112,18 +110,18 @@ class DefaultSACModule(RLModule):
     def target_critics(self) -> list[nn.Module]:
         return [self.target_qf] if self.qf_twin is None else [self.target_qf, self.target_qf_twin]
 
-    def compute_q_values(self, obs: torch.Tensor, squashed_actions: torch.Tensor
-                         ) -> list[torch.Tensor]:
+    def compute_q_values(self, obs: torch.Tensor, squashed_actions: torch.Tensor,
+                         critics: list[nn.Module] | None = None) -> list[torch.Tensor]:
         """[Q1(s, a), Q2(s, a)] (one entry without twin_q), each of shape [B]."""
         x = torch.cat([self._obs(obs), squashed_actions], dim=-1)
-        return [q(x).squeeze(-1) for q in self.critics]
+        return [q(x).squeeze(-1) for q in (critics or self.critics)]
 
     @torch.no_grad()
     def compute_target_q_values(self, obs: torch.Tensor, squashed_actions: torch.Tensor
                                 ) -> torch.Tensor:
         """min(Q1_target, Q2_target)(s, a), shape [B]: the twin trick against overestimation."""
-        x = torch.cat([self._obs(obs), squashed_actions], dim=-1)
-        return torch.stack([q(x).squeeze(-1) for q in self.target_critics]).min(dim=0).values
+        return torch.stack(self.compute_q_values(obs, squashed_actions, self.target_critics)
+                           ).min(dim=0).values
 
     @torch.no_grad()
     def update_target(self, tau: float) -> None:

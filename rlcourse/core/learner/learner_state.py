@@ -1,7 +1,6 @@
-"""The tensors of a saved Learner state that torch would take as they are: an optimizer's state
-(its moments, step counts and settings) and torch's random state. Learner.check_state runs these
-before a restore changes anything; torch checks none of it, and a bad value shows only in a later
-update (NaN weights, a crash) or, for settings, never."""
+"""Checks of what torch would load unchecked from a saved Learner state (an optimizer's moments,
+steps and settings; torch's random state), run by Learner.check_state before a restore: else a bad
+value shows only in a later update (NaN weights, a crash) or, for settings, never."""
 
 from typing import Any
 
@@ -42,15 +41,14 @@ def check_optimizer_state(saved: Any, optimizer: torch.optim.Optimizer, where: s
 
 
 def _check_slot(value: Any, param: torch.Tensor, name: str, where: str) -> None:
-    scalar = name == "step"
     if not isinstance(value, torch.Tensor) or not value.is_floating_point():
         raise CheckpointError(f"{where} must be a float tensor.")
-    if not scalar and (value.shape != param.shape or value.dtype != param.dtype):
+    if name != "step" and (value.shape != param.shape or value.dtype != param.dtype):
         raise CheckpointError(f"{where} has shape {tuple(value.shape)} and dtype {value.dtype}; "
                               f"its parameter {tuple(param.shape)} and {param.dtype}.")
     if not torch.isfinite(value).all():
         raise CheckpointError(f"{where} holds NaN or infinite values.")
-    if (scalar or name.endswith("_sq")) and (value < 0).any():
+    if (name == "step" or name.endswith("_sq")) and (value < 0).any():
         raise CheckpointError(f"{where} holds negative values (a step count or squared moment).")
 
 

@@ -1,13 +1,8 @@
-"""A simulator's side of RLlink: copy this one file next to your simulator. It needs only Python's
-standard library and NumPy (no Ray, no rlcourse, no torch): it connects to a server EnvRunner, gets
-the config and the weights, runs the policy itself, steps the simulator and sends whole episodes in
-batches, taking new weights with each answer (EPISODES_AND_GET_STATE: the server answers when the
-learner has new weights, or when it waits for episodes, so the simulator samples on-policy).
-
-It carries its own copy of the runners' forward pass (numpy_mlp.py) and of the framing (rllink.py)
-so that it stays one file a learner can copy; tests/test_external_client.py checks both still agree.
-With `--inference server` it runs no policy: it sends each observation and gets the action back
-(GET_ACTION, ACTION; END_EPISODE ends an episode), and the server records the episodes.
+"""A simulator's side of RLlink, one file to copy next to your simulator (stdlib and NumPy only).
+It gets the config and weights from a server EnvRunner, runs the policy, and sends whole
+episodes in batches, taking new weights with each answer (EPISODES_AND_GET_STATE waits for them:
+on-policy sampling). Its forward pass copies numpy_mlp.py's (tests/test_external_client.py checks
+they agree); rllink.py takes its framing from here. `--inference server`: the server acts.
 
     RLCOURSE_EXTERNAL_TOKEN=SECRET python client.py --port 5556 --env CartPole-v1  # needs gymnasium
 """
@@ -34,10 +29,26 @@ class ServerError(RuntimeError):
     """The server refused something (it sent ERROR and hung up): retrying the same will not help."""
 
 
-def encode_array(values: np.ndarray) -> dict:
+def encode_array(values: np.ndarray) -> dict:  # dtype, shape and raw bytes: exact, and compact
     values = np.ascontiguousarray(values)
     return {"dtype": values.dtype.name, "shape": list(values.shape),
             "b64": base64.b64encode(values.tobytes()).decode("ascii")}
+
+
+def frame(message: dict) -> bytes:  # a message as it travels
+    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    return HEADER.pack(len(body)) + body
+
+
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    """`n` bytes from `sock`; ConnectionError if the peer hangs up first."""
+    chunks, left = [], n
+    while left:
+        chunks.append(sock.recv(min(left, 2**20)))
+        if not chunks[-1]:
+            raise ConnectionError(f"the peer closed the connection after {n - left} of {n} bytes")
+        left -= len(chunks[-1])
+    return b"".join(chunks)
 
 
 def decode_array(value: dict) -> np.ndarray:
@@ -58,22 +69,13 @@ class Connection:
         self.request({"type": "PING", "token": token, "protocol_version": PROTOCOL_VERSION}, "PONG")
 
     def send(self, message: dict) -> None:
-        body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-        self.sock.sendall(HEADER.pack(len(body)) + body)
-        self.wire_bytes += HEADER.size + len(body)
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return data
+        data = frame(message)
+        self.sock.sendall(data)
+        self.wire_bytes += len(data)
 
     def receive(self) -> dict:
-        (length,) = HEADER.unpack(self._read(HEADER.size))
-        message = json.loads(self._read(length))
+        (length,) = HEADER.unpack(read_exactly(self.sock, HEADER.size))
+        message = json.loads(read_exactly(self.sock, length))
         self.wire_bytes += HEADER.size + length
         if message["type"] == "ERROR":
             raise ServerError(message["message"])
@@ -95,7 +97,7 @@ class Policy:
     """The runners' network and action head, from SET_CONFIG and SET_STATE messages."""
 
     def __init__(self, config: dict, seed: int | None = None, on_weights: Any = None):
-        self.on_weights = on_weights
+        self.on_weights = on_weights or (lambda weights_seq_no: None)
         self.activation = ACTIVATIONS[config["activation"]]
         self.head = config["head"]  # "categorical", "gaussian", "epsilon_greedy" or "squashed_gaussian"
         self.explore = config["explore"]
@@ -109,8 +111,7 @@ class Policy:
         self.layers = [(decode_array(w), decode_array(b)) for w, b in state["layers"]]
         self.weights_seq_no = state["weights_seq_no"]
         self.epsilon = state.get("epsilon", 0.0)
-        if self.on_weights is not None:
-            self.on_weights(self.weights_seq_no)
+        self.on_weights(self.weights_seq_no)
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """Logits (categorical) or means and log-stds (gaussian) for a batch of observations."""
@@ -122,29 +123,34 @@ class Policy:
 
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
-        out = self.forward(obs[None])[0]
-        if self.head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
-            return squashed_gaussian(out, *self.bounds, self.rng if self.explore else None)
-        out = out.astype(np.float64)
-        if self.head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
-            return epsilon_greedy(out, self.epsilon if self.explore else 0.0, self.rng)
-        if self.head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
-            shifted = out - out.max()
-            cdf = np.cumsum(np.exp(shifted))
-            action = int(np.count_nonzero(cdf[:-1] <= self.rng.random() * cdf[-1])) if self.explore \
-                else int(out.argmax())
-            return action, float(shifted[action] - np.log(cdf[-1]))
-        mean, log_std = np.split(out, 2)
-        action = mean + np.exp(log_std) * self.rng.standard_normal(mean.shape) if self.explore \
-            else mean
-        z = (action - mean) / np.exp(log_std)
-        return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
+        return head_action(self.head, self.forward(obs[None])[0], self.rng, self.explore,
+                           self.epsilon, self.bounds)
+
+
+def head_action(head: str, out: np.ndarray, rng: np.random.Generator, explore: bool,
+                epsilon: float = 0.0, bounds: list | tuple = ()) -> tuple[Any, float]:
+    """The action of `head` for one row `out` of the network's outputs, and its log-probability
+    (server_side_inference.py acts through it too)."""
+    if head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
+        return squashed_gaussian(out, *bounds, rng if explore else None)
+    out = out.astype(np.float64)
+    if head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
+        return epsilon_greedy(out, epsilon if explore else 0.0, rng)
+    if head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
+        shifted = out - out.max()
+        cdf = np.cumsum(np.exp(shifted))
+        action = int(np.count_nonzero(cdf[:-1] <= rng.random() * cdf[-1])) if explore \
+            else int(out.argmax())
+        return action, float(shifted[action] - np.log(cdf[-1]))
+    mean, log_std = np.split(out, 2)  # a diagonal Gaussian's means and log-stds
+    action = mean + np.exp(log_std) * rng.standard_normal(mean.shape) if explore else mean
+    z = (action - mean) / np.exp(log_std)
+    return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
 
 
 def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator
                    ) -> tuple[int, float]:
-    """DQN's action (the best Q-value, or a random one with probability `epsilon`, as the runners'
-    EpsilonGreedy) and its probability's log under that rule."""
+    """DQN's action as the runners' EpsilonGreedy picks it, and its probability's log."""
     best = int(q_values.argmax())
     action = int(rng.integers(len(q_values))) if rng.random() < epsilon else best
     return action, float(np.log(epsilon / len(q_values) + (1.0 - epsilon) * (action == best)))
@@ -198,8 +204,8 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
 
 
 def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
-    """Server-side inference: the env's action for `obs` (GET_ACTION, with the reward of the last
-    action, None at an episode's first step), computed and recorded by the server."""
+    """Server-side inference: the env's action for `obs` (GET_ACTION, with the last action's reward,
+    None at an episode's first step)."""
     message = {"type": "GET_ACTION", "obs": encode_array(np.asarray(obs, dtype=np.float32))}
     if reward is not None:
         message["reward"] = float(reward)
@@ -209,8 +215,8 @@ def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
 
 def run_episode_on_server(env: Any, connection: Connection, config: dict, seed: int | None = None
                           ) -> int:
-    """One whole episode with the server choosing each action; END_EPISODE sends the last
-    observation, reward and ending (truncated at max_episode_steps). Returns its env steps."""
+    """One whole episode with the server choosing each action (ended by END_EPISODE, truncated
+    at max_episode_steps); returns its env steps."""
     obs, _ = env.reset(seed=seed)
     reward, steps = None, 0
     while True:
@@ -227,12 +233,10 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
         seed: int | None = None, on_weights: Any = None, connect: Any = Connection,
         inference: str = "client") -> int:
-    """Sample episodes from `env` with the server's policy until `max_env_steps` (None: forever),
-    sending them every `steps_per_batch` env steps; reconnect when the connection drops (the batch
-    in flight is lost, never half-used). `on_weights(weights_seq_no)` is called on each SET_STATE;
-    `connect(host, port, token)` makes each Connection (one that also records the traffic, say).
-    `inference="server"`: the server acts and records, episode by episode (no weights here).
-    Returns the env steps sent."""
+    """Sample episodes from `env` until `max_env_steps` (None: forever), sending them every
+    `steps_per_batch` env steps, and return the env steps sent; reconnect when the connection drops
+    (the batch in flight is lost). `on_weights(weights_seq_no)` is called on each SET_STATE;
+    `connect(host, port, token)` makes each Connection (one that records the traffic, say)."""
     if inference not in ("client", "server"):
         raise ValueError(f"inference={inference!r}: 'client' (run the policy here) or 'server'.")
     sent, connection, lost_since = 0, None, None
@@ -276,20 +280,17 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5555)
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV_VAR),
-                        help=f"the server's shared secret (default: ${TOKEN_ENV_VAR}, which keeps it "
-                        "out of the process list)")
+                        help=f"the server's shared secret (default: ${TOKEN_ENV_VAR})")
     parser.add_argument("--env", default="CartPole-v1", help="a gymnasium id (needs gymnasium)")
     parser.add_argument("--steps-per-batch", type=int, default=500)
     parser.add_argument("--max-env-steps", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--inference", choices=("client", "server"), default="client",
-                        help="where the policy runs: here (sending whole episodes) or on the "
-                        "server (sending each observation for its action)")
+                        help="where the policy runs: here, or on the server")
     args = parser.parse_args()
     if not args.token:
         parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
-
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,
                args.max_env_steps, seed=args.seed, inference=args.inference)
     print(f"sent {sent} env steps")

@@ -1,16 +1,11 @@
-"""EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs run elsewhere. It listens
-on `env_config["port"] + worker_index` (port 0: any free one) at 127.0.0.1 (or `env_config["host"]`),
-serves each simulator that connects on a thread of its own (client_session.py) with the config and
-weights, and returns the whole episodes they send from `sample()`, as any runner does, so algorithms
-train unchanged. Simulators run the policy (client.py) or ask for actions (server_side_inference.py).
+"""EnvRunnerServerForExternalInference (RLlib's name): a runner whose envs are simulators that
+connect over TCP (client.py), each served on a thread (client_session.py); `sample()` returns the
+whole episodes they send, so algorithms train unchanged.
 
     os.environ["RLCOURSE_EXTERNAL_TOKEN"] = "a shared secret"  # before build_algo(); never saved
     config.environment(observation_space=..., action_space=..., env_config={"port": 5555})
           .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
-
-The token is read from the driver's environment variable RLCOURSE_EXTERNAL_TOKEN (runner actors get
-it through their Ray runtime env), as Ray's own token authentication, so checkpoints and Tune results
-never hold it. What runners count (COUNTERS) reaches train()'s results under "env_runners"."""
+"""
 
 import contextlib
 import os
@@ -18,7 +13,6 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,20 +28,20 @@ from rlcourse.env.external.rllink import (
     send_message,
     space_message,
 )
+from rlcourse.env.external.server_side_inference import HEADS
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
-TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"  # the shared secret, in the driver's environment
-# What the runner counts (each reported per iteration and as *_lifetime; client_session.py counts).
+# The shared secret, in the driver's environment (runner actors get it through their Ray runtime
+# env, as Ray's own token does), so checkpoints and Tune results never hold it.
+TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"
+# What the runner counts, in train()'s results under "env_runners" (per iteration and *_lifetime).
 COUNTERS = ("num_external_clients_connected", "num_external_episodes_received",
             "num_external_messages_refused", "num_external_episodes_refused",
             "num_external_env_steps_dropped")
 # env_config keys this runner reads, with their defaults.
 SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
                    "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
-# The action heads client.py's Policy runs, by their names in SET_CONFIG.
-HEADS = {numpy_mlp.Categorical: "categorical", numpy_mlp.DiagGaussian: "gaussian",
-         numpy_mlp.EpsilonGreedy: "epsilon_greedy", numpy_mlp.SquashedGaussian: "squashed_gaussian"}
 
 
 class EnvRunnerServerForExternalInference(EnvRunner):
@@ -126,20 +120,17 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                 full = len(self._clients) >= self.max_clients
                 if not full:
                     self._clients.append(sock)
-            if full:
-                self._refuse_full(sock)
+            if not full:
+                threading.Thread(target=serve_client, args=(sock, f"{peer[0]}:{peer[1]}", self),
+                                 daemon=True).start()
                 continue
-            threading.Thread(target=serve_client, args=(sock, f"{peer[0]}:{peer[1]}", self),
-                             daemon=True).start()
-
-    def _refuse_full(self, sock: socket.socket) -> None:
-        self.count("num_external_messages_refused")
-        with contextlib.suppress(OSError):
-            sock.settimeout(1.0)
-            send_message(sock, {"type": "ERROR", "message": f"{self.name} serves {self.max_clients} "
-                                "clients already (env_config['max_clients']): try another runner's "
-                                "port, or later."})
-        sock.close()
+            self.count("num_external_messages_refused")
+            with contextlib.suppress(OSError):
+                sock.settimeout(1.0)
+                send_message(sock, {"type": "ERROR", "message": f"{self.name} serves "
+                                    f"{self.max_clients} clients already (env_config['max_clients'])"
+                                    ": try another runner's port, or later."})
+            sock.close()
 
     def client_left(self, sock: socket.socket) -> None:
         with self._lock:
@@ -156,8 +147,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             self.counts[counter] += n
 
     def get_metrics(self) -> dict:
-        """The runner's metrics, with what it counted since the last call (and the clients now
-        connected: a mean over the iteration's reports, as several reports may come per runner)."""
+        """The runner's metrics, with what it counted since the last call and the clients now
+        connected (a mean: several reports may come per runner and iteration)."""
         with self._lock:
             counts, clients = dict(self.counts), len(self._clients)
         for name, total in counts.items():
@@ -178,9 +169,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                 "max_message_bytes": self.max_message_bytes}
 
     def state_message(self, newer_than: int | None = None) -> tuple[dict, int]:
-        """SET_STATE, the current weights as the layers `x @ w + b`, and their version. With
-        `newer_than` (EPISODES_AND_GET_STATE), wait for newer weights unless sample() is waiting
-        for episodes (RLlib's on-policy sampling: simulators idle while the learner trains)."""
+        """SET_STATE (the layers `x @ w + b`) and its version. With `newer_than`, wait for newer
+        weights unless sample() waits for episodes (RLlib's on-policy sampling: simulators idle
+        while the learner trains)."""
         def ready() -> bool:
             return self._layers is not None and (
                 newer_than is None or self._layers_version > newer_than
@@ -231,14 +222,15 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         module = build_module(self.config, self.observation_space, self.action_space)
         self.set_weights(module.get_state(inference_only=True))
 
-    def _take(self, enough: Any, deadline: float | None, count: Any) -> list[SingleAgentEpisode]:
-        """Wait until `enough(queued episodes, queued steps)`, then pop episodes while `count`
-        (episodes taken, steps taken) says more are needed."""
+    def _take(self, deadline: float | None, steps: int = 0, episodes: int = 0
+              ) -> list[SingleAgentEpisode]:
+        """Wait until the queue holds `steps` env steps and `episodes` episodes, then pop that many
+        (whole episodes: the last may pass `steps`)."""
         # A runner actor answers before its group's own sample_timeout_s would end it.
         deadline = deadline or time.monotonic() + 0.9 * self.config.sample_timeout_s
         taken: list[SingleAgentEpisode] = []
         with self._lock:
-            while not enough(len(self._queue), self._queued_steps):
+            while self._queued_steps < steps or len(self._queue) < episodes:
                 if not self._wanting_episodes:
                     self._wanting_episodes = True  # release the clients waiting for weights
                     self._lock.notify_all()
@@ -252,7 +244,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                         "config.env_runners(sample_timeout_s=...).")
                 self._lock.wait(min(left, 1.0))
             self._wanting_episodes = False
-            while count(len(taken), sum(map(len, taken))):
+            while sum(map(len, taken)) < steps or len(taken) < episodes:
                 taken.append(self._queue.popleft())
                 self._queued_steps -= len(taken[-1])
         for episode in taken:
@@ -264,13 +256,11 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def _sample_steps(self, steps: int, explore: bool, deadline: float | None
                       ) -> list[SingleAgentEpisode]:
         """Whole episodes covering at least `steps` env steps (simulators explore as configured)."""
-        return self._take(lambda n, queued: queued >= steps, deadline,
-                          lambda n, taken: taken < steps)
+        return self._take(deadline, steps=steps)
 
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
                          ) -> list[SingleAgentEpisode]:
-        return self._take(lambda n, queued: n >= num_episodes, deadline,
-                          lambda n, taken: n < num_episodes)
+        return self._take(deadline, episodes=num_episodes)
 
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         return self.observation_space, self.action_space

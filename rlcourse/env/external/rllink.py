@@ -1,41 +1,33 @@
 """RLlink, the messages between an external simulator (the client) and its server EnvRunner, with
-RLlib's names. Each message is a 4-byte big-endian length, then that many bytes of UTF-8 JSON, an
-object with a "type"; arrays travel as {"dtype", "shape", "b64"}. Never pickle: a peer's message is
-data, it cannot make the other side run code. client.py carries its own copy of this framing (it
-imports nothing of rlcourse); tests/test_external_client.py checks that the two agree.
+RLlib's names, and what an episode must be before it reaches a learner. The framing is client.py's
+(a 4-byte length, then a JSON object with a "type"; arrays as {"dtype", "shape", "b64"}); never
+pickle: a peer's message is data, it cannot make the other side run code.
 
 Client -> server: PING (first, with "token" and "protocol_version"), GET_CONFIG, GET_STATE, EPISODES,
 EPISODES_AND_GET_STATE; with server-side inference (server_side_inference.py) GET_ACTION and
 END_EPISODE instead of the episodes. Server -> client: PONG, SET_CONFIG, SET_STATE, ACTION, ERROR
-(then it hangs up).
-"""
+(then it hangs up)."""
 
 import base64
 import json
 import socket
-import struct
 
 import gymnasium as gym
 import numpy as np
 
-PROTOCOL_VERSION = 1
+from rlcourse.env.external.client import HEADER, encode_array, frame, read_exactly
+from rlcourse.env.external.client import PROTOCOL_VERSION as PROTOCOL_VERSION  # (re-exported)
+from rlcourse.env.single_agent_episode import SingleAgentEpisode
+
 CLIENT_MESSAGES = ("PING", "GET_CONFIG", "GET_STATE", "EPISODES", "EPISODES_AND_GET_STATE",
                    "GET_ACTION", "END_EPISODE")
-SERVER_MESSAGES = ("PONG", "SET_CONFIG", "SET_STATE", "ACTION", "ERROR")
 MAX_MESSAGE_BYTES = 8 * 2**20  # default; env_config["max_message_bytes"] changes it
-HEADER = struct.Struct("!I")
 ARRAY_DTYPES = ("float32", "float64", "int64", "bool")  # what an array on the wire may be
+EPISODE_FIELDS = {"obs", "actions", "rewards", "action_logp", "terminated", "truncated"}
 
 
 class ProtocolError(ValueError):
     """A peer sent something the protocol does not allow; the message says what and how to fix it."""
-
-
-def encode_array(values: np.ndarray) -> dict:
-    """An array as JSON: its dtype, shape and raw bytes in base64 (exact, 4x smaller than text)."""
-    values = np.ascontiguousarray(values)
-    return {"dtype": values.dtype.name, "shape": list(values.shape),
-            "b64": base64.b64encode(values.tobytes()).decode("ascii")}
 
 
 def space_message(space: gym.Space) -> dict:
@@ -68,32 +60,20 @@ def decode_array(field: str, value: object) -> np.ndarray:
 
 def send_message(sock: socket.socket, message: dict) -> int:
     """Send one message; returns the bytes put on the wire (header included)."""
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-    sock.sendall(HEADER.pack(len(body)) + body)
-    return HEADER.size + len(body)
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(min(left, 2**20))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection mid-message" if chunks or left < n
-                                  else "the peer closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    data = frame(message)
+    sock.sendall(data)
+    return len(data)
 
 
 def receive_message(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict, int]:
     """One message and its size on the wire. ProtocolError for an oversized or malformed one (its
     body is not read: the connection is then out of step and must close); ConnectionError if the
     peer hung up; socket.timeout if it stayed silent."""
-    (length,) = HEADER.unpack(_read_exactly(sock, HEADER.size))
+    (length,) = HEADER.unpack(read_exactly(sock, HEADER.size))
     if length > max_bytes:
         raise ProtocolError(f"a message of {length} bytes is over the limit of {max_bytes} "
                             "(max_message_bytes): send fewer episodes per message.")
-    body = _read_exactly(sock, length)
+    body = read_exactly(sock, length)
     try:
         message = json.loads(body, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -105,3 +85,59 @@ def receive_message(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> 
 
 def _refuse_constant(name: str) -> float:
     raise ProtocolError(f"the message holds {name}, which JSON does not allow: send finite numbers.")
+
+
+def checked_array(data: dict, name: str, where: str, dtypes: tuple[str, ...], shape: tuple
+                  ) -> np.ndarray:
+    """Field `name` decoded, of one of `dtypes` and of `shape` (None: any length), finite."""
+    values = decode_array(f"{where}.{name}", data.get(name))
+    if values.dtype.name not in dtypes:
+        raise ProtocolError(f"{where}.{name}: dtype {values.dtype.name}, expected one of {dtypes}.")
+    if len(values.shape) != len(shape) or any(
+            want is not None and got != want for got, want in zip(values.shape, shape, strict=True)):
+        expected = tuple("T" if n is None else n for n in shape)
+        raise ProtocolError(f"{where}.{name}: shape {values.shape}, expected {expected}.")
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        at = int(np.argwhere(~np.isfinite(values))[0][0])
+        raise ProtocolError(f"{where}.{name}: a NaN or infinite value at step {at}; NaN data "
+                            "would make every weight NaN. Send finite numbers.")
+    return values
+
+
+def checked_ending(data: dict, where: str) -> tuple[bool, bool]:
+    """(terminated, truncated) of a whole episode: exactly one of them true."""
+    terminated, truncated = data.get("terminated"), data.get("truncated")
+    if type(terminated) is not bool or type(truncated) is not bool or terminated == truncated:
+        raise ProtocolError(f"{where}: send whole episodes only: exactly one of 'terminated' and "
+                            f"'truncated' is true (got {terminated!r}, {truncated!r}).")
+    return terminated, truncated
+
+
+def episode_from_message(data: object, where: str, observation_space: gym.spaces.Box,
+                         action_space: gym.Space, max_episode_steps: int) -> SingleAgentEpisode:
+    """The SingleAgentEpisode in `data` (one entry of "episodes", named `where` in errors): whole,
+    of 1 to `max_episode_steps` steps, its arrays of the spaces' shapes and finite."""
+    if not isinstance(data, dict) or set(data) != EPISODE_FIELDS:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ProtocolError(f"{where}: an episode is an object with exactly the fields "
+                            f"{sorted(EPISODE_FIELDS)}, got {keys}.")
+    terminated, truncated = checked_ending(data, where)
+    rewards = checked_array(data, "rewards", where, ("float32", "float64"), (None,))
+    t = len(rewards)
+    if not 1 <= t <= max_episode_steps:
+        raise ProtocolError(f"{where}: {t} steps; an episode has 1 to {max_episode_steps} "
+                            "(max_episode_steps): truncate longer ones in the simulator.")
+    obs = checked_array(data, "obs", where, ("float32",), (t + 1, *observation_space.shape))
+    logp = checked_array(data, "action_logp", where, ("float32",), (t,))
+    if isinstance(action_space, gym.spaces.Discrete):
+        actions = checked_array(data, "actions", where, ("int64",), (t,))
+        bad = np.flatnonzero((actions < 0) | (actions >= action_space.n))
+        if len(bad) or (logp > 1e-5).any():
+            what = (f"action {int(actions[bad[0]])} at step {int(bad[0])} is outside 0..."
+                    f"{action_space.n - 1}" if len(bad) else "a log-probability is above 0")
+            raise ProtocolError(f"{where}: {what} (send the module's action indices and their "
+                                "log-probabilities, before adding the space's start).")
+    else:
+        actions = checked_array(data, "actions", where, ("float32",), (t, *action_space.shape))
+    return SingleAgentEpisode(obs, actions, rewards.astype(np.float32), {"action_logp": logp},
+                              is_terminated=terminated, is_truncated=truncated)

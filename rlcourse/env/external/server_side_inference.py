@@ -1,11 +1,7 @@
-"""Server-side inference, for a simulator that cannot run the policy itself (RLlib's new stack does
-not have it yet): it sends each observation (GET_ACTION, with the reward of its last action) and gets
-the action back (ACTION) from the runner's current NumPy module, exploring as configured; END_EPISODE
-sends the last observation, reward and ending. The runner records every step, so the episode it
-queues is what the client would have sent in EPISODES (same fields, dtypes and checks, its
-`action_logp` included); an episode in progress when a client leaves or errs is dropped. A new
-episode waits for new weights unless sample() wants episodes, as EPISODES_AND_GET_STATE does.
-benchmarks/external_sampling.py measures the round trip against client-side inference."""
+"""Server-side inference, for a simulator that cannot run the policy itself (not in RLlib's new
+stack): GET_ACTION sends an observation (and the last action's reward) and gets the runner's action;
+END_EPISODE ends the episode, which the runner records as EPISODES would have brought it (same
+checks) and drops if the client leaves first. benchmarks/external_sampling.py times the round trip."""
 
 import itertools
 import math
@@ -14,18 +10,9 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.core.rl_module.numpy_mlp import (
-    Categorical,
-    EpsilonGreedy,
-    NumpyMLP,
-    SquashedGaussian,
-    gaussian_logp,
-    split_gaussian,
-    to_env_actions,
-)
-from rlcourse.env.external.client import epsilon_greedy, squashed_gaussian
-from rlcourse.env.external.episode_checks import checked_array, checked_ending
-from rlcourse.env.external.rllink import ProtocolError, encode_array
+from rlcourse.core.rl_module import numpy_mlp
+from rlcourse.env.external.client import head_action
+from rlcourse.env.external.rllink import ProtocolError, checked_array, checked_ending, encode_array
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
 if TYPE_CHECKING:
@@ -33,29 +20,21 @@ if TYPE_CHECKING:
         EnvRunnerServerForExternalInference,
     )
 
+# The action heads client.py's Policy runs, by their names in SET_CONFIG.
+HEADS = {numpy_mlp.Categorical: "categorical", numpy_mlp.DiagGaussian: "gaussian",
+         numpy_mlp.EpsilonGreedy: "epsilon_greedy", numpy_mlp.SquashedGaussian: "squashed_gaussian"}
 FIELDS = {"GET_ACTION": {"type", "obs", "reward"},  # "reward": all but an episode's first
           "END_EPISODE": {"type", "obs", "reward", "terminated", "truncated"}}
 _sessions = itertools.count()  # numbers each client's random stream (with the runner's seed)
 
 
-def act(network: NumpyMLP, head: Any, obs: np.ndarray, rng: np.random.Generator, explore: bool
-        ) -> tuple[Any, float]:
-    """The module's action for one observation and its log-probability (log-density), as client.py's
-    Policy.act computes them (greedy when not exploring)."""
-    inputs = network.action_dist_inputs(obs[None])
-    if isinstance(head, EpsilonGreedy):  # DQN: as client.py acts
-        return epsilon_greedy(inputs[0].astype(np.float64), head.epsilon if explore else 0.0, rng)
-    if isinstance(head, SquashedGaussian):  # SAC: as client.py acts (and the head's own actions)
-        return squashed_gaussian(inputs[0], head.low, head.high, rng if explore else None)
-    if explore:
-        out = head.explore(inputs, rng)
-        return out["actions"][0], float(out["action_logp"][0])
-    action = head.greedy(inputs)["actions"][0]
-    if isinstance(head, Categorical):
-        shifted = inputs[0].astype(np.float64) - inputs[0].max()
-        return action, float(shifted[action] - np.log(np.exp(shifted).sum()))
-    mean, log_std = split_gaussian(inputs)
-    return action, float(gaussian_logp(mean, mean, log_std)[0])
+def act(network: numpy_mlp.NumpyMLP, head: Any, obs: np.ndarray, rng: np.random.Generator,
+        explore: bool) -> tuple[Any, float]:
+    """The module's action for one observation and its log-probability, as client.py's Policy
+    computes them: the episode recorded is the one the client would have sent."""
+    bounds = (head.low, head.high) if isinstance(head, numpy_mlp.SquashedGaussian) else ()
+    return head_action(HEADS[type(head)], network.action_dist_inputs(obs[None])[0], rng, explore,
+                       getattr(head, "epsilon", 0.0), bounds)
 
 
 def _reward(message: dict, where: str) -> float:
@@ -76,11 +55,8 @@ class ServerSideInference:
         self.discrete = isinstance(server.action_space, gym.spaces.Discrete)
         self._clear()
 
-    def _clear(self) -> None:
-        self.observations: list[np.ndarray] = []
-        self.actions: list[Any] = []
-        self.rewards: list[float] = []
-        self.logps: list[float] = []
+    def _clear(self) -> None:  # the episode in progress, step by step
+        self.observations, self.actions, self.rewards, self.logps = [], [], [], []
 
     def answer(self, message: dict) -> dict | None:
         """ACTION for GET_ACTION; None for END_EPISODE. ProtocolError for anything the protocol does
@@ -100,7 +76,7 @@ class ServerSideInference:
 
     def _get_action(self, obs: np.ndarray, message: dict) -> dict:
         server = self.server
-        if not self.actions:  # a new episode: wait for new weights as EPISODES_AND_GET_STATE does
+        if not self.actions:  # a new episode waits for new weights, as EPISODES_AND_GET_STATE does
             if "reward" in message:
                 raise ProtocolError("GET_ACTION.reward: an episode's first GET_ACTION has no reward "
                                     "(nothing was done yet); end each episode with END_EPISODE.")
@@ -115,7 +91,7 @@ class ServerSideInference:
         self.observations.append(obs)
         self.actions.append(action)
         self.logps.append(logp)
-        env_action = to_env_actions(action, server.action_space)
+        env_action = numpy_mlp.to_env_actions(action, server.action_space)
         return {"type": "ACTION", "action": int(env_action) if self.discrete
                 else encode_array(np.asarray(env_action, dtype=np.float32))}
 

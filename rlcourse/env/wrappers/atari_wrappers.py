@@ -1,13 +1,5 @@
-"""RLlib's Atari preprocessing for the new API stack (DeepMind's, as gymnasium's AtariPreprocessing):
-random no-op starts, each action repeated `frameskip` times with the max over the last two frames,
-grayscale, resized to `dim` x `dim`, values scaled to [-1, 1) as float32 (RLlib's NormalizedImageEnv).
-Frames are [dim, dim, 1], channels-last: FrameStackingEnvToModule stacks them for the module.
-
-    gym.make("ale_py:ALE/Pong-v5", frameskip=1, obs_type="grayscale")  # ale-py's wheel has the ROMs
-
-This module never imports ale-py (gymnasium's "ale_py:" prefix does, in the process that makes the
-env), so `import rlcourse` and runners of other envs never load it.
-"""
+"""RLlib's Atari preprocessing for the new API stack. It never imports ale-py (gymnasium's "ale_py:"
+prefix does, where the env is made), so `import rlcourse` and runners of other envs never load it."""
 
 import gymnasium as gym
 import numpy as np
@@ -15,7 +7,10 @@ from PIL import Image
 
 
 class AtariPreprocessing(gym.Wrapper):
-    """No-op starts, frameskip with max-pooling, grayscale `dim` x `dim` frames in [-1, 1)."""
+    """DeepMind's preprocessing (as gymnasium's AtariPreprocessing) of an ALE env made with
+    `gym.make("ale_py:ALE/Pong-v5", frameskip=1, obs_type="grayscale")`: random no-op starts, each
+    action repeated `frameskip` times with the max over the last two frames, grayscale frames resized
+    to [dim, dim, 1] (channels-last: FrameStackingEnvToModule stacks them) in [-1, 1) as float32."""
 
     def __init__(self, env: gym.Env, dim: int = 84, frameskip: int = 4, noop_max: int = 30):
         super().__init__(env)
@@ -50,7 +45,4 @@ class AtariPreprocessing(gym.Wrapper):
         return self._frame(np.maximum.reduce(last_two)), total, terminated, truncated, info
 
 
-def wrap_atari_for_new_api_stack(env: gym.Env, dim: int = 84, frameskip: int = 4,
-                                 noop_max: int = 30) -> gym.Env:
-    """RLlib's name for its Atari wrapping (its `framestack`: FrameStackingEnvToModule here)."""
-    return AtariPreprocessing(env, dim, frameskip, noop_max)
+wrap_atari_for_new_api_stack = AtariPreprocessing  # RLlib's name (framestack: FrameStackingEnvToModule)

@@ -6,12 +6,11 @@ recorded with their `action_logp`, log pi_b(a_t|s_t).
     w_t = the mean of p_t over all episodes
     V(pi_e) ~ mean over episodes of sum_t gamma^t (p_t / w_t) r_t
 
-An episode that ended keeps its last p_t with reward 0 (an absorbing state), so w_t counts it: how
-long pi_e's episodes last is in the estimate. RLlib averages p_t over the episodes that reach step t
-only, which on an env paying 1 per step (CartPole) estimates every pi_e at the behaviour's return
-(tests/test_off_policy_estimation.py shows it). With pi_e = pi_b every ratio is 1 and the estimate
-is the recorded mean return. It sees only what the data holds: steps no recorded episode reaches,
-or actions pi_b never took, count as 0.
+An episode that ended keeps its last p_t with reward 0 (an absorbing state), so w_t counts it and
+how long pi_e's episodes last is in the estimate. RLlib averages p_t over the episodes that reach
+step t only, which on CartPole estimates every pi_e at the behaviour's return
+(tests/test_off_policy_estimation.py shows it). Steps no recorded episode reaches, or actions pi_b
+never took, count as 0.
 """
 
 import numpy as np
@@ -25,8 +24,7 @@ def weighted_importance_sampling(rows: dict[str, np.ndarray], target_logp: np.nd
     episode's rows in order; `target_logp`: log pi_e(a_t|s_t) of the same rows' actions. Returns
     the mean discounted return recorded (`v_behavior`), the estimate for pi_e (`v_target`) and
     their ratio (`v_gain`), as RLlib's estimator names them."""
-    missing = [name for name in (EPS_ID, REWARDS, ACTION_LOGP) if name not in rows]
-    if missing:
+    if missing := [name for name in (EPS_ID, REWARDS, ACTION_LOGP) if name not in rows]:
         raise ValueError(f"weighted_importance_sampling needs the column {missing[0]!r}; record "
                          "with config.offline_data(output=...), which writes action_logp.")
     if len(target_logp) != len(rows[REWARDS]):

@@ -1,1 +1,1 @@
-"""Metrics: custom metrics, episode statistics and timers (metrics_logger.py)."""
+"""Metrics: custom metrics, episode statistics and timers."""

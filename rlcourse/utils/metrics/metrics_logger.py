@@ -1,10 +1,6 @@
-"""Metrics: the MetricsLogger callbacks log custom values with, the episode statistics every result
-reports (smoothed over recent episodes, as RLlib's are), and timers.
-
-A runner's `metrics_logger.log_value(key, value, reduce=..., window=...)` reaches
-`result["env_runners"][key]`, reduced over all runners: a mean, max or min over the last `window`
-values (None: since the last result), or a sum as a running total (or, clear_on_reduce, since then).
-"""
+"""Metrics: the MetricsLogger callbacks log custom values with (`log_value(key, value, reduce=...,
+window=...)` reaches `result["env_runners"][key]`, reduced over all runners), the episode statistics
+every result reports (smoothed over recent episodes, as RLlib's are), and timers."""
 
 import copy
 import math
@@ -53,29 +49,26 @@ class MetricsLogger:
         self._stat(key, reduce, window, clear_on_reduce).values.append(float(value))
 
     def _stat(self, key: str, reduce: str, window: int | None, clear_on_reduce: bool) -> _Stat:
-        if reduce not in REDUCE:
-            raise ValueError(f"log_value({key!r}, reduce={reduce!r}): reduce must be one of "
-                             f"{sorted(REDUCE)}.")
-        if window is not None and (not isinstance(window, int) or window < 1):
-            raise ValueError(f"log_value({key!r}, window={window!r}): window must be a positive "
-                             "int (how many values to reduce over), or None.")
-        if reduce == "sum" and window is not None:
-            raise ValueError(f"log_value({key!r}, reduce='sum', window={window}): a sum has no "
-                             "window; windows belong to mean, max and min.")
-        if clear_on_reduce and reduce != "sum":
-            raise ValueError(f"log_value({key!r}, clear_on_reduce=True): only reduce='sum' keeps a "
-                             "running total to clear.")
+        for bad, args, fix in (
+            (reduce not in REDUCE, f"reduce={reduce!r}", f"reduce must be one of {sorted(REDUCE)}."),
+            (window is not None and (not isinstance(window, int) or window < 1), f"window={window!r}",
+             "window must be a positive int (how many values to reduce over), or None."),
+            (reduce == "sum" and window is not None, f"reduce='sum', window={window}",
+             "a sum has no window; windows belong to mean, max and min."),
+            (clear_on_reduce and reduce != "sum", "clear_on_reduce=True",
+             "only reduce='sum' keeps a running total to clear.")):
+            if bad:
+                raise ValueError(f"log_value({key!r}, {args}): {fix}")
         how = (reduce, window, clear_on_reduce)
         stat = self._stats.setdefault(key, _Stat(*how))
-        if (stat.reduce, stat.window, stat.clear_on_reduce) != how:
-            raise ValueError(f"log_value({key!r}): (reduce, window, clear_on_reduce) was "
-                             f"{(stat.reduce, stat.window, stat.clear_on_reduce)} before, now {how}: "
-                             "log one key one way everywhere.")
+        if (was := (stat.reduce, stat.window, stat.clear_on_reduce)) != how:
+            raise ValueError(f"log_value({key!r}): (reduce, window, clear_on_reduce) was {was} "
+                             f"before, now {how}: log one key one way everywhere.")
         return stat
 
     def pop_logged(self) -> dict[str, dict]:
-        """What was logged since the last call, as plain data for a sample result (then forgets it).
-        Sums, maxima and minima are reduced here already: one number per runner is enough."""
+        """What was logged since the last call, as plain data for a sample result (then forgets it);
+        sums, maxima and minima already reduced (one number per runner is enough)."""
         logged = {}
         for key, stat in self._stats.items():
             if stat.values:
@@ -157,8 +150,7 @@ def episode_metrics(episodes: list) -> dict:
                "episode_lens": [len(e) for e in episodes],
                "num_env_steps_sampled": sum(len(e) for e in episodes), "custom_metrics": {}}
     if episodes and hasattr(episodes[0], "get_agent_returns"):
-        agents: dict = {}
-        modules: dict = {}
+        agents, modules = {}, {}
         for episode in episodes:
             for agent_id, ret in episode.get_agent_returns().items():
                 agents.setdefault(agent_id, []).append(ret)
@@ -195,7 +187,14 @@ class EpisodeStats:
             for key, windows in self.per_id.items():
                 for name, returns in m.get(key, {}).items():
                     windows.setdefault(name, deque(maxlen=self.returns.maxlen)).extend(returns)
-        results = self.summary()
+        returns, lens = self.returns or [math.nan], self.lens or [math.nan]  # NaN before any
+        results = {"episode_return_mean": float(np.mean(returns)),
+                   "episode_return_min": float(np.min(returns)),
+                   "episode_return_max": float(np.max(returns)),
+                   "episode_len_mean": float(np.mean(lens))}
+        if self.per_id["agent_episode_returns"]:  # multi-agent: also per agent and module
+            results.update({f"{key}_mean": {i: float(np.mean(v)) for i, v in windows.items()}
+                            for key, windows in self.per_id.items()})
         for name, count in counts.items():
             self.lifetime[f"{name}_lifetime"] += count
             results.update({name: count, f"{name}_lifetime": self.lifetime[f"{name}_lifetime"]})
@@ -238,18 +237,6 @@ class EpisodeStats:
         self.custom.set_state(state.get("custom_metrics", {}))  # none in older checkpoints
         self.per_id = {key: {i: deque(v, maxlen=window) for i, v in state.get(key, {}).items()}
                        for key in PER_ID_RETURNS}
-
-    def summary(self) -> dict:
-        """Means over the window (NaN before any episode); multi-agent also per agent and module."""
-        returns, lens = self.returns or [math.nan], self.lens or [math.nan]
-        per_id = {}
-        if self.per_id["agent_episode_returns"]:
-            per_id = {f"{key}_mean": {i: float(np.mean(v)) for i, v in windows.items()}
-                      for key, windows in self.per_id.items()}
-        return {"episode_return_mean": float(np.mean(returns)),
-                "episode_return_min": float(np.min(returns)),
-                "episode_return_max": float(np.max(returns)),
-                "episode_len_mean": float(np.mean(lens)), **per_id}
 
 
 class Timers:

@@ -8,12 +8,10 @@ from rlcourse.utils.serialization import from_plain, to_plain
 
 
 class EpisodeReplayBuffer:
-    """Whole episodes (as in RLlib's new stack), sampled uniformly as n-step transitions.
-
-    A chunk that a runner cut is appended to the stored episode with its `id_`, so n-step returns run
-    across the cut. Capacity counts env steps; when full, the oldest episodes go, whole. Each stored
-    step has a slot (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one
-    priority per slot).
+    """Whole episodes (RLlib's new stack), sampled uniformly as n-step transitions. A chunk a runner
+    cut is appended to its stored episode (same `id_`), so n-step returns run across the cut.
+    Capacity counts env steps; when full, the oldest episodes go, whole. Each stored step has a slot
+    (0..capacity-1), returned as a row's `indices` (prioritized replay keeps one priority per slot).
     """
 
     PRIORITIZED = False  # whether get_state holds priorities
@@ -21,8 +19,7 @@ class EpisodeReplayBuffer:
     def __init__(self, capacity: int = 50_000, seed: int | None = None):
         self.capacity = capacity
         self.rng = np.random.default_rng(seed)
-        self.num_steps_added_lifetime = 0
-        self.num_episodes_evicted_lifetime = 0
+        self.num_steps_added_lifetime = self.num_episodes_evicted_lifetime = 0
         self._clear()
 
     def _clear(self) -> None:
@@ -54,18 +51,20 @@ class EpisodeReplayBuffer:
                                        chunk.is_terminated, chunk.is_truncated, chunk.id_,
                                        chunk.t_started)
             stored = self.episodes.get(chunk.id_)
-            offset = 0 if stored is None else len(stored)
             slots = np.array([self._free.pop() for _ in range(len(chunk))], dtype=np.int64)
-            self._slot_episode[slots] = chunk.id_
-            self._slot_t[slots] = offset + np.arange(len(chunk))
-            if stored is None:
-                self.episodes[chunk.id_] = chunk
-                self._slots[chunk.id_] = slots
+            if stored is not None:  # the episode goes on: the new steps follow the stored ones
+                self._place(stored.concat_episode(chunk), np.append(self._slots[chunk.id_], slots))
             else:
-                self.episodes[chunk.id_] = stored.concat_episode(chunk)
-                self._slots[chunk.id_] = np.concatenate([self._slots[chunk.id_], slots])
+                self._place(chunk, slots)
             self._on_slots_added(slots)
             self.num_steps_added_lifetime += len(chunk)
+
+    def _place(self, episode: SingleAgentEpisode, slots: np.ndarray) -> None:
+        """Store `episode` with its steps in `slots` (one per step, in order)."""
+        self.episodes[episode.id_] = episode
+        self._slots[episode.id_] = slots
+        self._slot_episode[slots] = episode.id_
+        self._slot_t[slots] = np.arange(len(episode))
 
     def _evict_oldest(self) -> None:
         id_ = next(iter(self.episodes))
@@ -139,14 +138,10 @@ class EpisodeReplayBuffer:
         episodes = check_buffer_state(state, self.capacity, self.PRIORITIZED)
         self._clear()
         for saved in episodes:
-            episode = SingleAgentEpisode(saved["observations"], saved["actions"], saved["rewards"],
-                                         None, saved["is_terminated"], saved["is_truncated"],
-                                         saved["id_"], saved["t_started"])
-            slots = saved["slots"]
-            self.episodes[episode.id_] = episode
-            self._slots[episode.id_] = slots
-            self._slot_episode[slots] = episode.id_
-            self._slot_t[slots] = np.arange(len(episode))
+            self._place(SingleAgentEpisode(
+                saved["observations"], saved["actions"], saved["rewards"], None,
+                saved["is_terminated"], saved["is_truncated"], saved["id_"], saved["t_started"]),
+                saved["slots"])
         self._free = list(state["free"])
         self.rng = from_plain(state["rng"])
         self.num_steps_added_lifetime = state["num_steps_added_lifetime"]

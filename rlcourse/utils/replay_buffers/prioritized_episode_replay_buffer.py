@@ -67,8 +67,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(f"PrioritizedEpisodeReplayBuffer(alpha={alpha}, beta={beta}): both "
                              "are exponents >= 0 (alpha 0: uniform replay; beta 0: no importance "
                              "weights).")
-        self.alpha = alpha
-        self.beta = beta
+        self.alpha, self.beta = alpha, beta
         self.tree = SumTree(capacity)
         self.max_priority = 1.0  # the largest p_i seen (before ** alpha)
         super().__init__(capacity, seed)

@@ -1,13 +1,18 @@
 """Whether a saved replay buffer's state (EpisodeReplayBuffer.get_state) is whole and consistent,
-checked before a buffer takes any of it: every slot in range and used once, arrays of matching
-lengths, finite priorities of the buffer's length. A checkpoint's SHA-256s catch damage, not edits."""
+checked before a buffer takes any of it: a checkpoint's SHA-256s catch damage, not edits."""
 
 from typing import Any
 
 import numpy as np
 
 from rlcourse.utils.checkpoints import CheckpointError
-from rlcourse.utils.state_values import decode, is_count
+from rlcourse.utils.state_values import (
+    check_array,
+    check_counter,
+    check_generator,
+    decode,
+    is_count,
+)
 
 EPISODE_KEYS = {"id_", "t_started", "observations", "actions", "rewards", "is_terminated",
                 "is_truncated", "slots"}
@@ -17,30 +22,16 @@ def _fail(where: str, problem: str) -> None:
     raise CheckpointError(f"{where} {problem}")
 
 
-def _array(value: Any, where: str, kind: str, ndim: int | None = None) -> np.ndarray:
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in kind:
-        _fail(where, f"is not a numeric array (dtype kind {kind!r}).")
-    if value.ndim < 1 or ndim is not None and value.ndim != ndim:
-        _fail(where, f"has {value.ndim} dimensions, expected {ndim or 'at least 1'}.")
-    if value.dtype.kind == "f" and not np.isfinite(value).all():
-        _fail(where, "holds NaN or infinite values.")
-    return value
-
-
 def check_episode(saved: dict[str, Any], where: str, capacity: int) -> None:
     """One saved episode: its arrays' lengths agree (one observation more than actions) and its
     slots are in range."""
     if not isinstance(saved, dict) or set(saved) != EPISODE_KEYS:
         _fail(where, f"must be a dict with keys {sorted(EPISODE_KEYS)}.")
-    n = len(_array(saved["actions"], f"{where}.actions", "biuf"))
-    _array(saved["observations"], f"{where}.observations", "biuf")
-    if len(saved["observations"]) != n + 1 or len(_array(saved["rewards"], f"{where}.rewards",
-                                                         "biuf", 1)) != n:
-        _fail(where, f"has {n} actions, {len(saved['observations'])} observations and "
-                     f"{len(saved['rewards'])} rewards; expected one observation more than actions "
-                     "and one reward per action.")
-    slots = _array(saved["slots"], f"{where}.slots", "iu", 1)
-    if n == 0 or len(slots) != n or slots.min() < 0 or slots.max() >= capacity:
+    n = len(check_array(saved["rewards"], f"{where}.rewards", ndim=1))
+    check_array(saved["actions"], f"{where}.actions", rows=n)
+    check_array(saved["observations"], f"{where}.observations", rows=n + 1)  # and the last one
+    slots = check_array(saved["slots"], f"{where}.slots", "iu", ndim=1, rows=n)
+    if n == 0 or slots.min() < 0 or slots.max() >= capacity:
         _fail(f"{where}.slots", f"must be {n} (>= 1) slots in [0, {capacity}).")
     if not isinstance(saved["id_"], str) or not is_count(saved["t_started"]):
         _fail(where, "needs a str id_ and an int t_started >= 0.")
@@ -53,15 +44,13 @@ def check_buffer_state(state: Any, capacity: int, prioritized: bool,
     """Raise CheckpointError unless `state` is a whole, consistent buffer of `capacity` slots;
     return its decoded episodes."""
     keys = {"capacity", "episodes", "free", "rng", "num_steps_added_lifetime",
-            "num_episodes_evicted_lifetime"} | ({"priorities", "max_priority"} if prioritized
-                                                else set())
+            "num_episodes_evicted_lifetime", *(("priorities", "max_priority") if prioritized else ())}
     if not isinstance(state, dict) or set(state) != keys:
         _fail(where, f"must be a dict with keys {sorted(keys)}.")
     if state["capacity"] != capacity:
         _fail(f"{where}.capacity", f"is {state['capacity']!r}, this buffer's {capacity}.")
     for key in ("num_steps_added_lifetime", "num_episodes_evicted_lifetime"):
-        if not is_count(state[key]):
-            _fail(f"{where}.{key}", f"is {state[key]!r}; expected an int >= 0.")
+        check_counter(state[key], f"{where}.{key}")
     if not isinstance(state["episodes"], list) or not isinstance(state["free"], list):
         _fail(where, "needs lists 'episodes' and 'free'.")
     episodes = [decode(e, f"{where}.episodes[{i}]") for i, e in enumerate(state["episodes"])]
@@ -77,12 +66,10 @@ def check_buffer_state(state: Any, capacity: int, prioritized: bool,
     if len(used) != capacity or len(np.unique(used)) != capacity:
         _fail(where, f"uses its slots more than once or leaves some out: the episodes' slots and "
                      f"'free' must together be each of 0..{capacity - 1} once.")
-    rng = decode(state["rng"], f"{where}.rng")
-    if not isinstance(rng, np.random.Generator):
-        _fail(f"{where}.rng", "is not a random generator state.")
+    check_generator(state["rng"], f"{where}.rng")
     if prioritized:
-        priorities = _array(decode(state["priorities"], f"{where}.priorities"),
-                            f"{where}.priorities", "f", 1)
+        priorities = check_array(decode(state["priorities"], f"{where}.priorities"),
+                                 f"{where}.priorities", "f", ndim=1)
         if len(priorities) != capacity or (priorities < 0).any():
             _fail(f"{where}.priorities", f"must be {capacity} numbers >= 0 (one per slot).")
         if priorities[free].any() or not (priorities[stored] > 0).all():

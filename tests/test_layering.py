@@ -221,3 +221,11 @@ def test_no_room_imports_a_room_above_it():
 def test_no_import_cycles():
     found = cycles(GRAPH)
     assert not found, "Import cycles (function-level imports count):\n" + "\n".join(found.values())
+
+
+def test_every_engine_file_is_at_most_300_lines():
+    """One concept per file, each a page or so (issue 29): a longer file is two concepts."""
+    long = {str(path.relative_to(ROOT)): n for path in PACKAGE.rglob("*.py")
+            if "course" not in path.relative_to(PACKAGE).parts[:1]
+            and (n := len(path.read_text().splitlines())) > 300}
+    assert not long, f"files over 300 lines (split or tighten them): {long}"

@@ -40,26 +40,21 @@ DEFAULTS = {
     "learners": dict(num_learners=0, num_cpus_per_learner=1, num_gpus_per_learner=0),
     "training": dict(gamma=0.99, lr=3e-4, train_batch_size_per_learner=4000,
                      minibatch_size=128,  # None: the whole batch in one step
-                     num_epochs=10, grad_clip=None,
-                     learner_connector=None),  # fn(obs_space, act_space) -> connector
-    "rl_module": dict(model_config=None,  # the class's default_model_config (__init__)
-                      rl_module_class=None),
+                     num_epochs=10, grad_clip=None, learner_connector=None),  # fn(spaces) -> connector
+    "rl_module": dict(model_config=None, rl_module_class=None),  # model_config: see __init__
     "evaluation": dict(evaluation_interval=None, evaluation_duration=10,
                        evaluation_duration_unit="episodes", evaluation_config={"explore": False},
                        evaluation_num_env_runners=0, evaluation_parallel_to_training=False,
                        in_evaluation=False),  # RLlib's flag on evaluation configs: stats frozen
     "fault_tolerance": dict(restart_failed_env_runners=True, max_num_env_runner_restarts=1000,
                             num_consecutive_env_runner_failures_tolerance=5,
-                            ignore_env_runner_failures=False,
-                            restart_failed_sub_environments=False,
+                            ignore_env_runner_failures=False, restart_failed_sub_environments=False,
                             num_consecutive_sub_env_failures_tolerance=10,
                             env_runner_health_probe_timeout_s=30.0),
-    "reporting": dict(metrics_num_episodes_for_smoothing=100),
-    "debugging": dict(seed=None),
+    "reporting": dict(metrics_num_episodes_for_smoothing=100), "debugging": dict(seed=None),
     "callbacks": dict(callbacks_class=None),
     "multi_agent": dict(policies=None,  # None: the single-agent setup
                         policy_mapping_fn=None, policies_to_train=None),
-    # Recording (output) and reading (input_) Parquet, RLlib's settings.
     "offline_data": dict(input_=None,  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
                          input_read_method_kwargs={}, iter_batches_kwargs={},
                          materialize_data=False, prelearner_class=None,
@@ -281,8 +276,7 @@ class AlgorithmConfig:
     def update_from_dict(self, settings: dict) -> "AlgorithmConfig":
         """Set each `name: value` through its setter, checked and normalized as fluent calls are."""
         for name, value in settings.items():
-            method = setter_of(self, name)
-            if method is None:
+            if (method := setter_of(self, name)) is None:
                 refuse(self, "update_from_dict", name, value)
             getattr(self, method)(**{name: value})
         return self
@@ -292,8 +286,7 @@ class AlgorithmConfig:
         """The config `to_dict()` gave: its `config_class` with its settings."""
         d = dict(d)
         config = (import_attr(d.pop("config_class")) if "config_class" in d else AlgorithmConfig)()
-        unknown = set(d) - set(vars(config))
-        if unknown:
+        if unknown := set(d) - set(vars(config)):
             raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
                              f"{type(config).__name__}.")
         config.__dict__.update(copy.deepcopy(d))

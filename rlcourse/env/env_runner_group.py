@@ -27,9 +27,7 @@ STARTUP_TIMEOUT_S = 120
 
 
 class EnvRunnerGroup:
-    """Creates the runners, samples from all of them at once, and keeps their weights in sync: they
-    go into Ray's object store once per `sync_weights`, and every sample request carries that
-    reference, so a runner Ray restarted catches up first."""
+    """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
     def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
@@ -71,8 +69,7 @@ class EnvRunnerGroup:
         return self.foreach_env_runner(lambda runner: runner.node_id)
 
     def get_node_names(self) -> list[str]:
-        """The name of the node each runner runs on (its IP unless `ray start --node-name` gave it
-        one; "driver" for a runner in this process)."""
+        """Each runner's node name (`ray start --node-name`, else its IP; "driver": this process)."""
         node_ids = self.get_node_ids()
         names = {node["NodeID"]: node["NodeName"] for node in ray.nodes()} if any(node_ids) else {}
         return [names.get(node_id, node_id) if node_id else "driver" for node_id in node_ids]
@@ -94,14 +91,12 @@ class EnvRunnerGroup:
         return self.health.num_failures if self.health else 0
 
     # -- weights ----------------------------------------------------------------------------
-
     def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
                      env_to_module_state: list | None = None, epsilon: float | None = None
                      ) -> None:
-        """Give every runner `weights` (one `ray.put`, one unawaited `set_weights` call per actor: Ray
-        runs them before the actor's next request), with the merged connector statistics (replaced
-        first by `env_to_module_state` if given) and `epsilon`. Versions only grow: the next, or
-        `weights_seq_no` if later (IMPALA counts learner updates), so restored weights count as new."""
+        """Give every runner `weights` (one `ray.put`; each sample request carries it, so a restarted
+        runner catches up), the merged connector statistics (or `env_to_module_state`) and
+        `epsilon`. Versions only grow (IMPALA's count updates): restored weights count as new."""
         self.weights_seq_no = max(self.weights_seq_no + 1, weights_seq_no or 0)
         if env_to_module_state is not None:
             self.env_to_module_state = env_to_module_state
@@ -113,8 +108,7 @@ class EnvRunnerGroup:
             self._beside_weights = {} if state is None else {"env_to_module_state": ray.put(state)}
             if epsilon is not None:
                 self._beside_weights["epsilon"] = epsilon
-            # Take the answers of finished deliveries (a runner that died meanwhile fails its next
-            # sample request, or was restarted and that request brings it the weights).
+            # Take finished deliveries' answers (a runner that died fails or catches up next request).
             done, self._weight_deliveries = ray.wait(
                 self._weight_deliveries, num_returns=len(self._weight_deliveries), timeout=0)
             for ref in done:
@@ -141,7 +135,6 @@ class EnvRunnerGroup:
             self._weights_ref, self.weights_seq_no, **self._beside_weights, **sample_kwargs)
 
     # -- synchronous sampling ---------------------------------------------------------------
-
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,
                explore: bool | None = None) -> tuple[list[SingleAgentEpisode], list[dict]]:
         """Sample `num_timesteps` (or `num_episodes`) in total, split over the healthy runners; a
@@ -172,7 +165,6 @@ class EnvRunnerGroup:
                 return episodes, metrics
 
     # -- asynchronous sampling (IMPALA, Ape-X) ----------------------------------------------
-
     def fetch_ready_async_samples(self, max_requests_in_flight: int, timeout_s: float = 1.0
                                   ) -> list[SampleResult]:
         """Keep up to `max_requests_in_flight` sample requests running on each healthy runner and
@@ -200,8 +192,7 @@ class EnvRunnerGroup:
 
     def settle_async_sample(self, i: int, pid_or_error: int | Exception,
                             env_to_module_buffers: list | None = None) -> None:
-        """Runner i's forwarded sample was consumed (its process id and connector statistics) or
-        failed (the error its consumer met): handled as `fetch_ready_async_samples` does."""
+        """Runner i's forwarded sample was consumed (pid, connector statistics) or failed (error)."""
         if isinstance(pid_or_error, Exception):
             self._handle_failure(i, pid_or_error)
         else:
@@ -214,8 +205,7 @@ class EnvRunnerGroup:
         return list(self._in_flight)
 
     def _top_up(self, max_per_runner: int) -> list[ray.ObjectRef]:
-        """Send requests until each healthy runner has `max_per_runner` in flight, so the driver
-        never waits for the slowest runner; returns all requests in flight."""
+        """Send requests until each healthy runner has `max_per_runner` in flight; return them all."""
         counts = Counter(self._in_flight.values())
         for i in self.health.healthy_indices():
             if counts[i] == 0:  # idle until now: the clock for its answer starts
@@ -230,23 +220,17 @@ class EnvRunnerGroup:
         self._owing_since[i] = time.monotonic()
         return i
 
-    def _forget(self, i: int) -> None:
-        """Drop runner i's requests (it failed)."""
-        self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
-
     def _end_round(self, max_per_runner: int) -> None:
-        """After collecting: fail the runners that owe an answer for over `sample_timeout_s`, like
-        a synchronous request that timed out; then top up."""
+        """Fail the runners owing an answer for over `sample_timeout_s`, then top up."""
         timeout_s = self.config.sample_timeout_s
         for i in set(self._in_flight.values()):
             if time.monotonic() - self._owing_since[i] > timeout_s:
-                self._forget(i)
+                self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}
                 self._handle_failure(i, GetTimeoutError(
                     f"no answer to a sample request within sample_timeout_s={timeout_s} s"))
         self._top_up(max_per_runner)
 
     # -- failures ---------------------------------------------------------------------------
-
     def _get(self, ref: ray.ObjectRef, i: int, timeout_s: float | None) -> SampleResult | None:
         """The result of runner i's request, or None if the runner failed (handled here)."""
         try:
@@ -262,18 +246,16 @@ class EnvRunnerGroup:
         if isinstance(error, GetTimeoutError):  # hung, not dead: end it, so that Ray restarts it
             ray.kill(self.remote_env_runners[i], no_restart=False)
         if not self.health.came_back_after(i, error):
-            self._forget(i)
+            self._in_flight = {ref: j for ref, j in self._in_flight.items() if j != i}  # its requests
             self.health.give_up_on(i, error)
 
     # -- state, calls, life cycle -----------------------------------------------------------
-
     def get_state(self) -> list[dict]:
         """Each runner's state (EnvRunner.get_state), for checkpoints."""
         return self.foreach_env_runner(lambda runner: runner.get_state())
 
     def check_state(self, states: list[dict], where: str) -> None:
-        """Refuse saved runner states before any runner takes one (EnvRunner.check_state), where
-        set_state would give them (the same number of runners)."""
+        """Refuse saved runner states before any runner takes one (EnvRunner.check_state)."""
         runners = self.remote_env_runners
         if self.local_env_runner is not None and len(states) == 1:
             problems = [self.local_env_runner.check_state(states[0], f"{where}[0]")]
@@ -300,10 +282,8 @@ class EnvRunnerGroup:
         return ray.get([r.__ray_call__.remote(fn) for r in self.remote_env_runners])
 
     def stop(self, kill_actors: bool = True) -> None:
-        """Close the local runner's envs and end the runner actors (`kill_actors=False`: they
-        ended with their Ray, and calling Ray would start a new one)."""
-        self._in_flight, self._owing_since = {}, {}
-        self._weight_deliveries.clear()
+        """Close the local runner's envs, end the actors (`kill_actors=False`: Ray ended them)."""
+        self._in_flight, self._owing_since, self._weight_deliveries = {}, {}, []
         if self.health is not None:
             self.health.stop()
         if self.local_env_runner is not None:

@@ -24,7 +24,7 @@ class ConnectorV2:
         raise NotImplementedError
 
     def get_state(self) -> dict[str, Any]:
-        """The step's state as plain data (see rlcourse/env/env_state.py); {} when it has none."""
+        """The step's state as plain data (see rlcourse/env/env_runner_state.py); {} when it has none."""
         return {}
 
     def check_state(self, state: Any, where: str) -> None:

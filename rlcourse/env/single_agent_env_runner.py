@@ -15,7 +15,7 @@ from rlcourse.env.env_runner import (
     build_inference_module,
     first_non_finite,
 )
-from rlcourse.env.env_state import get_env_state, set_env_state
+from rlcourse.env.env_runner_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.serialization import from_plain, to_plain

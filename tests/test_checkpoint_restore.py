@@ -56,7 +56,7 @@ def _assert_unchanged(algo, before: dict) -> None:
 
 @pytest.mark.parametrize("config, match", [
     (_config(hiddens=(16,)), r"network differs.*model_config"),
-    (_config(num_envs=3), r"sub-envs with \[\d+, \d+\] layers.*num_envs_per_env_runner"),
+    (_config(num_envs=3), r"the checkpoint has 2 sub-envs, this runner 3.*num_envs_per_env_runner"),
     (small_impala().environment("CartPole-v1").training(train_batch_size_per_learner=200)
      .rl_module(model_config={"fcnet_hiddens": [8], "fcnet_activation": "tanh"}),
      r"is of 'rlcourse.algorithms.ppo.ppo:PPOConfig'.*IMPALAConfig"),

@@ -127,6 +127,9 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
     if saved_envs is not None:  # first, as another number of sub-envs shows everywhere
         if not isinstance(saved_envs, list) or not all(isinstance(e, list) for e in saved_envs):
             raise CheckpointError(f"{here} must be a list of {len(envs)} sub-envs' states.")
+        if len(saved_envs) != len(envs):
+            raise CheckpointError(f"{here}: the checkpoint has {len(saved_envs)} sub-envs, this "
+                                  f"runner {len(envs)}: set num_envs_per_env_runner as it was saved.")
         layers = [len(wrapper_layers(env)) for env in envs]
         if [len(env) for env in saved_envs] != layers:
             raise CheckpointError(

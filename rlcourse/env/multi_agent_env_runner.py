@@ -143,7 +143,9 @@ class MultiAgentEnvRunner(EnvRunner):
                         batch = batches[mapping[agent_id]] = ([], [])
                     batch[0].append(obs)
                     batch[1].append((i, agent_id))
-            env_actions, actions, extras = ([{} for _ in self.envs] for _ in range(3))
+            env_actions = [{} for _ in self.envs]  # per sub-env: agent -> action for the env
+            actions = [{} for _ in self.envs]  # ... and the module's action, for the episode
+            extras = [{} for _ in self.envs]  # ... and the module's other outputs (logp, ...)
             for mid, (obs_list, who) in batches.items():
                 out = forwards[mid](np.stack(obs_list))
                 module_actions = out["actions"]

@@ -99,7 +99,7 @@ def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action
             f"action_space is {action_space}. Train on the env the data was recorded in.")
     for name, values in rows.items():
         if values.dtype.kind == "f" and not np.isfinite(values).all():
-            row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
+            row = int(np.flatnonzero((~np.isfinite(values.reshape(len(values), -1))).any(axis=1))[0])
             raise OfflineDataError(
                 f"{where}, column {name!r}, row {row}: a non-finite value "
                 f"({values[row]!r}) would make every weight NaN. Drop or fix those rows (e.g. "

@@ -17,7 +17,6 @@ from ray.util import get_current_placement_group, placement_group, remove_placem
 from ray.util.placement_group import PlacementGroup
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rlcourse.utils.framework import get_device
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
 from rlcourse.utils.validation import fail
 
@@ -116,8 +115,12 @@ def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
 
 def check_gpus(config: "AlgorithmConfig") -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
-    if config.num_learners == 0 and config.num_gpus_per_learner > 0:  # (get_device imports torch)
-        get_device(config, config.num_gpus_per_learner)  # the local learner's; fails without CUDA
+    if config.num_learners == 0 and config.num_gpus_per_learner > 0:
+        import torch  # only when a GPU is asked for: importing torch takes seconds
+
+        if not torch.cuda.is_available():
+            fail(config, "num_gpus_per_learner", "this machine has no CUDA GPU for the local "
+                 "learner; set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized() or current_placement_group() is not None:
         return
     have = ray.available_resources().get("GPU", 0)

@@ -208,8 +208,11 @@ class LearnerGroup:
         state, rngs = dict(state), state["rngs"]
         del state["rngs"]
         count = max(1, self.config.num_learners)
-        args = [({**state, "rng": rngs[i]}, *([partial(_rng_name, name, i)] if name else []))
-                for i in (range(count) if len(rngs) == count else [0] * count)]
+        args = []
+        for i in range(count):
+            saved = i if len(rngs) == count else 0  # another learner count: all take the first
+            names = [partial(_rng_name, name, saved)] if name else []
+            args.append(({**state, "rng": rngs[saved]}, *names))
         if self.is_local:
             getattr(self.local_learner, method)(*args[0])
         else:

@@ -29,7 +29,7 @@ def play(env, policy, cut_at=None):
 
 
 def loop(episode=play, refresh=True, final="send", keep_batch=False, each_step=False,
-         drop_last=False, send_at_end_only=False, count=lambda sent: sent):
+         drop_last=False, send_at_end_only=False, count=lambda sent: sent, inclusive=False):
     """A batching loop with one mistake switched on."""
     def simulate(connection, policy, env, steps_per_batch, max_env_steps):
         sent, batch, steps = 0, [], 0
@@ -38,7 +38,7 @@ def loop(episode=play, refresh=True, final="send", keep_batch=False, each_step=F
                 batch, steps = [], 0
             goal = 1 if each_step else steps_per_batch
             start = steps
-            while steps - (start if keep_batch else 0) < goal and sent + steps - (
+            while (steps - (start if keep_batch else 0) < goal + inclusive) and sent + steps - (
                     start if keep_batch else 0) < max_env_steps:
                 parts = episode(env, policy)
                 batch.append(episode_entry(*parts))
@@ -142,6 +142,7 @@ WRONG = [
     (loop(send_at_end_only=True), "never sent"),
     (one_message_at_the_end, "as soon as it holds steps_per_batch"),
     (loop(count=lambda sent: sent - 1), "return that"),
+    (loop(inclusive=True), "more than it needed"),  # `<=` where `<` belongs: one episode too many
     (steps_after_done, "env.reset()"),
 ]
 
@@ -160,7 +161,7 @@ def test_the_reference_and_the_solution_are_correct(capsys):
     "no reset observation", "drops the last step", "stale first observation",
     "last batch as a request",
     "batch never cleared", "skips the requests", "one message at the end", "wrong count",
-    "steps a finished episode"])
+    "steps a finished episode", "<= fills a batch past steps_per_batch"])
 def test_a_wrong_loop_is_rejected_with_its_hint(wrong, hint):
     with pytest.raises(ExerciseError, match=hint.replace("(", r"\(").replace(")", r"\)")):
         check_simulator_loop(wrong)

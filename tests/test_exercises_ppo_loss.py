@@ -35,6 +35,25 @@ def test_a_right_loss_written_with_torch_where_passes():
     check_clipped_surrogate(with_where)
 
 
+def test_right_losses_that_break_ties_differently_pass():
+    """No ratio sits on a clip bound, where torch.min/minimum split the gradient between equal
+    terms and clamp does not: Spinning Up's min_adv form and a minimum/maximum form pass too."""
+    def spinning_up(logp, old_logp, advantages, clip_param):
+        ratio = torch.exp(logp - old_logp)
+        min_adv = torch.where(advantages > 0, (1 + clip_param) * advantages,
+                              (1 - clip_param) * advantages)
+        return -torch.min(ratio * advantages, min_adv).mean()
+
+    def minimum_maximum(logp, old_logp, advantages, clip_param):
+        ratio = torch.exp(logp - old_logp)
+        bound = torch.where(advantages > 0, torch.minimum(ratio, torch.tensor(1 + clip_param)),
+                            torch.maximum(ratio, torch.tensor(1 - clip_param)))
+        return -(bound * advantages).mean()
+
+    check_clipped_surrogate(spinning_up)
+    check_clipped_surrogate(minimum_maximum)
+
+
 @pytest.mark.parametrize(("wrong", "hint"), [
     (lambda lp, old, adv, clip: surrogate(torch.exp(lp - old), adv, clip).mean(),
      "objective, not the loss"),

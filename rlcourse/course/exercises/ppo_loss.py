@@ -100,7 +100,7 @@ def _batch(seed: int, clip: float, n: int = 48) -> dict[str, torch.Tensor]:
     """Observations, actions, old log-probs and advantages. Ratios pi/pi_old are spread from 0.5 to
     1.6, with advantages of both signs, so every branch of the clipped objective is used."""
     rng = np.random.default_rng(seed)
-    log_ratio = np.log(np.tile([0.5, 0.7, 0.95, 1.05, 1.3, 1.6], n // 6))
+    log_ratio = np.log(np.tile([0.5, 0.65, 0.95, 1.05, 1.35, 1.6], n // 6))
     # Larger positive than negative advantages: the two clip bounds do not cancel out in the mean
     # (so that a clip at exp(+-eps) instead of 1 +- eps shows clearly).
     advantages = np.tile([1.0, -0.5], n // 2) * rng.uniform(0.2, 2.0, n)

@@ -32,8 +32,8 @@ def run_seed(seed: int, iterations: int, eval_interval: int) -> list[object]:
 
     from rlcourse.course.self_play import self_play_config, train_self_play, win_rate_vs_heuristic
 
-    # The Learner runs in this process: one torch thread (a second one made updates several times
-    # slower on a busy 2-core machine).
+    # The Learner runs in this process: one torch thread, as in an actor given one CPU
+    # (benchmarks/gpu_learner.py times an update on one thread and on torch's default count).
     torch.set_num_threads(1)
     algo = self_play_config(BOARD, seed=seed).build_algo()
     try:

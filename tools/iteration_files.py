@@ -39,7 +39,7 @@ def main() -> None:
                   .training(train_batch_size_per_learner=500, minibatch_size=128, num_epochs=1))
     else:
         config = (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
-                  .training(num_steps_sampled_before_learning_starts=100))
+                  .training(num_steps_sampled_before_learning_starts=32))
     cov = coverage.Coverage(data_file=None, include=[f"{ROOT}/*"])
     cov.start()
     algo = config.build_algo()

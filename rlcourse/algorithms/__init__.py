@@ -1,2 +1,2 @@
 """The Algorithm and AlgorithmConfig base classes, then one folder per algorithm (ppo/, impala/,
-dqn/, sac/)."""
+appo/, dqn/, apex_dqn/, sac/, and the offline bc/, marwil/, cql/)."""

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULTS = {
     "environment": dict(env=None, env_config={},
                         clip_rewards=None,  # None/False, True (sign), c or (low, high)
-                        observation_space=None, action_space=None),  # given: no env is probed
+                        observation_space=None, action_space=None),  # used when env=None (outside Ray)
     "env_runners": dict(num_env_runners=0, num_envs_per_env_runner=1,
                         rollout_fragment_length="auto", num_cpus_per_env_runner=1,
                         num_gpus_per_env_runner=0, gym_env_vectorize_mode="SYNC", explore=True,

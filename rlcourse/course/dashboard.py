@@ -49,7 +49,7 @@ class TrainingHistory:
 
 class HistoryCharts:
     """The return chart and the throughput chart on one figure, redrawn by moving their lines'
-    data (building a new figure each time would cost several times more)."""
+    data, which is cheaper than building a new figure each time."""
 
     def __init__(self, figure: Figure, target_return: float | None):
         self.figure = figure

@@ -43,7 +43,7 @@ def to_numpy(tensor: Any) -> Any:
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Run torch on one thread (the process's count) until the block ends: on small batches more
-    threads only add synchronization, far slower on a busy 2-core machine."""
+    threads only add synchronization (benchmarks/gpu_learner.py times both counts)."""
     import torch
 
     previous = torch.get_num_threads()

@@ -4,7 +4,7 @@ The settings are DQNConfig's defaults, written out: RLlib's where rlcourse has t
 batches of 32, double Q, dueling heads, a target network synced every 500 env steps, prioritized
 replay with alpha 0.6 / beta 0.4, learning from 1,000 env steps on), with 3-step returns, epsilon
 from 1.0 down to 0.02 over 10k env steps (RLlib's tuned CartPole example), a replay ratio of 8 and a
-[64, 64] network (DQNConfig's docstring says why). One runner, in this process.
+[64, 64] network (a comment in DQNConfig says why). One runner, in this process.
 benchmarks/dqn_cartpole.py measures env steps and wall time to the mark over seeds.
 """
 

@@ -3,10 +3,11 @@
 The settings are SACConfig's defaults, written out. They are RLlib's tuned Pendulum example's where
 rlcourse has the setting (its learning rates, initial_alpha, tau, priorities alpha 1.0 / beta 0.0,
 a 100k buffer, learning from 256 env steps on, returns smoothed over 5 episodes), with 3-step returns
-where RLlib draws n from 2 to 5, a [128, 128] network where RLlib uses [256, 256] (5x faster updates
-on two cores), and a replay ratio of 256 (one 256-row update per env step sampled, RLlib's
-natural ratio) over 100-step training_steps. Seeds 0-4 passed at 3,600-4,000 env steps, 51-163 s
-each on a busy 2-core machine (benchmarks/sac_pendulum.py); this file's run (seed 0) took 56 s.
+where RLlib draws n from 2 to 5, a [128, 128] network where RLlib uses [256, 256]
+(benchmarks/sac_pendulum.py measures its updates/s), and a replay ratio of 256 (one 256-row update
+per env step sampled, RLlib's natural ratio) over 100-step training_steps. Seeds 0-4 passed at
+3,600-4,000 env steps, 51-163 s each on a busy 2-core machine (benchmarks/sac_pendulum.py); this
+file's run (seed 0) took 56 s.
 """
 
 from rlcourse.algorithms.sac.sac import SACConfig

@@ -57,7 +57,8 @@ class LearnerThread(threading.Thread):
 
     def run(self) -> None:
         # A learner in this process computes on one torch thread, as one in an actor of 1 CPU does:
-        # more threads beside the runners and the driver's loop made each update many times slower.
+        # more threads compete with the runners and the driver's loop (benchmarks/gpu_learner.py
+        # times an update on one thread and on torch's default count).
         try:
             with one_torch_thread() if self.learner_group.is_local else contextlib.nullcontext():
                 while not self._stopped.is_set():

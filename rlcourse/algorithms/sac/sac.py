@@ -24,7 +24,7 @@ class SACConfig(AlgorithmConfig):
     """SAC's settings, with RLlib's names and, where not said otherwise, RLlib's defaults; they pass
     RLlib's Pendulum-v1 mark (a return of -250 within 20,000 env steps, benchmarks/sac_pendulum.py)."""
 
-    # Not RLlib's [256, 256]: [128, 128] updates faster on two cores (benchmarks/sac_pendulum.py).
+    # Not RLlib's [256, 256]: [128, 128] (benchmarks/sac_pendulum.py measures its updates/s).
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
     discrete_instead = "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO"  # named in validate()
 

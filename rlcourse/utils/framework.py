@@ -1,8 +1,6 @@
 """The one place that picks a torch device (RLlib's `get_device`) and its torch.distributed backend.
 In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
 
-import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rlcourse.utils.validation import ConfigError, setter_of
@@ -38,17 +36,3 @@ def get_distributed_backend(device_type: str, num_gpus_per_learner: float) -> st
 def to_numpy(tensor: Any) -> Any:
     """A tensor's values as a NumPy array, from whichever device it is on."""
     return tensor.detach().cpu().numpy()
-
-
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run torch on one thread (the process's count) until the block ends: on small batches more
-    threads only add synchronization (benchmarks/gpu_learner.py times both counts)."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

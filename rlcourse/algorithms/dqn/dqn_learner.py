@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlcourse.core.learner.learner import Learner
-from rlcourse.utils.framework import one_torch_thread
+from rlcourse.core.learner.learner import Learner, one_torch_thread
 from rlcourse.utils.state_values import check_counter
 
 BATCH_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step", "weights")

@@ -11,7 +11,6 @@ import numpy as np
 from rlcourse.algorithms.impala.circular_buffer import CircularBuffer
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
-from rlcourse.utils.framework import one_torch_thread
 
 
 class LearnerThread(threading.Thread):
@@ -59,8 +58,12 @@ class LearnerThread(threading.Thread):
         # A learner in this process computes on one torch thread, as one in an actor of 1 CPU does:
         # more threads compete with the runners and the driver's loop (benchmarks/gpu_learner.py
         # times an update on one thread and on torch's default count).
+        threads = contextlib.nullcontext()
+        if self.learner_group.is_local:  # torch is loaded: the learner lives in this process
+            from rlcourse.core.learner.learner import one_torch_thread
+            threads = one_torch_thread()
         try:
-            with one_torch_thread() if self.learner_group.is_local else contextlib.nullcontext():
+            with threads:
                 while not self._stopped.is_set():
                     try:
                         episodes, version = self.inqueue.get(timeout=0.1)

@@ -2,11 +2,12 @@
 `num_epochs` of minibatch SGD on `compute_loss`, all-reducing gradients between data-parallel
 Learners so that all take the same steps."""
 
+import contextlib
 import copy
 import math
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
 
 class NonFiniteUpdateError(FloatingPointError):
     """A minibatch's gradients were NaN or infinite; the update stopped before changing weights."""
+
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread (the process's count) until the block ends: on small batches more
+    threads only add synchronization (benchmarks/gpu_learner.py times both counts)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 class Learner:

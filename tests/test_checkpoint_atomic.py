@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rlcourse.utils import checkpoints
 from rlcourse.utils.checkpoints import (
     LOCK_FILE,
     STATE_FILE,
@@ -209,3 +210,11 @@ def test_a_directory_with_other_files_is_not_overwritten(tmp_path):
     file.write_text("x")
     with pytest.raises(CheckpointError, match="is a file"):
         save(file, 1)
+    with pytest.raises(CheckpointError, match="file is a file; pass a directory"):
+        save(file / "ckpt", 1)  # (was a raw NotADirectoryError)
+
+
+def test_an_unwritable_folder_is_named_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoints.os, "access", lambda path, mode: False)  # (as root could write)
+    with pytest.raises(CheckpointError, match=f"{tmp_path} is not writable: save into a directory"):
+        checkpoints.check_checkpoint_dir(tmp_path / "new" / "ckpt")

@@ -60,3 +60,10 @@ def test_render_of_an_env_without_rgb_array_says_so(tmp_path):
     with pytest.raises(SystemExit, match="cannot draw 'rgb_array' images"):
         evaluate.main([path, "--episodes", "1", "--render", str(tmp_path / "x.gif")])
     assert not (tmp_path / "x.gif").exists()
+
+
+@pytest.mark.parametrize("render", ["play.mp4", "no_folder/play.gif"])
+def test_a_render_path_that_cannot_take_a_gif_fails_before_any_episode(render, tmp_path):
+    """(The checkpoint does not exist: the path is checked before it loads and plays.)"""
+    with pytest.raises(SystemExit, match=f"--render {render}: give a .gif file in an existing folder"):
+        evaluate.main([str(tmp_path / "nope"), "--render", render])

@@ -70,6 +70,11 @@ def test_yaml_example_becomes_the_config_it_says(tmp_path):
     assert example.config.env_to_module_connector is FlattenObservations  # imported by name
     assert example.config.env_config == {"size": 7, "slip": 0.1}
     assert example.config.num_env_runners == 2 and example.config.seed == 0
+    # YAML 1.1 (PyYAML's) reads 1e-3 as text; the loader reads it as Python and YAML 1.2 do.
+    text = PASSES_AT_ONCE.replace("num_epochs: 1", "num_epochs: 1, lr: 1e-3")
+    example = load_tuned_example(write(tmp_path, "e.yaml", text.replace(
+        "stop: {training_iteration: 1}", "stop: {time_total_s: 1E3}")))
+    assert (example.config.lr, example.stop) == (1e-3, {"time_total_s": 1000.0})
 
 
 @pytest.mark.timeout(120)
@@ -151,6 +156,28 @@ BAD_FILES = {
           pass_criteria: {training_iteration: 1}
           config: {num_env_runners: -1}
         """, ["value.yaml", "num_env_runners=-1", "whole number >= 0"]),
+    "YAML syntax": ("syntax.yaml", """\
+        x:
+          env: [CartPole-v1
+          run: PPO
+        """, ["syntax.yaml, line 3, column 6: not valid YAML", "fix its syntax"]),
+    "env class typo": ("env.yaml", """\
+        x:
+          env: rlcourse.course.envs:Gridworld
+          run: PPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+        """, ["env.yaml: env: 'rlcourse.course.envs:Gridworld' cannot be imported",
+              "has no attribute 'Gridworld'", "'module:Class'"]),
+    "connector module typo": ("connector.yaml", """\
+        x:
+          env: CartPole-v1
+          run: PPO
+          stop: {training_iteration: 1}
+          pass_criteria: {training_iteration: 1}
+          config: {env_to_module_connector: "rlcourse.connectors.env_to_modul:FlattenObservations"}
+        """, ["connector.yaml: env_to_module_connector:", "No module named "
+              "'rlcourse.connectors.env_to_modul'", "'module:Class'"]),
 }
 
 

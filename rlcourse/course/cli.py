@@ -23,13 +23,29 @@ COMMANDS = {
 }
 
 
+def positive_int(text: str) -> int:
+    """The argparse type of a count that must be at least 1 (iterations, episodes, samples)."""
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number}: give a whole number >= 1")
+    return number
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch to the module of the command; each has `main(argv) -> exit code`."""
+    """Dispatch to the module of the command; each has `main(argv) -> exit code`. Bad input, which
+    rlcourse's own ValueErrors report (ConfigError, CheckpointError, TunedExampleError), is one line
+    on stderr and exit code 2, as in argparse; any other error keeps its traceback."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlcourse", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=sorted(COMMANDS),
                         help="; ".join(f"{name}: {text}" for name, (_, text) in COMMANDS.items()))
     args, rest = parser.parse_known_args(argv[:1])
     module, _ = COMMANDS[args.command]
-    return import_module(module).main(argv[1:] + rest)
+    try:
+        return import_module(module).main(argv[1:] + rest)
+    except ValueError as e:
+        if not type(e).__module__.startswith("rlcourse."):
+            raise
+        print(f"rlcourse {args.command}: error: {e}", file=sys.stderr)
+        return 2
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.core.rl_module.module_loading import frozen_env_to_module, greedy_env_actions
+from rlcourse.course.cli import positive_int
 from rlcourse.course.envs import GridWorld, LatencyBoundCartPole
 from rlcourse.env.env_context import EnvContext
 
@@ -27,7 +28,7 @@ COURSE_ENVS = (GridWorld, LatencyBoundCartPole)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlcourse evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", help="a directory written by algo.save_to_path()")
-    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument("--episodes", type=positive_int, default=5)
     parser.add_argument("--render", metavar="OUT.gif",
                         help=f"write an animated GIF of the episodes (at most {MAX_FRAMES} frames)")
     parser.add_argument("--seed", type=int, help="seed of the first episode's reset")
@@ -91,8 +92,9 @@ def write_gif(path: str, frames: list[np.ndarray], fps: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.episodes < 1:
-        raise SystemExit("--episodes: play at least 1 episode.")
+    if args.render and not (args.render.lower().endswith(".gif") and Path(args.render).parent.is_dir()):
+        raise SystemExit(f"--render {args.render}: give a .gif file in an existing folder, "
+                         "e.g. --render play.gif.")
     algo = Algorithm.from_checkpoint(args.checkpoint, allowed=COURSE_ENVS)
     try:
         rows, frames, fps = play(algo, args.episodes, args.seed, render=bool(args.render))

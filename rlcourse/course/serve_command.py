@@ -10,11 +10,13 @@ shuts Serve and Ray down, leaving no process.
 
 import argparse
 import signal
+import socket
 import time
 from typing import Any
 
 from ray.serve import Application
 
+from rlcourse.course.cli import positive_int
 from rlcourse.serve.app import (
     DEFAULT_BATCH_WAIT_TIMEOUT_S,
     DEFAULT_MAX_BATCH_SIZE,
@@ -25,33 +27,53 @@ from rlcourse.serve.app import (
     start,
 )
 from rlcourse.utils.checkpoints import CheckpointError, checkpoint_root
+from rlcourse.utils.local_ray import LOOPBACK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlcourse serve", description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", help="a directory written by algo.save_to_path()")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1")
-    parser.add_argument("--num-replicas", type=int, default=1)
-    parser.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT, help="port on 127.0.0.1")
+    parser.add_argument("--num-replicas", type=positive_int, default=1)
+    parser.add_argument("--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE,
                         help="requests per module call; 1 turns batching off")
     parser.add_argument("--batch-wait-timeout-s", type=float, default=DEFAULT_BATCH_WAIT_TIMEOUT_S)
     return parser
+
+
+def port(text: str) -> int:
+    """The argparse type of --port: a TCP port, 1 to 65535."""
+    number = int(text)
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is no TCP port; give one in 1..65535")
+    return number
+
+
+def check_port_free(number: int) -> None:
+    """Bind 127.0.0.1:`number` for a moment, so that a busy port fails before Ray and Serve start
+    (with SO_REUSEADDR, as servers bind: a port in TIME_WAIT is free, one listened on is not)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, number))
+        except OSError as e:
+            raise SystemExit(f"--port {number}: {LOOPBACK}:{number} is busy ({e.strerror}); stop what "
+                             f"listens there, or pick another port, e.g. --port {number + 1}.") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     from rlcourse.course.evaluate import COURSE_ENVS
 
     args = build_parser().parse_args(argv)
-    # Ctrl-C (and `kill`) end the loop below and shut down cleanly, also where this process was
-    # started with SIGINT ignored, as a shell script's background jobs are (Python keeps it so).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    if args.num_replicas < 1 or args.max_batch_size < 1:
-        raise SystemExit("--num-replicas and --max-batch-size: give at least 1.")
     try:
         checkpoint_root(args.checkpoint)  # a wrong path fails now, before Ray and Serve start
     except CheckpointError as e:
         raise SystemExit(str(e)) from None
+    check_port_free(args.port)
+    # Ctrl-C (and `kill`) end the loop below and shut down cleanly, also where this process was
+    # started with SIGINT ignored, as a shell script's background jobs are (Python keeps it so).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         url = start(policy_app(args.checkpoint, COURSE_ENVS, args.num_replicas, args.max_batch_size,
                                args.batch_wait_timeout_s), args.port)

@@ -21,17 +21,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
-import yaml
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_validation import PLACEMENT_STRATEGIES
+from rlcourse.course.cli import positive_int
 from rlcourse.course.tuned_example import (
     ALGOS,
     TunedExample,
     load_tuned_example,
     reached,
+    read_yaml,
     result_value,
 )
+from rlcourse.utils.checkpoints import check_checkpoint_dir
 from rlcourse.utils.imports import import_attr
 from rlcourse.utils.resources import init_ray
 
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="put the runners in a placement group (default: Ray's scheduling)")
     parser.add_argument("--stop-return", type=float,
                         help="stop once episode_return_mean reaches this")
-    parser.add_argument("--max-iterations", type=int, default=100)
+    parser.add_argument("--max-iterations", type=positive_int, default=100)
     parser.add_argument("--checkpoint-dir", help="save a checkpoint here at the end")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
@@ -67,18 +69,18 @@ def parse_settings(pairs: list[str]) -> dict[str, Any]:
         if not (sep and name):
             raise SystemExit(f"rlcourse train: --set takes NAME=VALUE pairs, e.g. --set lr=3e-3; "
                              f"got {pair!r}.")
-        settings[name] = _read_value(value)
+        settings[name] = _read_value(name, value)
     return settings
 
 
-def _read_value(value: str) -> Any:
-    """A number as Python reads it (YAML reads 3e-3 as a string: it wants 3.0e-3), else YAML."""
+def _read_value(name: str, value: str) -> Any:
+    """A number as Python reads it (010 is 10, inf a float), else YAML (with 1e-3 a float)."""
     for number in (int, float):
         try:
             return number(value)
         except ValueError:
             pass
-    return yaml.safe_load(value)
+    return read_yaml(value, f"--set {name}")
 
 
 def build_config(args: argparse.Namespace) -> AlgorithmConfig:
@@ -145,6 +147,8 @@ def main_tuned_example(path: str, checkpoint_dir: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.checkpoint_dir:  # a folder where saving would fail fails now, not after training
+        check_checkpoint_dir(args.checkpoint_dir)
     if args.config:
         return main_tuned_example(args.config, args.checkpoint_dir)
     config = build_config(args)

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rlcourse.course.cli import positive_int
 from rlcourse.course.tuned_example import TunedExample, load_tuned_example, result_value
 from rlcourse.course.tuned_examples_suite import print_table
 from rlcourse.tune.search_space import is_search_space
@@ -25,7 +26,7 @@ from rlcourse.tune.search_space import is_search_space
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlcourse tune", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="a tuned example whose config holds tune search spaces")
-    parser.add_argument("--num-samples", type=int, default=1,
+    parser.add_argument("--num-samples", type=positive_int, default=1,
                         help="samples of the search space (each grid point this many times)")
     parser.add_argument("--scheduler", choices=["fifo", "asha"], default="fifo",
                         help="asha: stop trials early that trail the others (Tune's ASHA)")
@@ -48,7 +49,10 @@ def build_tuner(example: TunedExample, args: argparse.Namespace) -> Any:
 
     trainable = example.config.algo_class.as_trainable()
     path = Path(args.storage_path) / example.name
-    if args.resume and tune.Tuner.can_restore(str(path)):
+    if args.resume:
+        if not tune.Tuner.can_restore(str(path)):
+            raise SystemExit(f"rlcourse tune --resume: {path} holds no sweep to resume; leave "
+                             "--resume out to start it, or pass the --storage-path that holds it.")
         return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
     metric = next(iter(example.pass_criteria))
     return tune.Tuner(

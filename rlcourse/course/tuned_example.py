@@ -21,6 +21,7 @@ so a typo fails in a second with the fix, not after an hour of training that nev
 import difflib
 import importlib.util
 import numbers
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,29 @@ TUNE_RESULT_KEYS = frozenset(["time_total_s"])
 
 
 class TunedExampleError(ValueError):
-    """A tuned-example file is malformed; the message names the file, the key and the fix."""
+    """A tuned-example file (or a --set value) is malformed; the message names the file, the key
+    and the fix."""
+
+
+class _YAMLLoader(yaml.SafeLoader):
+    """SafeLoader, but 1e-3 and 1E5 are floats (as in Python and YAML 1.2), not text."""
+
+
+_YAMLLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"))
+
+
+def read_yaml(text: str, where: str) -> Any:
+    """`text` as YAML (with 1e-3 a float); a syntax error names `where` and the line."""
+    try:
+        return yaml.load(text, Loader=_YAMLLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise TunedExampleError(f"{where}{at}: not valid YAML ({getattr(e, 'problem', e)}); "
+                                "fix its syntax.") from None
 
 
 @dataclass
@@ -180,7 +203,7 @@ def _load_python(path: Path) -> TunedExample:
 
 
 def _load_yaml(path: Path) -> TunedExample:
-    document = yaml.safe_load(path.read_text())
+    document = read_yaml(path.read_text(), str(path))
     if not (isinstance(document, dict) and len(document) == 1):
         raise TunedExampleError(f"{path}: expected one top-level name holding env, run, stop, "
                                 "pass_criteria and config (RLlib's tuned-example YAML shape).")
@@ -201,16 +224,25 @@ def _load_yaml(path: Path) -> TunedExample:
                                 f"{sorted(a.upper() for a in ALGOS)}.")
     config = import_attr(ALGOS[run.lower()])()
     env = body["env"]  # "module:Class" imports an env class, e.g. rlcourse.course.envs:GridWorld
-    config.environment(import_attr(env) if isinstance(env, str) and ":" in env else env)
+    config.environment(_import(path, "env", env) if isinstance(env, str) and ":" in env else env)
     settings = dict(body.get("config") or {})
     factory = settings.get("env_to_module_connector")  # "module:Class", e.g. a connector class
     if isinstance(factory, str) and ":" in factory:
-        settings["env_to_module_connector"] = import_attr(factory)
+        settings["env_to_module_connector"] = _import(path, "env_to_module_connector", factory)
     try:  # each setting through its setter, which refuses unknown and old names with the fix
         config.update_from_dict(settings)
     except ConfigError as e:
         raise TunedExampleError(f"{path}: {e}") from None
     return TunedExample(str(name), path, config, body["stop"], body["pass_criteria"])
+
+
+def _import(path: Path, field: str, name: str) -> Any:
+    """import_attr("module:Class"), or the error naming the file, the field and the fix."""
+    try:
+        return import_attr(name)
+    except (ImportError, AttributeError) as e:
+        raise TunedExampleError(f"{path}: {field}: {name!r} cannot be imported ({e}); name a class "
+                                "as 'module:Class', e.g. rlcourse.course.envs:GridWorld.") from None
 
 
 def _check_marks(path: Path, field: str, marks: Any, config: AlgorithmConfig) -> None:

@@ -92,22 +92,32 @@ def _remove_all_but(root: Path, keep: set[str]) -> None:
             os.unlink(entry)
 
 
+def check_checkpoint_dir(path: str | os.PathLike) -> Path:
+    """`path` resolved, if a checkpoint can be saved there (a new or empty directory, or one holding
+    a checkpoint); else CheckpointError. Commands call it before they train, not only after."""
+    root = Path(path).resolve()
+    existing = next(p for p in (root, *root.parents) if p.exists())
+    if not existing.is_dir():
+        raise CheckpointError(f"{existing} is a file; pass a directory for the checkpoint.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CheckpointError(f"{existing} is not writable: save into a directory you may write to.")
+    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
+                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name)) if root.exists() else []
+    if others:  # checked before the lock file is made in a folder that is not ours
+        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
+                              "save into a new or empty directory (saving does not overwrite "
+                              "other files).")
+    return root
+
+
 def write_checkpoint(path: str | os.PathLike, state: dict[str, Any],
                      tensor_files: dict[str, Any]) -> Path:
     """Write `state` (JSON-compatible) and `tensor_files` (file name -> object of tensors) to the
     directory `path` (new, empty, or holding a checkpoint, which is replaced); return its path."""
     import torch
 
-    root = Path(path).resolve()
-    if root.exists() and not root.is_dir():
-        raise CheckpointError(f"{root} is a file; pass a directory for the checkpoint.")
+    root = check_checkpoint_dir(path)
     root.mkdir(parents=True, exist_ok=True)
-    others = sorted(p.name for p in root.iterdir() if p.name not in {STATE_FILE, LOCK_FILE,
-                    *LEGACY_FILES} and not SAVED_NAME.fullmatch(p.name))
-    if others:  # checked before the lock file is made in a folder that is not ours
-        raise CheckpointError(f"{root} holds {others[:3]}, which are not part of a checkpoint: "
-                              "save into a new or empty directory (saving does not overwrite "
-                              "other files).")
     files = {STATE_JSON: json.dumps(state).encode()}
     for name, obj in tensor_files.items():
         buffer = io.BytesIO()

@@ -99,6 +99,11 @@ def test_rllibs_packed_formats_are_refused_as_settings():
     (rows(actions=None), r"has no column 'actions'.*offline_data\(output=...\)"),
     (rows(actions=np.full(8, 2)), r"column 'actions': values outside.*Discrete\(2\)"),
     (rows(actions=np.full(8, 0.5)), r"column 'actions': values outside"),
+    (rows(actions=np.r_[0, 1, 0, 1, 0, 7, 0, 1]), r"Discrete\(2\): row 5: action 7\. Train on"),
+    (rows(actions=np.r_[0, 1, np.nan, 1, 0, 1, 0, 1]),  # as pandas writes a column with a null
+     r"actions are float64 \(row 2: nan\), and Discrete actions must be integers\. Write"),
+    (rows(obs=[np.zeros(4, np.float32)] * 3 + [None] * 5),
+     r"column 'obs', row 3: no value \(null\).*Drop those rows"),
     (rows(obs=list(np.zeros((8, 3), np.float32))), r"column 'obs': observations of shape \(3,\)"),
     (rows(obs=[np.zeros(4 - k % 2, np.float32) for k in range(8)]),
      r"column 'obs': lists of 3 to 4 values.*lists of one length"),
@@ -114,6 +119,43 @@ def test_bad_data_fails_naming_file_column_and_fix(tmp_path, table, message):
     with pytest.raises(OfflineDataError, match=message) as error:
         offline_data(tmp_path)
     assert "bad.parquet" in str(error.value)
+
+
+def test_files_that_are_not_parquet_are_named(tmp_path):
+    (tmp_path / "data.csv").write_text("obs,actions\n0,1\n")
+    with pytest.raises(OfflineDataError, match="data.csv is not a readable Parquet file.*output="):
+        offline_data(tmp_path / "data.csv")
+    pq.write_table(rows(), tmp_path / "whole.parquet")
+    (tmp_path / "half.parquet").write_bytes((tmp_path / "whole.parquet").read_bytes()[:500])
+    with pytest.raises(OfflineDataError, match="half.parquet is not a readable Parquet file"):
+        offline_data(tmp_path)
+
+
+@pytest.mark.parametrize("input_, message", [
+    (5, r"input_=5 in config.offline_data\(input_=...\): pass a path"),
+    ([None], r"input_=\[None\] .*pass a path \(str\), a list of paths, or a ray.data.Dataset"),
+    ([], r"input_=\[\] .*an empty list names no data"),
+])
+def test_input_that_names_no_files_is_refused(input_, message):
+    with pytest.raises(ConfigError, match=message):
+        OfflineData(BCConfig().offline_data(input_=input_), *SPACES)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"iter_batches_kwargs": {"prefetch": 4}}, r"iter_batches_kwargs=.*'prefetch_batches'.*"
+     r"not \['prefetch'\]"),
+    ({"iter_batches_kwargs": {"batch_size": 10}}, r"not \['batch_size'\]\. The batch size is "
+     r"config.training\(train_batch_size_per_learner"),
+    ({"input_read_method_kwargs": {"bogus": 1}, "materialize_data": False},
+     r"input_read_method_kwargs=.*read_parquet.*'override_num_blocks'.*not \['bogus'\]"),
+    ({"input_read_method_kwargs": {"num_cpus": 1}},  # BC's materialize_data=True reads no Dataset
+     r"input_read_method_kwargs=.*materialize_data=False"),
+    ({"materialize_data": "no"}, r"materialize_data='no'.*use True"),
+])
+def test_read_settings_are_checked_before_reading(tmp_path, settings, message):
+    pq.write_table(rows(), tmp_path / "good.parquet")
+    with pytest.raises(ConfigError, match=message):
+        OfflineData(BCConfig().offline_data(input_=str(tmp_path), **settings), *SPACES)
 
 
 def test_a_path_without_parquet_files_is_named(tmp_path):
@@ -197,6 +239,18 @@ def test_recording_settings_are_checked():
         config.copy().offline_data(output="x").multi_agent(
             policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: "p").validate()
 
+
+
+@pytest.mark.parametrize("output, message", [
+    (5, r"output=5 in config.offline_data\(output=...\): pass a folder path"),
+    ("file/sub", r"output=.*file/sub.*cannot write to the folder .*\(Not a directory\)"),
+])
+def test_an_output_that_is_no_folder_is_named(tmp_path, output, message):
+    (tmp_path / "file").write_text("not a folder")
+    config = PPOConfig().environment("CartPole-v1").offline_data(
+        output=str(tmp_path / output) if isinstance(output, str) else output)
+    with pytest.raises(ConfigError, match=message):
+        OfflineSingleAgentEnvRunner(config)
 
 
 def test_runner_actors_write_their_remaining_rows_when_stopped(ray_session, algo_factory, tmp_path):

@@ -1,6 +1,7 @@
 """OfflineData (RLlib's name): recorded rows, checked before training (file by file with pyarrow,
 so errors name the file; a ray.data.Dataset batch by batch), streamed as the Learner's batches."""
 
+import inspect
 import logging
 from collections.abc import Generator
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset
 import pyarrow.parquet as pq
 import ray.data
 
@@ -20,6 +22,7 @@ from rlcourse.offline.offline_data_checks import (
 )
 from rlcourse.offline.offline_prelearner import OfflinePreLearner
 from rlcourse.utils import resources
+from rlcourse.utils.validation import fail
 
 # RLlib's default iter_batches_kwargs: Ray Data reads two batches ahead while the learner updates.
 ITER_BATCHES_DEFAULTS = {"prefetch_batches": 2}
@@ -78,6 +81,42 @@ class BatchReader:
         self._batches = None
 
 
+def _names(*functions: Any) -> set[str]:
+    """The keyword arguments that all of `functions` take by name."""
+    return set.intersection(*(set(inspect.signature(f).parameters) for f in functions))
+
+
+# Where offline_data(...)'s dicts go: read_parquet passes the names it lacks on to PyArrow's scanner;
+# iter_batches' batch_size (train_batch_size_per_learner), batch_format and drop_last are set here.
+READ_ARGS = (_names(ray.data.read_parquet) | _names(pyarrow.dataset.Scanner.from_fragment)
+             | {"dataset_kwargs", "_block_udf"}) - {"paths", "fragment", "arrow_parquet_args"}
+ITER_ARGS = _names(ray.data.Dataset.iter_batches, ray.data.DataIterator.iter_batches) - {
+    "self", "batch_size", "batch_format", "drop_last"}
+
+
+def check_read_settings(config: Any) -> None:
+    """offline_data(...)'s read options, before any read: dicts of keyword arguments that the Ray
+    Data function they go to takes (and that a read reaches), materialize_data a bool."""
+    if not isinstance(config.materialize_data, bool):
+        fail(config, "materialize_data", "use True (the rows go to Ray's object store once) or "
+             "False (Ray Data streams them from the files).")
+    for setting, allowed, function in (("input_read_method_kwargs", READ_ARGS, "read_parquet"),
+                                       ("iter_batches_kwargs", ITER_ARGS, "Dataset.iter_batches")):
+        kwargs = getattr(config, setting)
+        unknown = sorted(set(kwargs) - allowed) if isinstance(kwargs, dict) else kwargs
+        if unknown or not isinstance(kwargs, dict):
+            fail(config, setting, f"pass a dict of the keyword arguments of ray.data.{function} "
+                 f"that rlcourse passes on, {sorted(allowed)}; not {unknown}."
+                 + (" The batch size is config.training(train_batch_size_per_learner=...)."
+                    if unknown == ["batch_size"] and setting == "iter_batches_kwargs" else ""))
+    if config.input_read_method_kwargs and (config.materialize_data
+                                            or isinstance(config.input_, ray.data.Dataset)):
+        fail(config, "input_read_method_kwargs", "only ray.data.read_parquet takes them, which "
+             "reads Parquet paths with materialize_data=False (with True, the rows checked file by "
+             "file go to Ray's object store as they are): set materialize_data=False, or leave "
+             "input_read_method_kwargs out.")
+
+
 class OfflineData:
     """Reads `config.input_` (Parquet paths, or a ray.data.Dataset) and hands out checked batches
     made by `config.prelearner_class` (else `config.get_default_prelearner_class()`)."""
@@ -87,6 +126,7 @@ class OfflineData:
         prelearner_class = config.prelearner_class or config.get_default_prelearner_class()
         self.prelearner = prelearner_class(config, observation_space, action_space)
         columns = self.prelearner.columns
+        check_read_settings(config)
         if isinstance(config.input_, ray.data.Dataset):
             self.where = "the ray.data.Dataset given as config.offline_data(input_=...)"
             _set_up_ray_data()
@@ -121,8 +161,13 @@ class OfflineData:
     def _check_file(self, path: str, observation_space: gym.Space, action_space: gym.Space,
                     columns: tuple[str, ...]) -> pa.Table:
         """Check one file's columns and rows (OfflineDataError names it); return the columns used."""
-        check_schema(pq.read_schema(path), columns, f"The file {path}")
-        table = pq.read_table(path)
+        try:
+            schema, table = pq.read_schema(path), pq.read_table(path)
+        except (pa.ArrowException, OSError) as e:
+            raise OfflineDataError(
+                f"The file {path} is not a readable Parquet file ({e}): point "
+                "config.offline_data(input_=...) at files written by offline_data(output=...).") from e
+        check_schema(schema, columns, f"The file {path}")
         if table.num_rows:
             where = f"The file {path}"
             check_rows(table_to_numpy(table, where), observation_space, action_space, where)

@@ -1,36 +1,45 @@
 """Checks on recorded data before a Learner sees it: files with the needed columns as plain (never
 pickled) values, rows that fit the env's spaces, finite. Errors name file, column and fix."""
 
+import os
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 
 from rlcourse.offline.columns import ACTIONS, AGENT_ID, EPS_ID, MODULE_ID, NEXT_OBS, OBS
+from rlcourse.utils.validation import ConfigError
 
 IDS = {EPS_ID, AGENT_ID, MODULE_ID}  # strings by nature; every other column holds numbers
 TEXT = (pa.types.is_string, pa.types.is_binary, pa.types.is_large_string, pa.types.is_large_binary)
 PLAIN_COLUMNS = ("record with rlcourse, or in RLlib with config.offline_data("
                  "output_write_episodes=False, output_compress_columns=[])")
+RECORDED = "Point input_ at a folder or files that config.offline_data(output=...) recorded"
 
 
 class OfflineDataError(ValueError):
     """Recorded data that a Learner cannot train on; the message names file, column and fix."""
 
 
-def parquet_files(input_: str | list[str]) -> list[str]:
+def parquet_files(input_: Any) -> list[str]:
     """Every *.parquet file under each path given (a file, or a folder searched recursively)."""
+    paths = [input_] if isinstance(input_, str | os.PathLike) else input_
+    if not (isinstance(paths, list | tuple) and paths
+            and all(isinstance(path, str | os.PathLike) for path in paths)):
+        raise ConfigError("input_", input_, ("an empty list names no data. " if paths == [] else
+                          "pass a path (str), a list of paths, or a ray.data.Dataset. ")
+                          + RECORDED + ".", "offline_data")
     files: list[str] = []
-    for path in [input_] if isinstance(input_, (str, Path)) else input_:
+    for path in paths:
         path = Path(path)
         found = [path] if path.is_file() else sorted(
             p for p in path.rglob("*.parquet") if not p.name.startswith("."))
         if not found:
             raise OfflineDataError(
                 f"config.offline_data(input_={str(path)!r}): no Parquet files (*.parquet) there"
-                f"{'' if path.exists() else ' (the path does not exist)'}. Point input_ at a folder "
-                "or files that config.offline_data(output=...) recorded.")
+                f"{'' if path.exists() else ' (the path does not exist)'}. {RECORDED}.")
         files += [str(p) for p in found]
     return files
 
@@ -56,14 +65,21 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
 
 
 def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
-    """A column of one list per row (an object array of arrays) as one [rows, ...] array; lists of
-    different lengths fail, naming the column."""
-    if values.dtype != object or not len(values) or not isinstance(values[0], np.ndarray | list):
+    """A column of one list per row (an object array of arrays) as one [rows, ...] array; a null
+    row or lists of different lengths fail, naming the column."""
+    if (name in IDS or values.dtype != object or not len(values)
+            or not isinstance(values[0], np.ndarray | list | None)):
         return values
-    lengths = sorted({len(value) for value in values})
-    if len(lengths) > 1:
+    lengths = [-1 if value is None else len(value) for value in values]
+    if max(lengths) < 0:  # nulls only (Arrow's null type): not a list column
+        return values
+    if -1 in lengths:
         raise OfflineDataError(
-            f"{where}, column {name!r}: lists of {lengths[0]} to {lengths[-1]} values; each row "
+            f"{where}, column {name!r}, row {lengths.index(-1)}: no value (null); each row needs "
+            f"one {name}. Drop those rows (e.g. with ray.data's filter) before training.")
+    if min(lengths) != max(lengths):
+        raise OfflineDataError(
+            f"{where}, column {name!r}: lists of {min(lengths)} to {max(lengths)} values; each row "
             f"needs one {name} of the env's shape. Record the data with "
             "config.offline_data(output=...), or write the column as lists of one length.")
     return np.stack(values)
@@ -71,7 +87,9 @@ def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
 
 def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action_space: gym.Space,
                where: str) -> None:
-    """Observations of the env's shape, actions inside its action space, finite numbers."""
+    """Observations of the env's shape, Discrete actions inside the action space and Box ones of
+    its shape (not bounds: runners record the module's unclipped actions, as RLlib's do), finite
+    numbers."""
     if not len(rows[OBS]):
         raise OfflineDataError(f"{where} holds no rows. Record data first with "
                                "config.offline_data(output=...), or leave out empty files.")
@@ -83,15 +101,7 @@ def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action
                 "recorded in (config.environment(...), same env_config), or record it again.")
     actions = rows.get(ACTIONS)
     if actions is not None and isinstance(action_space, gym.spaces.Discrete):
-        inside = (np.issubdtype(actions.dtype, np.integer) and actions.ndim == 1
-                  and ((actions >= action_space.start) & (actions < action_space.start
-                                                         + action_space.n)).all())
-        if not inside:
-            bad = np.asarray(actions).reshape(len(actions), -1)
-            raise OfflineDataError(
-                f"{where}, column 'actions': values outside the env's action space "
-                f"{action_space} (e.g. {bad[0]!r}, dtype {actions.dtype}). Train on the env the "
-                "data was recorded in, or record it again.")
+        check_discrete_actions(actions, action_space, where)
     if actions is not None and isinstance(action_space, gym.spaces.Box) and (
             actions.shape[1:] != action_space.shape):
         raise OfflineDataError(
@@ -104,3 +114,24 @@ def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action
                 f"{where}, column {name!r}, row {row}: a non-finite value "
                 f"({values[row]!r}) would make every weight NaN. Drop or fix those rows (e.g. "
                 "with ray.data's filter) before training.")
+
+
+def check_discrete_actions(actions: np.ndarray, space: gym.spaces.Discrete, where: str) -> None:
+    """One whole number per row in [start, start + n); the error names the first bad row."""
+    fix = "Train on the env the data was recorded in, or record it again."
+    if actions.ndim != 1:
+        problem = f"actions of shape {actions.shape[1:]}, where each row needs one whole number"
+    elif not np.issubdtype(actions.dtype, np.integer):
+        rows = np.flatnonzero(np.isnan(actions)) if actions.dtype.kind == "f" else []
+        row = int(rows[0]) if len(rows) else 0
+        problem = (f"the actions are {actions.dtype} (row {row}: {actions[row]}), and Discrete "
+                   "actions must be integers")
+        fix = ("Write the column as integers (a column with a null, NaN in NumPy, is read as "
+               "floats: drop those rows first).")
+    else:
+        rows = np.flatnonzero((actions < space.start) | (actions >= space.start + space.n))
+        if not len(rows):
+            return
+        problem = f"row {rows[0]}: action {actions[rows[0]]}"
+    raise OfflineDataError(f"{where}, column 'actions': values outside the env's action space "
+                           f"{space}: {problem}. {fix}")

@@ -7,6 +7,7 @@ name, renamed when complete, so a killed run leaves only whole files.
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +16,23 @@ from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.offline.columns import episodes_to_table
+from rlcourse.utils.validation import fail
+
+
+def make_output_dir(config: Any, env_name: str) -> Path:
+    """`config.output`/`env_name`, created and writable, else a ConfigError naming `output`."""
+    if not isinstance(config.output, str | os.PathLike):
+        fail(config, "output", "pass a folder path (str) to record into.")
+    folder = Path(config.output) / env_name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        problem = None if os.access(folder, os.W_OK) else "not writable"
+    except OSError as e:
+        problem = e.strerror
+    if problem:
+        fail(config, "output", f"cannot write to the folder {folder} ({problem}): pass a folder "
+             "that can be created and written to.")
+    return folder
 
 
 class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
@@ -23,8 +41,7 @@ class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
 
     def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
-        self.output_dir = Path(config.output) / self.env_name.lower()
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.output_dir = make_output_dir(config, self.env_name.lower())
         kind = "eval-" if config.in_evaluation else ""  # evaluation runners have their own files
         self.file_prefix = f"run-{kind}{worker_index:06d}"
         self.token = os.urandom(4).hex()  # a new run in the same folder never overwrites a file

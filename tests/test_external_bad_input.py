@@ -74,6 +74,11 @@ AFTER_HANDSHAKE = {
     "bytes that do not fit the shape": (
         episodes(episode(obs={**encode_array(np.zeros((6, 4), np.float32)), "shape": [7, 4]})),
         "do not hold"),
+    "a shape of more elements than int64 counts": (  # NumPy's product would wrap to 0 bytes
+        episodes(episode(obs={"dtype": "float32", "shape": [2**32, 2**32], "b64": ""})),
+        "obs: 0 bytes do not hold"),
+    "a shape of 65 dimensions": (episodes(episode(obs={**encode_array(np.zeros(1, np.float32)),
+                                                       "shape": [1] * 65})), "at most 64"),
     "a good episode beside a bad one": (
         episodes(episode(), episode(rewards=np.full(5, np.nan, np.float32))), "episodes[1]"),
 }

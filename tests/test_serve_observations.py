@@ -1,6 +1,8 @@
 """The served policy's request checks, without Serve: what each bad 'obs' gets as an answer, for Box
 and Discrete(n, start) observation spaces, and what good ones become."""
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -35,9 +37,14 @@ def test_one_observation_and_a_batch_become_batches_of_the_space_dtype():
     (10.5, DISCRETE, 400, "fractions"),
     ([[10], [11]], DISCRETE, 400, "shape (2, 1)"),
     ("10", DISCRETE, 400, "strings"),
+    (1e300, DISCRETE, 400, "row 0 is 1e+300, outside"),  # not the int64 it would wrap to
+    (2**63, DISCRETE, 400, "row 0 is 9223372036854775808, outside"),
+    ([10, 10**30], DISCRETE, 400, "row 1 is 1e+30, outside"),  # not "objects": JSON allows it
+    ([0.0, 10**400], BOX, 400, "beyond float64's range"),
 ])
 def test_each_bad_observation_is_refused_with_what_is_wrong(value, space, status, message):
-    with pytest.raises(BadRequest) as refused:
+    with pytest.raises(BadRequest) as refused, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a cast on the way
         observations(value, space)
     assert refused.value.status == status and message in refused.value.message
 

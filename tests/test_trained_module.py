@@ -1,7 +1,11 @@
 """get_module, compute_actions and forward_inference on every algorithm: PPO, IMPALA, DQN, SAC, Ape-X
 and multi-agent PPO. Each is built small (no training) and asked for its module by default and by
 its module id; the module's greedy actions and `compute_actions` (greedy, by id, exploring) must lie
-in the action space, and a wrong module id must name the algorithm's modules."""
+in the action space; a wrong module id must name the algorithm's modules, observations not of shape
+(B, *space.shape) or not finite are refused naming the argument, and RLlib's old method names say
+what to call instead."""
+
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -126,3 +130,28 @@ def test_a_wrong_module_id_names_the_modules(algo):
             algo.get_module(DEFAULT_MODULE_ID)
         with pytest.raises(ValueError, match="name the policy with module_id=.*'p0', 'p1'"):
             algo.compute_actions(observations(obs_space))
+
+
+def test_observations_not_a_finite_batch_are_refused_naming_the_argument_and_the_fix(algo):
+    for module_id, (obs_space, _) in spaces_by_module(algo).items():
+        obs, n = observations(obs_space), obs_space.shape[0]
+        for bad, got in ((obs[0], f"({n},)"), (np.zeros((1, n + 1), np.float32), f"(1, {n + 1})")):
+            with pytest.raises(ValueError, match=re.escape(
+                    f"compute_actions(observations=...) has shape {got}; expected (B, {n}) for a "
+                    "batch of B: for one observation pass obs[None].")):
+                algo.compute_actions(bad, module_id=module_id)
+        obs[2, -1] = np.nan
+        with pytest.raises(ValueError, match=r"observations=\.\.\.\) row 2 holds NaN or infinity"):
+            algo.compute_actions(obs, explore=True, module_id=module_id)
+
+
+def test_rllibs_old_method_names_say_what_to_call(algo):
+    for name, replacement in [("save", "save_to_path(path)"), ("get_policy", "get_module()"),
+                              ("restore", "restore_from_path(path), or Algorithm.from_checkpoint"),
+                              ("compute_single_action", "compute_actions(obs[None])[0]")]:
+        with pytest.raises(AttributeError, match=f"algo.{name}.*old method.*use algo."
+                                                 f"{re.escape(replacement)}"):
+            getattr(algo, name)
+        assert not hasattr(algo, name)
+    with pytest.raises(AttributeError, match="object has no attribute 'no_such_method'"):
+        algo.no_such_method()

@@ -29,6 +29,11 @@ from rlcourse.utils.metrics.metrics_logger import EpisodeStats, Timers
 if TYPE_CHECKING:
     from rlcourse.offline.offline_data import OfflineData
 
+# RLlib's old Algorithm methods (before its new API stack): using one raises with what to call.
+RENAMED_METHODS = {"save": "save_to_path(path)", "get_policy": "get_module()",
+                   "restore": "restore_from_path(path), or Algorithm.from_checkpoint(path)",
+                   "compute_single_action": "compute_actions(obs[None])[0]"}
+
 
 class AlgorithmStopped(RuntimeError):
     """This Algorithm cannot be used any more: stop() was called, or Ray was shut down under it."""
@@ -267,6 +272,13 @@ class Algorithm(Checkpointable):
                 part.stop(kill_actors=actors_alive)
         self.env_runner_group = self.eval_env_runner_group = self.learner_group = None
         self._stopped = True
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are not attributes: RLlib's old method names say what to call."""
+        if name in RENAMED_METHODS:
+            raise AttributeError(f"algo.{name}() is RLlib's old method (before its new API stack); "
+                                 f"use algo.{RENAMED_METHODS[name]} instead.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __enter__(self) -> "Algorithm":
         return self

@@ -8,6 +8,7 @@ import numpy as np
 
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.numpy_mlp import to_env_actions
+from rlcourse.utils.observation_batch import observation_batch
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -46,10 +47,13 @@ def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool =
         raise ValueError("compute_actions(): name the policy with module_id=... for a multi-agent "
                          f"algorithm (one of {sorted(algo._module_spaces())}).")
     module = algo.get_module(module_id)
-    action_space = algo._module_spaces()[module_id or DEFAULT_MODULE_ID][1]
-    if algo.env_to_module is not None:  # as the runners see them, with the merged statistics
-        algo.env_to_module.set_state(algo.env_runner_group.env_to_module_state)
-        observations = algo.env_to_module(observations)
+    obs_space, action_space = algo._module_spaces()[module_id or DEFAULT_MODULE_ID]
+    connectors = algo.env_to_module  # they take the env's observations (with merged statistics)
+    space = obs_space if connectors is None else connectors.input_observation_space
+    observations = observation_batch(observations, space, "compute_actions(observations=...)")
+    if connectors is not None:  # as the runners see them
+        connectors.set_state(algo.env_runner_group.env_to_module_state)
+        observations = connectors(observations)
     obs = torch.as_tensor(np.asarray(observations))
     with torch.no_grad():
         inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]

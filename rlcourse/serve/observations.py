@@ -8,6 +8,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlcourse.utils.observation_batch import observation_batch
+
 MAX_ROWS = 1024  # observations in one request
 MAX_BYTES = 1 << 20  # size of one request's body
 EXAMPLE = 'send {"obs": [...]} (one observation) or {"obs": [[...], ...]} (a batch)'
@@ -65,43 +67,25 @@ def parse_body(body: bytes, space: gym.Space) -> np.ndarray:
 
 def observations(value: object, space: gym.Space) -> np.ndarray:
     """`value` (the 'obs' field) as a batch the module takes, checked against `space`."""
-    discrete = isinstance(space, gym.spaces.Discrete)
-    shape = () if discrete else tuple(space.shape)
     try:
-        raw = np.asarray(value)
-    except ValueError:
-        raise BadRequest(400, "field 'obs' is ragged (rows of different lengths): every "
-                              f"observation must have shape {shape}.") from None
-    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
-        kind = "true/false" if raw.dtype == bool else "strings" if raw.dtype.kind == "U" else "objects"
-        raise BadRequest(400, f"field 'obs' holds {kind}, not numbers: {EXAMPLE}.")
-    if raw.ndim and raw.shape[0] == 0:
-        raise BadRequest(400, "field 'obs' is an empty batch: send at least one observation.")
-    single = raw.shape == shape
-    if not single and raw.shape[1:] != shape:
-        raise BadRequest(400, f"field 'obs' has shape {raw.shape}; expected {shape} for one "
-                              f"observation or (B, {', '.join(map(str, shape))}) for a batch of B.")
-    batch = raw[None] if single else raw
+        batch = observation_batch(value, space, "field 'obs'", single=True)
+    except ValueError as e:
+        raise BadRequest(400, str(e)) from None
     if len(batch) > MAX_ROWS:
         raise BadRequest(413, f"field 'obs' holds {len(batch)} observations, at most {MAX_ROWS} "
                               "per request: split it into several requests.")
-    if not np.all(np.isfinite(batch)):
-        row = int(np.argmin(np.isfinite(batch).reshape(len(batch), -1).all(axis=1)))
-        raise BadRequest(400, f"field 'obs' row {row} holds NaN or infinity: observations must "
-                              "be finite numbers.")
-    return _discrete(batch, space) if discrete else _box(batch, space)
+    return _discrete(batch, space) if isinstance(space, gym.spaces.Discrete) else _box(batch, space)
 
 
 def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:
     if not np.all(batch == np.round(batch)):
         raise BadRequest(400, f"field 'obs' holds fractions; observations of {space} are integers.")
-    ints = batch.astype(np.int64)
     low, high = int(space.start), int(space.start + space.n - 1)
-    outside = (ints < low) | (ints > high)
+    outside = (batch < low) | (batch > high)  # before the cast to int64, which 1e300 would wrap
     if outside.any():
         raise BadRequest(400, f"field 'obs' row {int(np.argmax(outside))} is "
-                              f"{ints[outside][0]}, outside {space}: send {low}..{high}.")
-    return ints
+                              f"{batch[outside][0]}, outside {space}: send {low}..{high}.")
+    return batch.astype(np.int64)
 
 
 def _box(batch: np.ndarray, space: gym.spaces.Box) -> np.ndarray:

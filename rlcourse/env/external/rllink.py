@@ -10,6 +10,7 @@ END_EPISODE instead of the episodes. Server -> client: PONG, SET_CONFIG, SET_STA
 
 import base64
 import json
+import math
 import socket
 
 import gymnasium as gym
@@ -46,13 +47,15 @@ def decode_array(field: str, value: object) -> np.ndarray:
     dtype, shape = value["dtype"], value["shape"]
     if dtype not in ARRAY_DTYPES:
         raise ProtocolError(f"{field}: dtype {dtype!r} is not one of {ARRAY_DTYPES}.")
-    if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)):
-        raise ProtocolError(f"{field}: shape must be a list of non-negative ints, got {shape!r}.")
+    if not (isinstance(shape, list) and len(shape) <= 64
+            and all(type(n) is int and n >= 0 for n in shape)):
+        raise ProtocolError(f"{field}: shape must be a list of at most 64 non-negative ints (NumPy's "
+                            f"limit), got {str(shape)[:80]}.")
     try:
         raw = base64.b64decode(value["b64"], validate=True)
     except (TypeError, ValueError):
         raise ProtocolError(f"{field}: 'b64' is not base64 text.") from None
-    if len(raw) != int(np.prod(shape)) * np.dtype(dtype).itemsize:
+    if len(raw) != math.prod(shape) * np.dtype(dtype).itemsize:  # exact: NumPy's prod overflows
         raise ProtocolError(f"{field}: {len(raw)} bytes do not hold a {dtype} array of shape "
                             f"{shape}.")
     return np.frombuffer(raw, dtype=dtype).reshape(shape)

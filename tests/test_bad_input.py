@@ -1,6 +1,7 @@
 """Bad input gets clear errors (or works): Discrete spaces with a start, old gym API envs, spaces that
 differ between runners, observations of the wrong shape, and a batch too small for its learners."""
 
+import pickle
 import sys
 
 import fault_envs
@@ -171,3 +172,13 @@ def test_a_batch_too_small_for_its_learners_names_the_settings(ray_session, algo
         algo.train()
     for name, value in algo.learner_group.get_weights().items():
         np.testing.assert_array_equal(value, weights[name])
+
+
+def test_a_config_error_crosses_processes_with_its_message_and_setting():
+    """A runner actor's ConfigError reaches the driver as one (Ray pickles errors)."""
+    error = ConfigError("output", 5, "pass a folder", "offline_data")
+    for module in (pickle, ray.cloudpickle):
+        copy = module.loads(module.dumps(error))
+        assert type(copy) is ConfigError and copy.setting == "output"
+        assert str(copy) == str(error) == (
+            "Invalid setting output=5 in config.offline_data(output=...): pass a folder")

@@ -12,6 +12,18 @@ class ConfigError(ValueError):
         where = f"config.{setter}({setting}=...)" if setter else setting
         super().__init__(f"Invalid setting {setting}={value!r} in {where}: {fix}")
 
+    def __reduce__(self) -> tuple:
+        """Rebuilt from its message, so that it crosses processes (a runner actor's error reaches
+        the driver as a ConfigError)."""
+        return _rebuild, (type(self), str(self), self.setting)
+
+
+def _rebuild(cls: type, message: str, setting: str) -> ConfigError:
+    error = cls.__new__(cls)
+    ValueError.__init__(error, message)
+    error.setting = setting
+    return error
+
 
 def setter_of(config: Any, setting: str) -> str | None:
     """The fluent method that takes `setting` ('env_runners' for 'num_env_runners'), from the

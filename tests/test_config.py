@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+from rlcourse.algorithms.evaluation_config import evaluation_config_of
 from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
@@ -116,6 +117,15 @@ def test_to_dict_and_copy_do_not_share_state_with_the_config():
     assert restored.model_config["fcnet_hiddens"] == [16, 16, 99]
 
 
+@pytest.mark.parametrize("config_class", ["nosuch.module:PPOConfig", "PPOConfig", 3,
+                                          "rlcourse.algorithms.ppo.ppo:PPO", "builtins:dict"])
+def test_from_dict_names_a_bad_config_class_and_its_form(config_class):
+    with pytest.raises(ConfigError, match=r"config_class=.*'module:Qualname', e\.g\. "
+                                          r"'rlcourse\.algorithms\.ppo\.ppo:PPOConfig'") as info:
+        AlgorithmConfig.from_dict({**PPOConfig().to_dict(), "config_class": config_class})
+    assert info.value.setting == "config_class"
+
+
 def test_from_dict_refuses_unknown_settings():
     d = PPOConfig().to_dict()
     d["lamda"] = 0.9
@@ -199,8 +209,12 @@ def test_valid_configs_pass():
                            evaluation_parallel_to_training=True),
     lambda c: c.fault_tolerance(max_num_env_runner_restarts=0, restart_failed_env_runners=False),
     lambda c: c.debugging(seed=None),
+    lambda c: c.debugging(seed=2**32 - 1),
+    lambda c: c.debugging(seed=np.int64(0)).evaluation(evaluation_config={
+        "seed": 5, "num_envs_per_env_runner": 2, "env_config": {"render_mode": None}}),
 ], ids=["zeros", "ones", "no grad clip", "numpy int, fractional cpus", "zero cpus", "tuple hiddens",
-        "evaluation", "parallel evaluation", "no restarts", "no seed"])
+        "evaluation", "parallel evaluation", "no restarts", "no seed", "largest seed",
+        "evaluation overrides"])
 def test_boundary_values_are_valid(modify):
     modify(valid_config()).validate()
 
@@ -321,7 +335,18 @@ INVALID = [
     ("negative custom resource",
      lambda c: c.env_runners(custom_resources_per_env_runner={"worker": -1}),
      "custom_resources_per_env_runner", "env_runners"),
+    ("infinite lr", lambda c: c.training(lr=float("inf")), "lr", "training"),
+    ("infinite sample_timeout_s", lambda c: c.env_runners(sample_timeout_s=float("inf")),
+     "sample_timeout_s", "env_runners"),
+    ("infinite custom resource",
+     lambda c: c.env_runners(custom_resources_per_env_runner={"worker": float("inf")}),
+     "custom_resources_per_env_runner", "env_runners"),
+    ("model_config None", lambda c: c.rl_module(model_config=None), "model_config", "rl_module"),
+    ("model_config a list", lambda c: c.rl_module(model_config=[64, 64]), "model_config",
+     "rl_module"),
     ("float seed", lambda c: c.debugging(seed=1.5), "seed", "debugging"),
+    ("negative seed", lambda c: c.debugging(seed=-1), "seed", "debugging"),
+    ("seed beyond 2**32 - 1", lambda c: c.debugging(seed=2**32), "seed", "debugging"),
     ("string seed", lambda c: c.debugging(seed="42"), "seed", "debugging"),
     ("callbacks not a Callbacks subclass", lambda c: c.callbacks(object), "callbacks_class",
      "callbacks"),
@@ -331,6 +356,7 @@ INVALID = [
     ("lambda_ above 1", lambda c: c.training(lambda_=1.5), "lambda_", "training"),
     ("lambda_ below 0", lambda c: c.training(lambda_=-0.01), "lambda_", "training"),
     ("zero clip_param", lambda c: c.training(clip_param=0), "clip_param", "training"),
+    ("infinite clip_param", lambda c: c.training(clip_param=float("inf")), "clip_param", "training"),
     ("negative vf_clip_param", lambda c: c.training(vf_clip_param=-1.0), "vf_clip_param", "training"),
     ("negative vf_loss_coeff", lambda c: c.training(vf_loss_coeff=-0.5), "vf_loss_coeff", "training"),
     ("negative entropy_coeff", lambda c: c.training(entropy_coeff=-0.01), "entropy_coeff", "training"),
@@ -361,6 +387,56 @@ def test_error_messages_name_the_setter_to_fix():
             if f"config.{setter}({setting}=...)" not in str(e):
                 missing.append(f"{row_id}: {e}")
     assert not missing, "messages that do not name the setter:\n" + "\n".join(missing)
+
+
+def test_number_ranges_are_printed_finite_and_model_config_names_its_form():
+    with pytest.raises(ConfigError, match=r"lr=inf .*use a finite number > 0\.0\.$"):
+        valid_config().training(lr=float("inf")).validate()
+    with pytest.raises(ConfigError, match=r"seed=-1 .*whole number in \[0, 2\*\*32 - 1\]"):
+        valid_config().debugging(seed=-1).validate()
+    with pytest.raises(ConfigError, match=r"model_config=None .*pass a dict, e\.g\. \{'fcnet"):
+        valid_config().rl_module(model_config=None).validate()
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"num_envs_per_env_runner": 0}, r"\['num_envs_per_env_runner'\]: use a whole number >= 1"),
+    ({"env_config": "x"}, r"\['env_config'\]: pass a dict"),
+    ({"seed": "3"}, r"\['seed'\]: use a whole number"),
+    ({"explore": "no"}, r"\['explore'\]: use True"),
+    ({"env": "MountainCar-v0"}, r"\['env'\] would be ignored: evaluation runs the training env"),
+    ({"num_env_runners": 2}, r"\['num_env_runners'\] would be ignored.*evaluation_num_env_runners"),
+], ids=["zero sub-envs", "env_config a string", "string seed", "string explore", "env", "runners"])
+def test_evaluation_overrides_are_validated_naming_the_override(overrides, words):
+    config = valid_config().evaluation(evaluation_config=overrides)
+    with pytest.raises(ConfigError, match=r"config\.evaluation\(evaluation_config=\.\.\.\): "
+                                          r"evaluation_config" + words) as info:
+        config.validate()
+    assert info.value.setting == "evaluation_config"
+
+
+def test_evaluation_overrides_that_clash_with_the_config_or_a_bad_config():
+    """A setting the overrides break is named with them; the config's own error is its own."""
+    clash = valid_config().evaluation(evaluation_config={"train_batch_size_per_learner": 64})
+    with pytest.raises(ConfigError, match=r"with these overrides, minibatch_size: it is larger"):
+        clash.validate()
+    own = valid_config().training(clip_param=0).evaluation(
+        evaluation_config={"num_envs_per_env_runner": 2})
+    with pytest.raises(ConfigError, match=r"^Invalid setting clip_param=0 ") as info:
+        own.validate()
+    assert info.value.setting == "clip_param"
+
+
+def test_evaluation_config_keys_are_added_to_the_current_ones_as_in_rllib():
+    config = valid_config().evaluation(evaluation_config={"num_envs_per_env_runner": 2})
+    assert config.evaluation_config == {"explore": False, "num_envs_per_env_runner": 2}  # greedy
+    config.evaluation(evaluation_config={"explore": True})
+    assert config.evaluation_config == {"explore": True, "num_envs_per_env_runner": 2}
+    eval_config = evaluation_config_of(config)  # what evaluation runs, checked again there
+    assert (eval_config.explore, eval_config.num_envs_per_env_runner, eval_config.in_evaluation,
+            config.num_envs_per_env_runner) == (True, 2, True, 1)
+    config.evaluation_config["explore"] = "no"  # changed after build_algo: refused when built
+    with pytest.raises(ConfigError, match=r"evaluation_config\['explore'\]"):
+        evaluation_config_of(config)
 
 
 def test_build_algo_validates_first():

@@ -32,7 +32,7 @@ ACT_SPACE = gym.spaces.Box(-1, 1, (1,), np.float32)
 @pytest.mark.parametrize("settings, setting, words", [
     ({"bc_iters": -1}, "bc_iters", ">= 0"),
     ({"num_actions": 0}, "num_actions", ">= 1"),
-    ({"temperature": 0.0}, "temperature", "(0.0, inf]"),
+    ({"temperature": 0.0}, "temperature", "finite number > 0.0"),
     ({"min_q_weight": -5.0}, "min_q_weight", "turns the penalty off"),
     ({"deterministic_backup": "yes"}, "deterministic_backup", "True"),
     ({"lagrangian": True}, "lagrangian", "leave lagrangian=False"),

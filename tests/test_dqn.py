@@ -18,7 +18,7 @@ from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
 from rlcourse.algorithms.dqn.dqn_learner import DQNLearner
 from rlcourse.algorithms.dqn.dqn_rl_module import DefaultDQNModule
-from rlcourse.algorithms.off_policy import scheduled_value
+from rlcourse.algorithms.off_policy import build_replay_buffer, scheduled_value
 from rlcourse.core.rl_module.numpy_mlp import EpsilonGreedy
 from rlcourse.core.rl_module.rl_module import TorchNetwork
 from rlcourse.env.env_runner import build_inference_module
@@ -113,12 +113,30 @@ def test_epsilon_schedule_is_piecewise_linear():
     ({"epsilon": [[0, 1.0], [0, 0.1]]}, "epsilon", "do not increase"),
     ({"replay_buffer_config": {"type": "ReplayBuffer"}}, "replay_buffer_config", "'type'"),
     ({"training_intensity": 0}, "training_intensity", "None"),
+    ({"training_intensity": float("inf")}, "training_intensity", "finite number > 0"),
+    ({"replay_buffer_config": {"capacity": 1e5}}, "replay_buffer_config",
+     "'capacity' (env steps) must be a whole number"),
+    ({"replay_buffer_config": {"capcity": 10}}, "replay_buffer_config", "unknown keys ['capcity']"),
+    ({"replay_buffer_config": {"storage_unit": "episodes"}}, "replay_buffer_config",
+     "unknown keys ['storage_unit']"),
+    ({"replay_buffer_config": {"alpha": float("inf")}}, "replay_buffer_config",
+     "'alpha' must be a finite"),
+    ({"epsilon": [[0, 1.0], [1e4, 0.05]]}, "epsilon", "must be whole numbers >= 0 (10000, not 1e4)"),
+    ({"epsilon": [[0, 1.0], [10_000, float("nan")]]}, "epsilon", "values in [0, 1]"),
 ])
 def test_bad_settings_fail_at_build_time_naming_the_setting(settings, setting, words):
     config = DQNConfig().environment("CartPole-v1").training(**settings)
     with pytest.raises(ConfigError, match=f"config.training\\({setting}=") as error:
         config.build_algo()
     assert error.value.setting == setting and words in str(error.value)
+
+
+def test_numpy_whole_numbers_are_whole_numbers_in_the_replay_settings():
+    config = DQNConfig().environment("CartPole-v1").training(
+        replay_buffer_config={"capacity": np.int64(1000)},
+        epsilon=[[np.int64(0), 1.0], [np.int64(500), np.float32(0.1)]])
+    config.validate()
+    assert build_replay_buffer(config).capacity == 1000
 
 
 def test_a_box_action_space_fails_at_build_time():

@@ -191,6 +191,9 @@ def test_sac_config_and_its_runner_import_no_torch():
     ({"initial_alpha": 0.0}, "initial_alpha", "entropy's weight"),
     ({"target_entropy": "max"}, "target_entropy", "\"auto\""),
     ({"lr": 1e-3}, "lr", "actor_lr, critic_lr and alpha_lr"),
+    ({"initial_alpha": float("inf")}, "initial_alpha", "finite number > 0.0"),
+    ({"target_entropy": float("nan")}, "target_entropy", "a finite number"),
+    ({"target_entropy": float("-inf")}, "target_entropy", "a finite number"),
 ])
 def test_bad_settings_fail_at_build_time_naming_the_setting(settings, setting, words):
     config = SACConfig().environment("Pendulum-v1").training(**settings)

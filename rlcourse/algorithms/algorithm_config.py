@@ -5,7 +5,7 @@ import copy
 import math
 from typing import TYPE_CHECKING, Any
 
-from rlcourse.algorithms import config_validation
+from rlcourse.algorithms import config_setters, config_validation
 from rlcourse.algorithms.config_setters import RENAMED_SETTERS, NotProvided, refuse, setter
 from rlcourse.algorithms.registry import register_with_tune
 from rlcourse.core.rl_module import multi_rl_module_spec, rl_module_spec
@@ -14,7 +14,7 @@ from rlcourse.core.rl_module.numpy_mlp import ActionHead, default_action_head
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec, settings_from_spec
 from rlcourse.env import registry
 from rlcourse.tune.search_space import check_search_spaces, contains_search_space
-from rlcourse.utils.imports import class_path, import_attr
+from rlcourse.utils.imports import class_path
 from rlcourse.utils.validation import ConfigError, setter_of
 
 if TYPE_CHECKING:
@@ -151,9 +151,8 @@ class AlgorithmConfig:
             settings = settings_from_spec(rl_module_spec, also_given=(
                 model_config, rl_module_class) != (NotProvided, NotProvided))
             model_config = settings.get("model_config", NotProvided)
-        if model_config is not NotProvided:  # only the keys given change
-            settings["model_config"] = copy.deepcopy({**self.default_model_config, **model_config})
-        return settings
+        return {**settings, **config_setters.merge("model_config", model_config,
+                                                   self.default_model_config)}
 
     @setter
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -161,8 +160,9 @@ class AlgorithmConfig:
                    evaluation_config: dict = NotProvided, evaluation_num_env_runners: int = NotProvided,
                    evaluation_parallel_to_training: bool = NotProvided,
                    in_evaluation: bool = NotProvided) -> "AlgorithmConfig":
-        """Evaluate every `evaluation_interval` iterations (None: on evaluate()) with
-        `evaluation_config` over the settings (greedy), here or on runners of its own."""
+        """Evaluate every `evaluation_interval` iterations (None: on evaluate()), here or on runners
+        of its own, with `evaluation_config` over the settings (greedy; keys given are added)."""
+        return config_setters.merge("evaluation_config", evaluation_config, self.evaluation_config)
 
     @setter
     def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
@@ -285,7 +285,7 @@ class AlgorithmConfig:
     def from_dict(d: dict) -> "AlgorithmConfig":
         """The config `to_dict()` gave: its `config_class` with its settings."""
         d = dict(d)
-        config = (import_attr(d.pop("config_class")) if "config_class" in d else AlgorithmConfig)()
+        config = config_setters.config_class_named(d.pop("config_class", None), AlgorithmConfig)()
         if unknown := set(d) - set(vars(config)):
             raise ValueError(f"from_dict: unknown settings {sorted(unknown)} for "
                              f"{type(config).__name__}.")

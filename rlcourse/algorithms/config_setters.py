@@ -1,6 +1,7 @@
 """`@setter`: an AlgorithmConfig setter stores each keyword given (not `NotProvided`: None can be a
 real value) and returns the config; an unknown keyword's error names RLlib's new name or a typo's fix."""
 
+import copy
 import difflib
 import functools
 import inspect
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcourse.tune.search_space import check_tunable
+from rlcourse.utils.imports import import_attr
 from rlcourse.utils.validation import ConfigError, setter_of
 
 
@@ -65,6 +67,27 @@ def refuse(config: Any, setter: str, setting: str, value: Any) -> None:
         fix = f"{setter}() has no setting {setting!r}"
         fix += (f"; did you mean {close[0]!r}?" if close else ".") + f" Its settings are {known}."
     raise ConfigError(setting, value, fix, setter)
+
+
+def merge(setting: str, given: Any, into: Any) -> dict:
+    """`{setting: ...}` for a dict setting whose given keys replace those `into` has (RLlib's
+    deep_update); a value that is not a dict is kept as given, for validate() to name."""
+    if given is NotProvided:
+        return {}
+    return {setting: copy.deepcopy({**into, **given} if isinstance(into, dict)
+                                   and isinstance(given, dict) else given)}
+
+
+def config_class_named(path: Any, base: type) -> type:
+    """The `base` subclass that `from_dict`'s "module:Qualname" `config_class` names (None: base)."""
+    try:
+        found = base if path is None else import_attr(path)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        found = None
+    if not (isinstance(found, type) and issubclass(found, base)):
+        raise ConfigError("config_class", path, f"from_dict needs a {base.__name__} class as to_dict() "
+                          "names it, 'module:Qualname', e.g. 'rlcourse.algorithms.ppo.ppo:PPOConfig'.")
+    return found
 
 
 def setter(method: Callable) -> Callable:

@@ -1,11 +1,13 @@
 """AlgorithmConfig.validate(): a bad shared setting fails at build time naming the setting and the fix
 (tables of ranges, then a function per setter); algorithms add theirs (PPOConfig.validate)."""
 
+import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from rlcourse.algorithms.evaluation_config import check_evaluation
 from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
 from rlcourse.core.rl_module.default_model_config import (
     ACTIVATIONS,
@@ -40,7 +42,8 @@ def env_spaces(config: "AlgorithmConfig") -> tuple[gym.Space, gym.Space]:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    """A finite real number, not a bool: inf and NaN break training."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_int(config: "AlgorithmConfig", setting: str, minimum: int) -> None:
@@ -59,7 +62,8 @@ def check_number(config: "AlgorithmConfig", setting: str, low: float, high: floa
     value = getattr(config, setting)
     if not (is_number(value) and (value > low if low_open else value >= low) and value <= high):
         bracket = "(" if low_open else "["
-        fail(config, setting, f"use a number in {bracket}{low}, {high}]. {hint}".rstrip())
+        span = f"{'>' if low_open else '>='} {low}" if high == INF else f"in {bracket}{low}, {high}]"
+        fail(config, setting, f"use a finite number {span}. {hint}".rstrip())
 
 
 # -- the settings every algorithm shares ---------------------------------------------------------
@@ -100,6 +104,7 @@ CHOICES = {
     "placement_strategy": (PLACEMENT_STRATEGIES, f"use one of {PLACEMENT_STRATEGIES}."),
     "evaluation_duration_unit": (("episodes", "timesteps"), "use 'episodes' or 'timesteps'."),
     "evaluation_config": (dict, "pass a dict of settings, e.g. {'explore': False}."),
+    "model_config": (dict, "pass a dict, e.g. {'fcnet_hiddens': [64, 64]}."),
     "env_config": (dict, "pass a dict of keyword arguments for the env creator.")}
 
 
@@ -126,10 +131,11 @@ def validate_config(config: "AlgorithmConfig") -> None:
         value = getattr(config, setting)
         if not (isinstance(value, allowed) if isinstance(allowed, type) else value in allowed):
             fail(config, setting, fix)
-    if config.seed is not None and not is_int(config.seed):
-        fail(config, "seed", "use a whole number, or None for an unseeded run.")
+    if config.seed is not None and not (is_int(config.seed) and 0 <= config.seed < 2**32):
+        fail(config, "seed", "use a whole number in [0, 2**32 - 1] (numpy's legacy seeds; runners "
+             "add offsets to it), or None for an unseeded run.")
     for check in (_check_environment, _check_env_runners, _check_learners, _check_rl_module,
-                  _check_evaluation, _check_multi_agent, _check_offline_data):
+                  check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
 
 
@@ -211,19 +217,6 @@ def _check_episode_chunks(config: "AlgorithmConfig") -> None:
          f"(num_env_runners x num_envs_per_env_runner >= {config.num_learners}, e.g. config."
          f"env_runners(num_envs_per_env_runner={config.num_learners})) or fewer learners"
          + (", or a larger train_batch_size_per_learner." if limit else "."))
-
-
-def _check_evaluation(config: "AlgorithmConfig") -> None:
-    unknown = set(config.evaluation_config) - set(vars(config))
-    if unknown:
-        fail(config, "evaluation_config", f"unknown settings {sorted(unknown)}; use setting names "
-             "such as 'explore' or 'num_envs_per_env_runner'.")
-    if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
-        fail(config, "evaluation_parallel_to_training", "it needs runner actors of its own: set "
-             "evaluation_num_env_runners >= 1, or evaluation_parallel_to_training=False.")
-    if config.evaluation_parallel_to_training and config.evaluation_interval is None:
-        fail(config, "evaluation_parallel_to_training", "it needs an evaluation_interval (e.g. 1) "
-             "saying which iterations to evaluate in.")
 
 
 def _check_offline_data(config: "AlgorithmConfig") -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlcourse.algorithms.evaluation_config import evaluation_config_of
 from rlcourse.env.env_runner_group import EnvRunnerGroup
 from rlcourse.utils.metrics.metrics_logger import EpisodeStats, episode_metrics
 
@@ -17,9 +18,7 @@ EVALUATION_SEED_OFFSET = 1_000_000  # evaluation envs do not replay the training
 
 def build_eval_env_runner_group(algo: "Algorithm") -> EnvRunnerGroup:
     """The evaluation runners: the config with its `evaluation_config` on top, other seeds."""
-    eval_config = algo.config.copy()
-    eval_config.__dict__.update(algo.config.evaluation_config)
-    eval_config.in_evaluation = True  # its runners normalize with the training stats, frozen
+    eval_config = evaluation_config_of(algo.config)
     if eval_config.seed is not None:
         eval_config.seed += EVALUATION_SEED_OFFSET
     return EnvRunnerGroup(eval_config, algo.env_creator,

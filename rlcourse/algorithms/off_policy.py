@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
-from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
+from rlcourse.algorithms.config_validation import check_bool, check_int, check_number, is_int, is_number
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from rlcourse.utils.replay_buffers.replay_buffer_state import check_buffer_state
@@ -29,20 +29,43 @@ def check_replay_settings(config: AlgorithmConfig, tau_hint: str, extra_buffer_k
         check_number(config, "training_intensity", 0.0, low_open=True,
                      hint="Or None for one update per training_step.")
     rb, keys = config.replay_buffer_config, REPLAY_BUFFER_KEYS | set(extra_buffer_keys)
-    if not isinstance(rb, dict) or set(rb) - keys:
+    if not isinstance(rb, dict):
         fail(config, "replay_buffer_config", f"pass a dict with keys {sorted(keys)}.")
+    if unknown := sorted(set(rb) - keys):
+        fail(config, "replay_buffer_config", f"unknown keys {unknown}; its keys are {sorted(keys)} "
+             "(rlcourse's buffers store env steps, so RLlib's 'storage_unit' is not one).")
     if rb.get("type") not in REPLAY_BUFFERS:
         fail(config, "replay_buffer_config", f"'type' must be one of {sorted(REPLAY_BUFFERS)}.")
-    capacity = rb.get("capacity")
-    if not isinstance(capacity, int) or capacity < config.total_train_batch_size:
+    if not is_int(capacity := rb.get("capacity")):
+        fail(config, "replay_buffer_config", "'capacity' (env steps) must be a whole number, "
+             "e.g. 50000 (not 5e4).")
+    if capacity < config.total_train_batch_size:
         fail(config, "replay_buffer_config", f"its capacity {capacity!r} (env steps) is smaller "
              f"than a train batch ({config.total_train_batch_size} rows): raise 'capacity' "
              "(e.g. 50000) or lower train_batch_size_per_learner.")
     if rb["type"] == "PrioritizedEpisodeReplayBuffer":
-        if not (isinstance(rb.get("alpha"), int | float) and rb["alpha"] >= 0):
-            fail(config, "replay_buffer_config", "'alpha' must be a number >= 0 (0: uniform).")
-        if not (isinstance(rb.get("beta"), int | float) and 0 <= rb["beta"] <= 1):
+        if not (is_number(rb.get("alpha")) and rb["alpha"] >= 0):
+            fail(config, "replay_buffer_config", "'alpha' must be a finite number >= 0 (0: uniform).")
+        if not (is_number(rb.get("beta")) and 0 <= rb["beta"] <= 1):
             fail(config, "replay_buffer_config", "'beta' must be a number in [0, 1].")
+
+
+def check_schedule(config: AlgorithmConfig, setting: str) -> None:
+    """A schedule `scheduled_value` reads: [[timestep, value], ...], timesteps whole and increasing,
+    values in [0, 1] (DQN's epsilon)."""
+    fix = ("use [[timestep, value], ...] with timesteps that increase and values in [0, 1], "
+           "e.g. [[0, 1.0], [10000, 0.05]].")
+    pairs = getattr(config, setting)
+    if not (isinstance(pairs, list | tuple) and pairs and all(
+            isinstance(p, list | tuple) and len(p) == 2 and is_number(p[1]) and 0 <= p[1] <= 1
+            for p in pairs)):
+        fail(config, setting, fix)
+    steps = [t for t, _ in pairs]
+    if not all(is_int(t) and t >= 0 for t in steps):
+        fail(config, setting, f"its timesteps {steps} must be whole numbers >= 0 (10000, not "
+             "1e4): " + fix)
+    if steps != sorted(set(steps)):
+        fail(config, setting, f"its timesteps {steps} do not increase: " + fix)
 
 
 # -- the loop's pieces --------------------------------------------------------------------------
@@ -51,9 +74,9 @@ def build_replay_buffer(config: AlgorithmConfig) -> EpisodeReplayBuffer:
     """The buffer `replay_buffer_config` describes, seeded by the config's seed."""
     rb = config.replay_buffer_config
     if rb["type"] == "PrioritizedEpisodeReplayBuffer":
-        return PrioritizedEpisodeReplayBuffer(rb["capacity"], rb["alpha"], rb["beta"],
+        return PrioritizedEpisodeReplayBuffer(int(rb["capacity"]), rb["alpha"], rb["beta"],
                                               seed=config.seed)
-    return EpisodeReplayBuffer(rb["capacity"], seed=config.seed)
+    return EpisodeReplayBuffer(int(rb["capacity"]), seed=config.seed)
 
 
 def learning_started(config: AlgorithmConfig, num_env_steps_sampled_lifetime: int,

@@ -96,16 +96,7 @@ class DQNConfig(AlgorithmConfig):
             if not issubclass(self.rl_module_class, DefaultDQNModule):
                 fail(self, "rl_module_class", "DQN's learner and runners need Q-values and a target "
                      "network: subclass rlcourse.algorithms.dqn.dqn_rl_module.DefaultDQNModule.")
-        fix = ("use [[timestep, value], ...] with timesteps that increase and values in [0, 1], "
-               "e.g. [[0, 1.0], [10000, 0.05]].")
-        pairs = self.epsilon
-        if not (isinstance(pairs, list | tuple) and pairs and all(
-                isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[1], int | float)
-                and 0 <= p[1] <= 1 for p in pairs)):
-            fail(self, "epsilon", fix)
-        steps = [t for t, _ in pairs]
-        if not all(isinstance(t, int) and t >= 0 for t in steps) or steps != sorted(set(steps)):
-            fail(self, "epsilon", f"its timesteps {steps} do not increase: " + fix)
+        off_policy.check_schedule(self, "epsilon")
         _, action_space = env_spaces(self)
         if not isinstance(action_space, gym.spaces.Discrete):
             fail(self, "env", f"its action space is {action_space}, and DQN picks one of finitely "

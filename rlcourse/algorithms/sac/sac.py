@@ -104,7 +104,7 @@ class SACConfig(AlgorithmConfig):
         check_number(self, "initial_alpha", 0.0, low_open=True,
                      hint="alpha is the entropy's weight; 1.0 starts with much exploration.")
         if self.target_entropy != "auto" and not is_number(self.target_entropy):
-            fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a number, e.g. -1.0.")
+            fail(self, "target_entropy", "use \"auto\" (-dim(A)) or a finite number, e.g. -1.0.")
         check_bool(self, "twin_q", "True (two critics, the smaller target) or False")
         off_policy.check_replay_settings(self, tau_hint="0.005 moves the target critics slowly; "
                                          "1.0 copies the critics.")

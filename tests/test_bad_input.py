@@ -179,6 +179,6 @@ def test_a_config_error_crosses_processes_with_its_message_and_setting():
     error = ConfigError("output", 5, "pass a folder", "offline_data")
     for module in (pickle, ray.cloudpickle):
         copy = module.loads(module.dumps(error))
-        assert type(copy) is ConfigError and copy.setting == "output"
+        assert type(copy) is ConfigError and (copy.setting, copy.fix) == ("output", "pass a folder")
         assert str(copy) == str(error) == (
             "Invalid setting output=5 in config.offline_data(output=...): pass a folder")

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 def _with(config: "AlgorithmConfig", overrides: dict) -> "AlgorithmConfig":
     """A shallow copy of `config` with `overrides` over it and no overrides of its own."""
-    (twin := object.__new__(type(config))).__dict__ = {**vars(config), **overrides,
-                                                       "evaluation_config": {}}
+    twin = object.__new__(type(config))
+    twin.__dict__ = {**vars(config), **overrides, "evaluation_config": {}}
     return twin
 
 
@@ -50,4 +50,4 @@ def check_evaluation(config: "AlgorithmConfig") -> None:
         _with(config, {}).validate()  # the config's own error, if it has one
         where = (f"evaluation_config[{e.setting!r}]" if e.setting in overrides
                  else f"with these overrides, {e.setting}")
-        fail(config, "evaluation_config", f"{where}: {str(e).split('=...): ', 1)[-1]}")
+        fail(config, "evaluation_config", f"{where}: {e.fix}")

@@ -8,20 +8,20 @@ class ConfigError(ValueError):
     """A setting is invalid. `setting` names it; the message says which setter and how to fix it."""
 
     def __init__(self, setting: str, value: Any, fix: str, setter: str | None = None):
-        self.setting = setting
+        self.setting, self.fix = setting, fix
         where = f"config.{setter}({setting}=...)" if setter else setting
         super().__init__(f"Invalid setting {setting}={value!r} in {where}: {fix}")
 
     def __reduce__(self) -> tuple:
         """Rebuilt from its message, so that it crosses processes (a runner actor's error reaches
         the driver as a ConfigError)."""
-        return _rebuild, (type(self), str(self), self.setting)
+        return _rebuild, (type(self), str(self), self.setting, self.fix)
 
 
-def _rebuild(cls: type, message: str, setting: str) -> ConfigError:
+def _rebuild(cls: type, message: str, setting: str, fix: str) -> ConfigError:
     error = cls.__new__(cls)
     ValueError.__init__(error, message)
-    error.setting = setting
+    error.setting, error.fix = setting, fix
     return error
 
 

@@ -5,6 +5,10 @@ because every folder with tests may have a conftest.py of its own (tests/browser
 pytest imports each as the module `conftest`: an import of it by name gets whichever came last.
 """
 
+import os
+import select
+import signal
+import subprocess
 import time
 
 import numpy as np
@@ -36,6 +40,34 @@ def small_impala(config_class: type[IMPALAConfig] = IMPALAConfig) -> IMPALAConfi
             .env_runners(num_env_runners=0, max_requests_in_flight_per_env_runner=2)
             .training(lr=1e-3, learner_queue_size=4)
             .rl_module(model_config=SMALL_MODEL))
+
+
+def read_line(process: subprocess.Popen, timeout_s: float) -> str:
+    """The next line `process` prints, or "" if none came within `timeout_s`: a child that hangs
+    before printing fails the test instead of hanging it."""
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    return process.stdout.readline() if ready else ""
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    """Kill `process` (started with start_new_session=True) and all it started, unless it has
+    exited: for a `finally`, so a failed or timed-out test leaves no Ray behind."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def record_batches(learner, monkeypatch) -> list[dict]:
+    """Every minibatch `learner.compute_loss` sees, in a list that fills as it trains."""
+    seen = []
+    compute_loss = learner.compute_loss
+
+    def recording(batch):
+        seen.append(batch)
+        return compute_loss(batch)
+
+    monkeypatch.setattr(learner, "compute_loss", recording)
+    return seen
 
 
 def free_cpus_after_release(expected: float, timeout_s: float = 20) -> float:

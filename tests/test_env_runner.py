@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
-from helpers import small_ppo
+from helpers import record_batches, small_ppo
 
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.core.rl_module.rl_module import build_module
@@ -295,14 +295,25 @@ def test_explore_true_samples_and_config_explore_false_is_the_default(make_runne
     assert all("action_logp" not in ep.extra_model_outputs for ep in make_runner(config).sample())
 
 
-def test_discrete_observations_returned_as_python_ints_train():
+def test_discrete_observations_returned_as_python_ints_train(monkeypatch):
     """FrozenLake returns ints: final observations join the pipeline's int64 array, one-hot after."""
     config = (small_ppo().environment("FrozenLake-v1").debugging(seed=0)
               .env_runners(env_to_module_connector=lambda env: FlattenObservations())
               .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1))
     with config.build_algo() as algo:
+        learner = algo.learner_group.local_learner
+        batches = record_batches(learner, monkeypatch)
         result = algo.train()
+    space = learner.module.observation_space  # unbounded, as RLlib's FlattenObservations makes it
+    assert isinstance(space, gym.spaces.Box) and (space.shape, space.dtype) == ((16,), np.float32)
     assert result["env_runners"]["num_episodes"] > 0
+    trained = result["learners"]["default_policy"]
+    assert trained["num_env_steps_trained"] == 400 and np.isfinite(trained["total_loss"])
+    assert len(batches) == 4
+    for batch in batches:
+        obs = batch["obs"]
+        assert obs.dtype == torch.float32 and obs.shape == (100, 16)
+        assert set(obs.unique().tolist()) == {0.0, 1.0} and bool((obs.sum(dim=1) == 1).all())
 
 
 LOCAL_BUILD = """

@@ -71,9 +71,14 @@ def test_evaluation_by_timesteps_on_its_own_runner_actor(ray_session, algo_facto
 
 
 class SlowPPOLearner(PPOLearner):
+    spans: list[tuple[float, float]] = []  # (start, end) wall-clock time of each update
+
     def update(self, episodes, num_minibatches=None):
+        start = time.time()
         time.sleep(1.0)
-        return super().update(episodes, num_minibatches)
+        results = super().update(episodes, num_minibatches)
+        self.spans.append((start, time.time()))
+        return results
 
 
 class SlowPPOConfig(PPOConfig):
@@ -81,17 +86,33 @@ class SlowPPOConfig(PPOConfig):
         return SlowPPOLearner
 
 
+class StepClock(Callbacks):
+    """Logs the wall-clock time of a runner's last env step and the earliest of its last 100."""
+
+    def on_episode_step(self, *, metrics_logger, **kwargs):
+        now = time.time()
+        metrics_logger.log_value("first_step_time", now, reduce="min", window=100)
+        metrics_logger.log_value("last_step_time", now, reduce="max", window=1)
+
+
 def test_parallel_evaluation_overlaps_training(ray_session, algo_factory):
-    """A 1 s update and a ~1 s evaluation (slow eval env) take about 1 s together, not 2 s."""
-    config = (small_ppo(SlowPPOConfig).environment(CountingEnv).training(**SMALL)
+    """A 1 s update and a ~1 s evaluation (slow eval env) run at the same time, not one after the
+    other: the evaluation runner steps while the learner updates (timestamps, not a time bound)."""
+    config = (small_ppo(SlowPPOConfig).environment(CountingEnv).training(**SMALL).callbacks(StepClock)
               .evaluation(evaluation_interval=1, evaluation_duration=100,
                           evaluation_duration_unit="timesteps", evaluation_num_env_runners=1,
                           evaluation_parallel_to_training=True,
                           evaluation_config={"explore": False, "env_config": {"step_delay": 0.01}})
               .env_runners(num_cpus_per_env_runner=0.5))
+    SlowPPOLearner.spans.clear()
     algo = algo_factory(config)
     algo.train()  # warm-up
     result = algo.train()
-    evaluation_s = result["evaluation"]["evaluation_time_s"]
-    assert evaluation_s >= 0.9
-    assert result["timers"]["training_iteration"] < 1.0 + evaluation_s - 0.4
+    evaluation = result["evaluation"]
+    assert evaluation["evaluation_time_s"] >= 0.9 and len(SlowPPOLearner.spans) == 2
+    update_start, update_end = SlowPPOLearner.spans[-1]
+    eval_start, eval_end = (evaluation["env_runners"][k] for k in ("first_step_time", "last_step_time"))
+    assert eval_end - eval_start >= 0.5  # 100 steps of 0.01 s
+    assert eval_start < update_end and update_start < eval_end, (
+        f"evaluation stepped {eval_start:.2f}..{eval_end:.2f}, the update ran {update_start:.2f}.."
+        f"{update_end:.2f}: one after the other, not in parallel")

@@ -5,7 +5,7 @@ stacks, at episode starts (zeros before the first frame, as RLlib) and across sa
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import small_ppo
+from helpers import record_batches, small_ppo
 
 from rlcourse.connectors.env_to_module import FlattenObservations, FrameStackingEnvToModule
 from rlcourse.connectors.env_to_module.frame_stacking import stack_frames
@@ -88,12 +88,18 @@ def test_frame_stacking_takes_images_and_comes_last():
         SingleAgentEnvRunner(config)
 
 
-def test_ppo_trains_on_stacks_rebuilt_by_the_learner():
+def test_ppo_trains_on_stacks_rebuilt_by_the_learner(monkeypatch):
     config = stacking_config().training(train_batch_size_per_learner=120, minibatch_size=60,
                                         num_epochs=1)
     with config.build_algo() as algo:
+        learner = algo.learner_group.local_learner
+        batches, before = record_batches(learner, monkeypatch), learner.get_weights()
         result = algo.train()
-    assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 120
+        after = learner.get_weights()
+    trained = result["learners"]["default_policy"]
+    assert trained["num_env_steps_trained"] >= 120 and np.isfinite(trained["total_loss"])
+    assert batches and all(b["obs"].shape[1:] == (5, 5, 3 * K) for b in batches)  # K frames each
+    assert any(not np.array_equal(before[name], after[name]) for name in before)
 
 
 def test_learner_connector_must_be_a_function_and_runner_state_restores_with_stacks():

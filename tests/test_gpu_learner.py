@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import assert_learners_updated_together, small_ppo
+from helpers import assert_learners_updated_together, record_batches, small_ppo
 
 from rlcourse.algorithms.appo import APPOConfig
 from rlcourse.algorithms.cql import CQLConfig
@@ -94,19 +94,6 @@ def _learner(config, device_type, monkeypatch):
     return learner
 
 
-def _record_batches(learner, monkeypatch) -> list[dict]:
-    """Every minibatch compute_loss sees."""
-    seen = []
-    compute_loss = learner.compute_loss
-
-    def recording(batch):
-        seen.append(batch)
-        return compute_loss(batch)
-
-    monkeypatch.setattr(learner, "compute_loss", recording)
-    return seen
-
-
 def _assert_on_device(learner, batches):
     device = learner.device
     assert all(p.device == device for p in learner.module.parameters())
@@ -152,7 +139,7 @@ def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
         name, device_type, monkeypatch):
     config = EPISODE_CONFIGS[name]()
     learner = _learner(config, device_type, monkeypatch)
-    batches = _record_batches(learner, monkeypatch)
+    batches = record_batches(learner, monkeypatch)
     runner = SingleAgentEnvRunner(config, config.get_env_creator())
     runner.set_weights(learner.get_weights(inference_only=True))
     before = learner.get_weights()
@@ -192,7 +179,7 @@ def test_replay_learners_keep_module_optimizer_and_batches_on_their_device(name,
     config = REPLAY_CONFIGS[name]().debugging(seed=1)
     learner = _learner(config, device_type, monkeypatch)
     assert isinstance(learner, DQNLearner)  # SAC's and CQL's learners are DQN's with other losses
-    batches = _record_batches(learner, monkeypatch)
+    batches = record_batches(learner, monkeypatch)
     batch = _replay_batch(config)
     assert set(batch) == set(BATCH_KEYS)
     before = learner.get_weights()

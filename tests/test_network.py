@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import kill_session, read_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,13 +92,15 @@ def holder(tmp_path_factory):
     env = _fresh_env(home)
     with (home / "holder.err").open("w") as err:  # a file, not a pipe nobody drains
         process = subprocess.Popen([sys.executable, "-c", HOLDER], env=env, cwd=ROOT, text=True,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                   start_new_session=True)
     try:
-        line = process.stdout.readline()
+        line = read_line(process, timeout_s=240)
         assert line, (home / "holder.err").read_text()[-3000:]
         yield home, env, json.loads(line)
-    finally:
         process.communicate(input="", timeout=60)
+    finally:
+        kill_session(process)
     assert process.returncode == 0, (home / "holder.err").read_text()[-3000:]
 
 

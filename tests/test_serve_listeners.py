@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from helpers import kill_session, read_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,10 +64,11 @@ def test_serve_listens_on_loopback_but_for_token_guarded_replica_grpc(tmp_path):
     port = free_port()
     probe = subprocess.Popen([sys.executable, "-c", PROBE, str(tmp_path / "ckpt"), str(port)],
                              env=env, cwd=ROOT, text=True, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
     try:
-        line = probe.stdout.readline()
-        assert line, "the probe died before serving"
+        line = read_line(probe, timeout_s=240)
+        assert line, "the probe died or hung before serving"
         listening = json.loads(line)
         http = [ip for _, ip, p in listening if p == port]
         assert http and all(_is_loopback(ip) for ip in http), listening
@@ -80,5 +82,6 @@ def test_serve_listens_on_loopback_but_for_token_guarded_replica_grpc(tmp_path):
                 with pytest.raises(grpc.RpcError) as refused:
                     call(b"", timeout=30)
                 assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED, refused.value
-    finally:
         probe.communicate(input="\n", timeout=120)
+    finally:
+        kill_session(probe)

@@ -112,6 +112,10 @@ def test_compute_actions_default_by_id_and_exploring(algo):
         greedy = algo.compute_actions(obs, module_id=module_id)
         assert_inside(greedy, action_space)
         assert_inside(algo.compute_actions(obs, explore=True, module_id=module_id), action_space)
+        # One observation 500 times: an untrained policy that explores does not always act greedily.
+        explored = algo.compute_actions(np.repeat(obs[:1], 500, axis=0), explore=True,
+                                        module_id=module_id)
+        assert not np.allclose(explored, greedy[:1]), "explore=True gave the greedy action 500 times"
         if algo.module_spec is None:
             np.testing.assert_array_equal(algo.compute_actions(obs), greedy)
             assert_inside(algo.compute_actions(obs, explore=True), action_space)

@@ -4,6 +4,7 @@ them, a lesson made into a page, the landing page, and executed copies refused w
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -61,10 +62,11 @@ def test_a_page_says_where_its_outputs_came_from_and_folds_each_solution():
 
 
 def test_the_landing_page_links_every_lesson_in_the_readme_table():
-    page = book.landing_page()
-    for lesson in book.lessons():
-        if f"`{lesson.name}`" in (book.ROOT / "README.md").read_text():
-            assert f"(lessons/{lesson.name})" in page
+    page, readme = book.landing_page(), (book.ROOT / "README.md").read_text()
+    in_readme = [lesson for lesson in book.lessons() if f"`{lesson.name}`" in readme]
+    assert len(in_readme) == len(book.lessons())  # the table lists every lesson
+    for lesson in in_readme:
+        assert f"(lessons/{lesson.name})" in page
     assert "{toctree}" in page and "lessons/*" in page and "badge_logo" not in page
 
 
@@ -78,11 +80,20 @@ def test_an_executed_copy_of_other_cells_is_refused(tmp_path):
         book.executed_lesson(lesson, tmp_path)
 
 
+def _nbval(folder, **env: str) -> subprocess.CompletedProcess:
+    """pytest --nbval-lax on the lessons in `folder`, under lessons/conftest.py, as `make test`."""
+    shutil.copy(book.ROOT / "lessons" / "conftest.py", folder)
+    env = {**os.environ, **env,
+           "PYTHONPATH": os.pathsep.join([str(book.ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
+                           "--rootdir", str(folder), str(folder)], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_the_nbval_run_keeps_each_passing_lesson_executed(tmp_path):
     """lessons/conftest.py under nbval, as `make test` runs it, on two small lessons: the one whose
     cells pass is written with its outputs (a display updated in place) and its run's record; the
-    one with a failing cell is not."""
-    shutil.copy(book.ROOT / "lessons" / "conftest.py", tmp_path)
+    one with a failing cell is not. Each lesson's peak memory is listed."""
     nbformat.write(new_notebook(cells=[
         new_markdown_cell("# Lesson"),
         new_code_cell("from IPython.display import display\n"
@@ -91,11 +102,10 @@ def test_the_nbval_run_keeps_each_passing_lesson_executed(tmp_path):
         new_code_cell("6 * 7")]), tmp_path / "00_passes.ipynb")
     nbformat.write(new_notebook(cells=[new_code_cell("1 / 0")]), tmp_path / "00_fails.ipynb")
     executed = tmp_path / "executed"
-    env = {**os.environ, "RLCOURSE_EXECUTED_DIR": str(executed),
-           "PYTHONPATH": os.pathsep.join([str(book.ROOT), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
-                          "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    run = _nbval(tmp_path, RLCOURSE_EXECUTED_DIR=str(executed))
+    assert "peak memory per lesson (kernel + Ray; Binder: 2048 MiB)" in run.stdout, run.stdout[-3000:]
+    peak = re.search(r"^00_passes\.ipynb: ([\d,]+) MiB$", run.stdout, re.MULTILINE)
+    assert peak and float(peak[1].replace(",", "")) > 0, run.stdout[-3000:]  # its kernel was measured
     assert "1 failed, 2 passed" in run.stdout, run.stdout[-3000:]
     assert [p.name for p in executed.iterdir()] == ["00_passes.ipynb"]
     lesson = nbformat.read(executed / "00_passes.ipynb", as_version=4)
@@ -104,3 +114,14 @@ def test_the_nbval_run_keeps_each_passing_lesson_executed(tmp_path):
     assert lesson.cells[2].outputs[0].data["text/plain"] == "42"
     assert lesson.cells[2].execution_count == 2
     assert lesson.metadata.rlcourse.run["versions"]["python"] == platform.python_version()
+
+
+def test_the_nbval_run_fails_a_lesson_over_the_memory_limit(tmp_path):
+    nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(0.1)")]),
+                   tmp_path / "00_big.ipynb")
+    executed = tmp_path / "executed"
+    run = _nbval(tmp_path, RLCOURSE_EXECUTED_DIR=str(executed), RLCOURSE_LESSON_LIMIT_MIB="1")
+    assert "1 failed" in run.stdout, run.stdout[-3000:]
+    assert re.search(r"00_big\.ipynb used [\d,]+ MiB at its peak .* more than Binder's 1 MiB",
+                     run.stdout), run.stdout[-3000:]
+    assert not (executed / "00_big.ipynb").exists()  # not kept for the book

@@ -163,6 +163,7 @@ def test_chunks_cut_across_calls_join_into_whole_episodes(make_runner):
     joined = {}
     for ep in chunks:
         joined[ep.id_] = joined[ep.id_].concat_episode(ep) if ep.id_ in joined else ep
+    assert any(ep.is_done and ep.id_ in cut_episodes for ep in joined.values())  # joined and checked
     for ep in joined.values():
         if ep.is_done:
             length = 7 + int(ep.observations[0, 0])

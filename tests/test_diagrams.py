@@ -88,3 +88,26 @@ def test_gradient_variance_bars_are_the_variances_given():
     heights = [bar.get_height() for bar in figure.axes[0].patches]
     assert heights == pytest.approx([e.var(axis=0).sum() for e in estimates.values()])
     plt.close(figure)
+
+
+def test_the_scaling_pictures_draw_the_numbers_given():
+    phases = [("sample", 0.5), ("update", 0.4), ("sync weights", 0.01)]
+    timeline = scaling_diagrams.ppo_vs_impala(phases, show=False)
+    ppo, impala = timeline.axes
+    assert [bar.get_width() for bar in ppo.patches] == pytest.approx([0.5, 0.4, 0.01])
+    assert [bar.get_x() for bar in ppo.patches] == pytest.approx([0.0, 0.5, 0.9])  # one after another
+    assert impala.patches[0].get_width() == pytest.approx(0.91)  # runners busy all the time
+    bars = scaling_diagrams.throughput_bars({("slow", "SYNC"): 180.0, ("slow", "ASYNC"): 650.0},
+                                            ("slow", {"SYNC": 200.0, "ASYNC": 800.0}), show=False)
+    ax = bars.axes[0]
+    assert [bar.get_height() for bar in ax.patches] == [180.0, 650.0]
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [200.0, 800.0]  # the predictions
+    history = [{"nodes": ["head", "worker-1"], "seconds": 1.0},
+               {"nodes": ["head", "head"], "seconds": 3.0}]
+    nodes = scaling_diagrams.runners_on_nodes(history, lost_after=1, show=False)
+    top, bottom = nodes.axes
+    assert [bar.get_height() for bar in bottom.patches] == [1.0, 3.0]
+    head, worker = (points.get_offsets().tolist() for points in top.collections)
+    assert head == [[1, 1], [2, 1], [2, 2]] and worker == [[1, 2]]  # (iteration, runner)
+    for figure in (timeline, bars, nodes):
+        plt.close(figure)

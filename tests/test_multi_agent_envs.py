@@ -29,10 +29,14 @@ def test_course_envs_pass_the_checker(make):
     assert set(env.possible_agents) == set(env.observation_spaces) == set(env.action_spaces)
 
 
-@pytest.mark.parametrize("name", ["MeetingGrid", "ConnectFour", "MultiAgentCartPole"])
-def test_course_envs_are_registered_by_name(name):
-    env = get_env_creator(name)(EnvContext({}))
-    assert isinstance(env, MultiAgentEnv)
+@pytest.mark.parametrize("env_class", [MeetingGrid, ConnectFour, MultiAgentCartPole],
+                         ids=lambda c: c.__name__)
+def test_course_envs_are_registered_by_name(env_class):
+    env, direct = get_env_creator(env_class.__name__)(EnvContext({})), env_class({})
+    assert isinstance(env, MultiAgentEnv) and type(env) is env_class  # the env of that name
+    assert env.possible_agents == direct.possible_agents
+    assert env.observation_spaces == direct.observation_spaces
+    assert env.action_spaces == direct.action_spaces
 
 
 def test_make_multi_agent_steps_independent_copies_and_ends_when_all_are_done():

@@ -56,6 +56,8 @@ def test_every_shipped_example_loads_validates_and_uses_real_result_keys(path):
     else:
         example.config.validate()
     assert example.stop and example.pass_criteria
+    if not example.is_sweep:  # a budget in env steps, not seconds: the same on any machine
+        assert "num_env_steps_sampled_lifetime" in example.stop and "time_total_s" not in example.stop
     assert set(example.stop) | set(example.pass_criteria) <= result_keys(example.config)
     # A pass mark that the stop values cannot reach first would make the example fail forever.
     assert all(key in example.stop and example.stop[key] >= mark

@@ -95,6 +95,7 @@ def test_numpy_forward_on_runners_equals_torch(shape, settings):
         rtol=1e-4, atol=1e-5 * scale)
 
 
+@pytest.mark.learning
 @pytest.mark.timeout(240)
 def test_ppo_with_a_small_cnn_learns_the_pixel_grid_world():
     """Budget: 20,000 env steps (about 12,000 reach the mark). One torch thread: on shared, busy

@@ -157,5 +157,7 @@ def test_concat_refuses_a_chunk_that_does_not_continue(other_kwargs, message):
 
 def test_concat_refuses_to_extend_a_done_episode():
     first = make_episode(3, id_="ep", terminated=True)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="does not continue"):
         first.concat_episode(make_episode(2, start=3, t_started=3, id_="ep"))
+    ongoing = make_episode(3, id_="ep")  # the same chunk, not done, joins: only being done refused it
+    assert len(ongoing.concat_episode(make_episode(2, start=3, t_started=3, id_="ep"))) == 5

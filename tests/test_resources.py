@@ -44,7 +44,9 @@ def test_unmeetable_requests_fail_fast(setter, settings, setting, ray_session, s
     start = time.perf_counter()
     with pytest.raises(ConfigError) as err:
         config.build_algo()
-    assert time.perf_counter() - start < 10
+    # A check and at most one short wait (short_waits): far under 60 s, on any machine, where an
+    # actor that asked for what no node has would wait for ever.
+    assert time.perf_counter() - start < 60
     assert err.value.setting == setting and setting in str(err.value)
     # Nothing half-built is left holding the cluster's CPUs.
     assert free_cpus_after_release(2) == pytest.approx(2)
@@ -112,7 +114,7 @@ def test_a_placement_the_cluster_cannot_make_fails_fast_and_names_the_setting(ra
     with pytest.raises(ConfigError) as err:
         config.build_algo()
     assert err.value.setting == "placement_strategy" and "resources(" in str(err.value)
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 60  # PLACEMENT_TIMEOUT_S, 2 s here; never placed otherwise
     assert free_cpus_after_release(2) == pytest.approx(2)
     assert not [pg for pg in ray.util.placement_group_table().values() if pg["state"] == "CREATED"]
 
@@ -124,4 +126,4 @@ def test_a_custom_resource_no_node_has_fails_fast_and_names_the_setting(ray_sess
     with pytest.raises(ConfigError) as err:
         config.build_algo()
     assert err.value.setting == "custom_resources_per_env_runner" and "gpu-node" in str(err.value)
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < 60  # checked before any actor starts: no wait at all

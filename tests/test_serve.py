@@ -294,7 +294,7 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
     assert builder is build_app
     app = builder({**application.args, "checkpoint": checkpoint})
     assert [d["name"] for d in document["applications"][0]["deployments"]] == [PolicyDeployment.name]
-    assert app is not None
+    assert isinstance(app, serve.Application)  # what `serve run` deploys
     with pytest.raises(ValueError, match="checkpoint"):
         builder({"checkpiont": checkpoint})
 

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -25,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 METRIC = "evaluation/env_runners/episode_return_mean"
 
 
-def _no_evaluation() -> PPOConfig:
-    return config().evaluation(evaluation_interval=None)
+def _evaluation_never_due() -> PPOConfig:
+    """Evaluation configured but not within a test: its scores are put into the results by hand."""
+    return config().evaluation(evaluation_interval=1000)
 
 
 def _weights(algo) -> dict[str, np.ndarray]:
@@ -95,7 +97,7 @@ def test_with_parallel_evaluation_the_best_is_the_checkpoint_that_was_evaluated(
 ])
 def test_missing_nan_and_equal_scores_are_not_a_new_best(tmp_path, algo_factory, mode, kept, best):
     scores = [math.nan, 5.0, None, 7.0, 3.0, 7.0]  # None: an iteration without evaluation
-    algo = algo_factory(_no_evaluation())
+    algo = algo_factory(_evaluation_never_due())
     keeper = CheckpointKeeper(tmp_path, mode=mode)
     weights, results = [], []
     for score in scores:
@@ -110,7 +112,7 @@ def test_missing_nan_and_equal_scores_are_not_a_new_best(tmp_path, algo_factory,
 def test_a_wrong_metric_or_mode_is_a_value_error_naming_it(tmp_path, algo_factory):
     with pytest.raises(ValueError, match="mode='maximum'"):
         CheckpointKeeper(tmp_path, mode="maximum")
-    algo = algo_factory(_no_evaluation())
+    algo = algo_factory(_evaluation_never_due())
     result = _with_score(algo.train(), 10.0)
     typo = CheckpointKeeper(tmp_path, metric="evaluation/env_runners/episode_reward_mean")
     with pytest.raises(ValueError, match=r"episode_reward_mean.*has no key 'episode_reward_mean'.*"
@@ -126,7 +128,7 @@ def test_a_wrong_metric_or_mode_is_a_value_error_naming_it(tmp_path, algo_factor
 
 
 def test_a_new_keeper_on_the_same_root_keeps_the_best(tmp_path, algo_factory):
-    algo = algo_factory(_no_evaluation())
+    algo = algo_factory(_evaluation_never_due())
     first = CheckpointKeeper(tmp_path, mode="min")
     for score in (4.0, 2.0, 3.0):
         first.update(algo, _with_score(algo.train(), score))
@@ -142,8 +144,37 @@ def test_a_new_keeper_on_the_same_root_keeps_the_best(tmp_path, algo_factory):
         CheckpointKeeper(tmp_path, metric="env_runners/episode_return_mean", mode="min", resume=True)
 
 
+def test_an_evaluation_metric_without_evaluation_is_a_value_error_naming_the_fix(tmp_path,
+                                                                                  algo_factory):
+    algo = algo_factory(config().evaluation(evaluation_interval=None))
+    with pytest.raises(ValueError, match=rf"metric='{METRIC}'.*does not evaluate.*config\.evaluation"
+                                         r"\(evaluation_interval=.*'env_runners/episode_return_"):
+        CheckpointKeeper(tmp_path).update(algo, algo.train())
+    assert not (tmp_path / "latest").exists()
+    # A run that saved latest/ but never a best (no finite score) is still a run: not overwritten.
+    keeper = CheckpointKeeper(tmp_path, metric="env_runners/episode_return_mean")
+    result = algo.train()
+    result["env_runners"]["episode_return_mean"] = math.nan
+    assert not keeper.update(algo, result) and not (tmp_path / "keeper.json").exists()
+    with pytest.raises(ValueError, match=r"holds the checkpoints of a run \(latest/\).*resume=True"):
+        CheckpointKeeper(tmp_path, metric="env_runners/episode_return_mean")
+    assert CheckpointKeeper(tmp_path, metric="env_runners/episode_return_mean",
+                            resume=True).best_path is None
+
+
+@pytest.mark.parametrize("text, error", [('{"metric": "evaluation/env_r', "JSONDecodeError"),
+                                         (json.dumps({"metric": METRIC, "mode": "max"}),
+                                          "KeyError: 'best_score'"),
+                                         ("[1, 2]", "TypeError")])
+def test_a_broken_keeper_json_is_a_value_error_naming_the_file(tmp_path, text, error):
+    (tmp_path / "keeper.json").write_text(text)
+    with pytest.raises(ValueError, match=re.escape(str(tmp_path / "keeper.json"))
+                       + rf" is not a keeper record \({error}.*restore it, or delete it"):
+        CheckpointKeeper(tmp_path, resume=True)
+
+
 def test_a_copy_killed_halfway_leaves_the_old_best_and_is_cleaned_up(tmp_path, algo_factory):
-    algo = algo_factory(_no_evaluation())
+    algo = algo_factory(_evaluation_never_due())
     keeper = CheckpointKeeper(tmp_path)
     keeper.update(algo, _with_score(algo.train(), 1.0))
     best_weights = _weights(algo)

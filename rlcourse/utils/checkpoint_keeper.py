@@ -21,6 +21,9 @@ class CheckpointKeeper:
         for _ in range(20):
             keeper.update(algo, algo.train())
         Algorithm.from_checkpoint(keeper.best_path)
+
+    An `evaluation/` metric needs `config.evaluation(evaluation_interval=...)`. `resume=True`
+    continues the run saved in `root` and its best; without it a root that holds one is refused.
     """
 
     def __init__(self, root: str | os.PathLike,
@@ -34,18 +37,23 @@ class CheckpointKeeper:
         self.best_score: float | None = None
         self.best_iteration: int | None = None
         record_file = self.root / RECORD_FILE
+        if not resume and (record_file.exists() or self.latest_path.exists()):
+            raise ValueError(f"{self.root} holds the checkpoints of a run (latest/): pass "
+                             "resume=True to continue that run and its best, or use another root.")
         if not record_file.exists():
             return
-        if not resume:
-            raise ValueError(f"{self.root} holds the checkpoints of a run ({RECORD_FILE}): pass "
-                             "resume=True to continue that run and its best, or use another root.")
-        record = json.loads(record_file.read_text())
-        if (record["metric"], record["mode"]) != (self.metric, self.mode):
-            raise ValueError(f"{record_file} keeps the best by metric={record['metric']!r}, "
-                             f"mode={record['mode']!r}, not metric={self.metric!r}, "
-                             f"mode={self.mode!r}: pass the same metric and mode to resume, or "
-                             "use another root.")
-        self.best_score, self.best_iteration = record["best_score"], record["best_iteration"]
+        try:
+            record = json.loads(record_file.read_text())
+            metric, mode = record["metric"], record["mode"]
+            self.best_score, self.best_iteration = record["best_score"], record["best_iteration"]
+        except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
+            raise ValueError(f"{record_file} is not a keeper record ({type(e).__name__}: {e}): "
+                             "restore it, or delete it to resume without the best so far (the "
+                             "next best replaces best/).") from None
+        if (metric, mode) != (self.metric, self.mode):
+            raise ValueError(f"{record_file} keeps the best by metric={metric!r}, mode={mode!r}, "
+                             f"not metric={self.metric!r}, mode={self.mode!r}: pass the same "
+                             "metric and mode to resume, or use another root.")
 
     @property
     def best_path(self) -> Path | None:
@@ -58,7 +66,7 @@ class CheckpointKeeper:
 
         With `evaluation_parallel_to_training` those are the iteration's starting weights: the
         latest checkpoint before this update replaces it."""
-        score = self._score(result)
+        score = self._score(algo, result)
         new_best = score is not None and math.isfinite(score) and (
             self.best_score is None or (score > self.best_score if self.mode == "max"
                                         else score < self.best_score))
@@ -82,12 +90,18 @@ class CheckpointKeeper:
         write_file(self.root / f".{RECORD_FILE}.tmp", json.dumps(record).encode(),
                    replace=self.root / RECORD_FILE)
 
-    def _score(self, result: dict[str, Any]) -> float | None:
+    def _score(self, algo: Any, result: dict[str, Any]) -> float | None:
         """The metric's value, or None if this iteration did not evaluate; a path that does not
-        lead to a number is a typo and raises (instead of never keeping a best)."""
+        lead to a number, or to an evaluation that never runs, raises (instead of never keeping a
+        best)."""
         keys = self.metric.split("/")
         if keys[0] == "evaluation" and "evaluation" not in result:
-            return None
+            if getattr(algo.config, "evaluation_interval", None):
+                return None
+            raise ValueError(f"metric={self.metric!r} is an evaluation result, but this algorithm "
+                             "does not evaluate: set config.evaluation(evaluation_interval=...), "
+                             "or pass a training metric such as "
+                             "metric='env_runners/episode_return_mean'.")
         value: Any = result
         for depth, key in enumerate(keys):
             if not isinstance(value, dict) or key not in value:

@@ -55,12 +55,19 @@ def _assert_unchanged(algo, before: dict) -> None:
 
 
 @pytest.mark.parametrize("config, match", [
-    (_config(hiddens=(16,)), r"network differs.*model_config"),
+    (_config(hiddens=(16,)), r"network differs from this algorithm's: its first differing "
+                             r"weight 'pi\.0\.weight' is \(8, 4\) in the checkpoint, \(16, 4\) "
+                             r"here\. Build the algorithm with the checkpoint's model_config"),
+    (_config().environment("Acrobot-v1"),
+     r"trained on another env: config\.env is 'CartPole-v1' in the checkpoint, 'Acrobot-v1' "
+     r"here \(this algorithm's module sees Box\(6,\) observations and Discrete\(3\) actions\), "
+     r"so its first differing weight 'pi\.0\.weight' is \(8, 4\) .* \(8, 6\) here\. Restore it "
+     r"into an algorithm on the checkpoint's env"),
     (_config(num_envs=3), r"the checkpoint has 2 sub-envs, this runner 3.*num_envs_per_env_runner"),
     (small_impala().environment("CartPole-v1").training(train_batch_size_per_learner=200)
      .rl_module(model_config={"fcnet_hiddens": [8], "fcnet_activation": "tanh"}),
      r"is of 'rlcourse.algorithms.ppo.ppo:PPOConfig'.*IMPALAConfig"),
-], ids=["network_size", "sub_env_count", "algorithm"])
+], ids=["network_size", "env", "sub_env_count", "algorithm"])
 def test_a_checkpoint_that_does_not_fit_changes_nothing(checkpoint, config, match):
     with config.build_algo() as algo:
         if not isinstance(config, IMPALAConfig):  # IMPALA's learner thread would go on updating

@@ -5,6 +5,9 @@ values sound (each part's owner checks its own with `check_state`): a misfit cha
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
+import numpy as np
+
 from rlcourse.algorithms.evaluation import build_eval_env_runner_group
 from rlcourse.utils.checkpoint_contents import config_to_json, names_class
 from rlcourse.utils.checkpoints import STATE_JSON, CheckpointError
@@ -21,6 +24,7 @@ TENSORS = ("module", "optimizer", "torch_rng", "target_module")
 BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
 FIX_MODEL = ("Build the algorithm with the checkpoint's model_config, or use "
              "Algorithm.from_checkpoint.")
+ENV_SETTINGS = ("env", "env_config", "observation_space", "action_space")  # what shapes a network
 
 
 def learner_field(key: str) -> str:
@@ -87,6 +91,38 @@ def _shapes(tensors: dict[str, Any]) -> dict[str, tuple]:
     return {key: tuple(getattr(value, "shape", ())) for key, value in tensors.items()}
 
 
+def _short(value: Any) -> str:
+    """A setting for an error, a space in a few characters: Box(4,), Discrete(2) (as saved or not)."""
+    if isinstance(value, dict) and value.get("__space__") in ("Box", "Discrete"):
+        return (f"Box{np.shape(value.get('low'))}" if value["__space__"] == "Box"
+                else f"Discrete({value.get('n')})")
+    return f"Box{value.shape}" if isinstance(value, gym.spaces.Box) else repr(value)
+
+
+def _check_network(algo: "Algorithm", config: dict[str, Any], saved_weights: dict,
+                   weights: dict) -> None:
+    """Refuse a checkpoint whose weights have other shapes, blaming its env if that differs."""
+    saved, current = _shapes(saved_weights), _shapes(weights)
+    if saved == current:
+        return
+    name = next(key for key in [*saved, *current] if saved.get(key) != current.get(key))
+    weight = (f"its first differing weight {name!r} is {saved.get(name, 'missing')} in the "
+              f"checkpoint, {current.get(name, 'missing')} here")
+    here = config_to_json(algo.config)
+    envs = [f"config.{key} is {_short(config.get(key))} in the checkpoint, "
+            f"{_short(here.get(key))} here"
+            for key in ENV_SETTINGS if config.get(key) != here.get(key)]
+    if not envs:
+        raise CheckpointError(
+            f"The checkpoint's network differs from this algorithm's: {weight}. " + FIX_MODEL)
+    spaces = (f" (this algorithm's module sees {_short(algo.observation_space)} observations and "
+              f"{_short(algo.action_space)} actions)" if algo.observation_space else "")
+    raise CheckpointError(
+        f"The checkpoint was trained on another env: {'; '.join(envs)}{spaces}, so {weight}. "
+        "Restore it into an algorithm on the checkpoint's env, or use "
+        "Algorithm.from_checkpoint(path), which builds one.")
+
+
 def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any]) -> None:
     """What a restore could fail on halfway: another algorithm, a missing part, other modules,
     another network (the values: Learner.check_state; the sub-envs: EnvRunner.check_state)."""
@@ -123,10 +159,7 @@ def _check_fits(algo: "Algorithm", state: dict[str, Any], tensors: dict[str, Any
                         for g in optimizer["param_groups"])):
             raise CheckpointError("learner.pt: an optimizer's state is not torch's state_dict (a "
                                   "dict of param_groups, each with a list of params, and state).")
-    if _shapes(saved["module"]) != _shapes(current["module"]):
-        raise CheckpointError(
-            f"The checkpoint's network differs from this algorithm's: its weights are "
-            f"{_shapes(saved['module'])}, here {_shapes(current['module'])}. " + FIX_MODEL)
+    _check_network(algo, state["config"], saved["module"], current["module"])
 
 
 def _check_bit_generators(value: Any) -> None:

@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 import traceback
+from types import SimpleNamespace
 
 import fault_envs
 import numpy as np
@@ -22,7 +23,7 @@ from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.learner.learner_group import LearnerFailure
 from rlcourse.course.tuned_example import load_tuned_example
 from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
-from rlcourse.env.env_runner_health import EnvRunnerFailure
+from rlcourse.env.env_runner_health import EnvRunnerFailure, EnvRunnerHealth
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -163,6 +164,32 @@ def test_without_restarts_or_ignoring_a_runner_failure_is_a_clear_error(ray_sess
     with pytest.raises(EnvRunnerFailure, match="ignore_env_runner_failures=True"):
         for _ in range(3):
             algo.train()
+
+
+def _health(**fault_tolerance) -> EnvRunnerHealth:
+    """The health of one runner whose actor answers nothing (its probes are never waited on)."""
+    actor = SimpleNamespace(ping=SimpleNamespace(remote=lambda: None))
+    return EnvRunnerHealth(small_ppo().fault_tolerance(**fault_tolerance), [actor], None)
+
+
+def test_a_lost_runner_names_the_setting_that_would_have_kept_it():
+    no_restarts = _health(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    no_restarts.give_up_on(0, RuntimeError("killed"))  # ignored: train() goes on, if it can
+    with pytest.raises(EnvRunnerFailure, match=r"No healthy EnvRunner is left to sample from; "
+                       r"EnvRunner 1: restart_failed_env_runners is False: set config\."
+                       r"fault_tolerance\(restart_failed_env_runners=True\)"):
+        no_restarts.healthy_indices()
+    budget = _health(max_num_env_runner_restarts=1)
+    with pytest.raises(EnvRunnerFailure, match=r"EnvRunner 1 failed \(RuntimeError: killed\) and "
+                       r"is lost: it did not come back within env_runner_health_probe_timeout_s="):
+        budget.give_up_on(0, RuntimeError("killed"))
+    budget.note_pid(0, 100)
+    budget.note_pid(0, 101)  # Ray restarted it once: its budget
+    assert budget.num_restarts == 1
+    with pytest.raises(EnvRunnerFailure, match=r"EnvRunner 1 failed \(RuntimeError: killed again\) "
+                       r"and is lost: its max_num_env_runner_restarts=1 restarts are used up: raise "
+                       r"it in config\.fault_tolerance\(\)\. Or set .*ignore_env_runner_failures"):
+        budget.give_up_on(0, RuntimeError("killed again"))
 
 
 def test_a_hung_runner_is_ended_after_sample_timeout_s_and_restarted(tmp_path, ray_session,

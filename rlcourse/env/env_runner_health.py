@@ -26,9 +26,14 @@ class EnvRunnerHealth:
         self.on_recreated = on_recreated  # called with the indices of restarted runners
         self.healthy = [True] * len(actors)
         self.pids: list[int | None] = [None] * len(actors)
-        self.num_restarts = self.num_failures = 0
+        self.restarts = [0] * len(actors)  # Ray restarts each at most max_num_env_runner_restarts
+        self.num_failures = 0
         self._consecutive_failures = [0] * len(actors)  # failed requests since the last good one
         self._probes: dict[int, ray.ObjectRef] = {}  # unhealthy runner -> its pending ping
+
+    @property
+    def num_restarts(self) -> int:
+        return sum(self.restarts)
 
     def answered(self, i: int, pid: int) -> None:
         """Runner i answered a request from process `pid`."""
@@ -37,7 +42,7 @@ class EnvRunnerHealth:
 
     def note_pid(self, i: int, pid: int) -> None:
         if self.pids[i] is not None and pid != self.pids[i]:
-            self.num_restarts += 1
+            self.restarts[i] += 1
             if self.on_recreated is not None:
                 self.on_recreated([i])
         self.pids[i] = pid
@@ -64,13 +69,21 @@ class EnvRunnerHealth:
             self._probes[i] = self.actors[i].ping.remote()  # it may still come back
         if not self.config.ignore_env_runner_failures:
             raise EnvRunnerFailure(
-                f"EnvRunner {i + 1} failed ({type(error).__name__}: {error}) and "
-                + ("did not answer its health probe within env_runner_health_probe_timeout_s="
-                   f"{self.config.env_runner_health_probe_timeout_s}."
-                   if self.config.restart_failed_env_runners else
-                   "restart_failed_env_runners is False.")
-                + " Set config.fault_tolerance(ignore_env_runner_failures=True) to go on with the "
-                "healthy runners.") from error
+                f"EnvRunner {i + 1} failed ({type(error).__name__}: {error}) and is lost: "
+                f"{self._why_lost(i)}. Or set config.fault_tolerance(ignore_env_runner_failures="
+                "True) to go on with the healthy runners.") from error
+
+    def _why_lost(self, i: int) -> str:
+        """Why runner i is not coming back, and which setting would change that."""
+        config = self.config
+        if not config.restart_failed_env_runners:
+            return ("restart_failed_env_runners is False: set config.fault_tolerance("
+                    "restart_failed_env_runners=True) to restart it")
+        if self.restarts[i] >= config.max_num_env_runner_restarts:
+            return (f"its max_num_env_runner_restarts={config.max_num_env_runner_restarts} "
+                    "restarts are used up: raise it in config.fault_tolerance()")
+        return ("it did not come back within env_runner_health_probe_timeout_s="
+                f"{config.env_runner_health_probe_timeout_s}")
 
     def _probe(self, i: int) -> bool:
         """Wait for runner i to answer (Ray restarts a dead actor); True if it did in time."""
@@ -103,9 +116,12 @@ class EnvRunnerHealth:
                     pass  # gone for good (no restarts left)
         healthy = [i for i, ok in enumerate(self.healthy) if ok]
         if not healthy:
-            raise EnvRunnerFailure("No healthy EnvRunner is left to sample from. Raise "
-                                   "max_num_env_runner_restarts in config.fault_tolerance(), or "
-                                   "look at the runners' errors above.")
+            lost: dict[str, list[str]] = {}  # why -> the runners lost for that reason
+            for i in range(len(self.actors)):
+                lost.setdefault(self._why_lost(i), []).append(str(i + 1))
+            raise EnvRunnerFailure("No healthy EnvRunner is left to sample from; " + "; ".join(
+                f"EnvRunner {', '.join(ids)}: {why}" for why, ids in lost.items())
+                + ". See the runners' errors above.")
         return healthy
 
     def stop(self) -> None:

@@ -136,8 +136,7 @@ def validate_config(config: "AlgorithmConfig") -> None:
         fail(config, "seed", "use a whole number in [0, 2**32 - 1] (numpy's legacy seeds; runners "
              "add offsets to it), or None for an unseeded run.")
     for check in (_check_environment, _check_env_runners, _check_callbacks, _check_learners,
-                  _check_rl_module,
-                  check_evaluation, _check_multi_agent, _check_offline_data):
+                  _check_rl_module, check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
 
 

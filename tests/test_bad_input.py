@@ -13,6 +13,7 @@ from fault_envs import BadValueEnv, CountingEnv
 from helpers import small_ppo
 
 from rlcourse.connectors.env_to_module import FlattenObservations
+from rlcourse.env.multi_agent_env import MultiAgentEnv
 from rlcourse.env.registry import register_env
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
@@ -107,6 +108,71 @@ def test_old_gym_api_envs_fail_at_build_time_naming_the_env_and_the_api(env, wha
     message = str(err.value)
     assert f"Env '{env.__name__}' follows the old gym API" in message
     assert "(obs, reward, terminated, truncated, info)" in message
+
+
+class StepValuesEnv(OldStepEnv):
+    """gymnasium's API, with `step_values` (reward, terminated, truncated, info) set per test."""
+
+    step_values = (0.0, False, False, {})
+
+    def step(self, action):
+        return (np.zeros(2, np.float32), *self.step_values)
+
+
+class NoOptionsEnv(OldStepEnv):
+    def reset(self, *, seed=None):
+        return np.zeros(2, np.float32), {}
+
+
+class ResetInfoNoneEnv(OldStepEnv):
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), None
+
+
+class NoSpacesEnv(StepValuesEnv):
+    observation_space = (2,)
+
+
+class AMultiAgentEnv(MultiAgentEnv):
+    def __init__(self, config=None):
+        super().__init__()
+
+
+@pytest.mark.parametrize(("env", "match"), [
+    (type("E", (StepValuesEnv,), {"step_values": (np.array([1.0]), False, False, {})}),
+     r"Env 'E': step\(\) returned reward array\(\[1\.\]\) \(a ndarray\): return one number, e\.g\. "
+     r"float\(reward\)"),
+    (type("E", (StepValuesEnv,), {"step_values": ("1", False, False, {})}),
+     r"Env 'E': step\(\) returned reward '1' \(a str\): return one number"),
+    (type("E", (StepValuesEnv,), {"step_values": (1.0, None, False, {})}),
+     r"Env 'E': step\(\) returned terminated None \(a NoneType\): return True or False"),
+    (type("E", (StepValuesEnv,), {"step_values": (1.0, False, False, None)}),
+     r"Env 'E': step\(\) returned info None \(a NoneType\): return a dict, e\.g\. \{\}"),
+    (NoOptionsEnv, r"Env 'NoOptionsEnv': reset\(\) must take options: def reset\(self, \*, "
+                   r"seed=None, options=None\)"),
+    (ResetInfoNoneEnv, r"Env 'ResetInfoNoneEnv': reset\(\) returned info None, not a dict: return "
+                       r"\(obs, info\)"),
+    (NoSpacesEnv, r"Env 'NoSpacesEnv' has observation_space \(2,\), not a gymnasium space: set "
+                  r"self\.observation_space = gym\.spaces\.Box\(\.\.\.\)"),
+    (AMultiAgentEnv, r"Env 'AMultiAgentEnv' is a MultiAgentEnv: configure its agents' modules with "
+                     r"config\.multi_agent\(policies=\.\.\., policy_mapping_fn=\.\.\.\)")])
+def test_envs_that_would_fail_or_misread_in_the_runners_fail_at_build_naming_env_and_fix(env, match):
+    """Not numpy's or gymnasium's errors at the first train(), nor terminated=None read as False."""
+    with pytest.raises(TypeError, match=match) as err:
+        small_ppo().environment(env).build_algo()
+    assert "old gym API" not in str(err.value)
+
+
+class TypoInResetEnv(OldStepEnv):
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, dtyp=np.float32), {}
+
+
+def test_a_type_error_inside_reset_is_not_blamed_on_the_old_gym_api_and_names_the_env():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtyp'") as err:
+        small_ppo().environment(TypoInResetEnv).build_algo()
+    assert "old gym API" not in str(err.value)
+    assert "of env 'TypoInResetEnv'" in err.value.__notes__[0]
 
 
 def test_observation_shapes_that_differ_between_runners_are_a_clear_error(ray_session):

@@ -17,6 +17,7 @@ from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.metrics.metrics_logger import EpisodeStats, MetricsLogger
+from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(300)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -288,3 +289,52 @@ def test_a_custom_metric_named_like_a_runner_group_result_is_refused():
     with pytest.raises(ValueError, match="'num_healthy_env_runners'.*built-in"):
         stats.add([{"episode_returns": [], "episode_lens": [], "num_env_steps_sampled": 0,
                     "custom_metrics": runner.pop_logged()}])
+
+
+class MisspelledHook(Callbacks):
+    def on_episode_ended(self, *, episode, **kwargs): ...
+
+
+class RLlibOnlyHook(Callbacks):
+    def on_environment_created(self, *, env_runner, env, **kwargs): ...
+
+
+class OldApiStackHook(Callbacks):
+    def on_episode_end(self, *, worker, base_env, policies, episode, **kwargs): ...
+
+
+class PositionalHook(Callbacks):
+    def on_episode_end(self, episode): ...
+
+
+class NoKwargsHook(Callbacks):
+    def on_train_result(self, *, result): ...
+
+
+class EveryKeywordHooks(Callbacks):  # what the runner passes, named, without **kwargs: it works
+    def on_episode_end(self, episode, env_runner, metrics_logger, env, env_index, rl_module): ...
+
+    def on_sample_end(self, *, env_runner, metrics_logger, samples): ...
+
+
+@pytest.mark.parametrize(("callbacks", "match"), [
+    (MisspelledHook, r"MisspelledHook.on_episode_ended is not a hook .*so nothing would call it "
+                     r"\(did you mean on_episode_end\?\)\. The hooks are on_algorithm_init, "),
+    (RLlibOnlyHook, r"on_environment_created is not a hook \(a typo, or an RLlib hook rlcourse "
+                    r"lacks\), so nothing would call it\. The hooks are "),
+    (OldApiStackHook, r"missing a required argument: 'worker'\. Hooks take keyword arguments: "
+                      r"def on_episode_end\(self, \*, episode, \*\*kwargs\)"),
+    (PositionalHook, r"unexpected keyword argument 'env_runner'\. Hooks take keyword arguments: "
+                     r"def on_episode_end\(self, \*, episode, \*\*kwargs\)"),
+    (NoKwargsHook, r"unexpected keyword argument 'algorithm'\. Hooks take keyword arguments: "
+                   r"def on_train_result\(self, \*, result, \*\*kwargs\)")])
+def test_hooks_that_nothing_calls_or_that_fail_when_called_are_refused_at_validate(callbacks,
+                                                                                   match):
+    """Not silently ignored, nor a TypeError at the first episode's end inside a runner."""
+    with pytest.raises(ConfigError, match=match) as info:
+        small_ppo().environment("CartPole-v1").callbacks(callbacks).validate()
+    assert info.value.setting == "callbacks_class"
+
+
+def test_hooks_that_take_every_keyword_they_are_called_with_pass_validate():
+    small_ppo().environment("CartPole-v1").callbacks(EveryKeywordHooks).validate()

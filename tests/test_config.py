@@ -1,5 +1,7 @@
 """AlgorithmConfig and PPOConfig: fluent setters, dict round trips, derived values, validation."""
 
+import threading
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -374,6 +376,15 @@ def test_invalid_setting_raises_config_error_naming_it(modify, setting):
         config.validate()
     assert info.value.setting == setting
     assert f"Invalid setting {setting}=" in str(info.value)
+
+
+def test_an_env_config_value_that_cannot_be_copied_is_refused_at_validate_naming_its_key():
+    """Not copy.deepcopy's "cannot pickle '_thread.lock' object" out of build_algo()."""
+    config = valid_config().environment(env_config={"size": 3, "lock": threading.Lock()})
+    with pytest.raises(ConfigError, match=r"config.environment\(env_config=...\): its 'lock' value "
+                                          r"cannot be copied \(TypeError: cannot pickle.*create the "
+                                          r"lock in the env's __init__"):
+        config.validate()
 
 
 def test_error_messages_name_the_setter_to_fix():

@@ -2,6 +2,8 @@
 weight sync, saved in checkpoints and frozen in evaluation; FlattenObservations; reward clipping;
 bad settings refused with a ConfigError that names them."""
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -207,6 +209,22 @@ def test_flatten_observations_one_hots_a_discrete_space_minus_its_start():
     space = f.recompute_output_observation_space(gym.spaces.Discrete(4, start=-1), None)
     assert space == gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
     np.testing.assert_array_equal(f(np.array([-1, 2, 0])), np.eye(4, dtype=np.float32)[[0, 3, 1]])
+
+
+@pytest.mark.parametrize(("space", "batch", "bad"), [
+    (gym.spaces.Discrete(4), [0, 7], "7"),  # (was numpy's IndexError)
+    (gym.spaces.Discrete(4), [-1], "-1"),  # (was the one-hot of 3)
+    (gym.spaces.Discrete(4, start=1), [1, 0], "0"),  # (was the one-hot of 4)
+    (gym.spaces.Dict({"a": gym.spaces.MultiDiscrete([3, 4])}), {"a": [[0, 0], [0, 4]]}, r"\[0, 4\]")])
+def test_flatten_observations_refuses_values_outside_the_space_naming_value_and_space(space, batch,
+                                                                                      bad):
+    f = FlattenObservations()
+    f.recompute_output_observation_space(space, None)
+    batch = {k: np.array(v) for k, v in batch.items()} if isinstance(batch, dict) else np.array(batch)
+    sub = space["a"] if isinstance(space, gym.spaces.Dict) else space
+    with pytest.raises(ValueError, match=rf"observation {bad}, outside the env's observation_space "
+                                         rf"{re.escape(str(sub))}: make the env return values in"):
+        f(batch)
 
 
 def test_a_dict_observation_env_trains_with_flatten_observations(algo_factory):

@@ -1,6 +1,7 @@
 """AlgorithmConfig.validate(): a bad shared setting fails at build time naming the setting and the fix
 (tables of ranges, then a function per setter); algorithms add theirs (PPOConfig.validate)."""
 
+import copy
 import math
 import numbers
 from typing import TYPE_CHECKING, Any
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from rlcourse.algorithms.evaluation_config import check_evaluation
-from rlcourse.callbacks.callbacks import Callbacks, overrides_episode_hooks
+from rlcourse.callbacks.callbacks import Callbacks, callbacks_problem, overrides_episode_hooks
 from rlcourse.core.rl_module.default_model_config import (
     ACTIVATIONS,
     CONV_DEFAULTS,
@@ -134,8 +135,8 @@ def validate_config(config: "AlgorithmConfig") -> None:
     if config.seed is not None and not (is_int(config.seed) and 0 <= config.seed < 2**32):
         fail(config, "seed", "use a whole number in [0, 2**32 - 1] (numpy's legacy seeds; runners "
              "add offsets to it), or None for an unseeded run.")
-    for check in (_check_environment, _check_env_runners, _check_learners, _check_rl_module,
-                  check_evaluation, _check_multi_agent, _check_offline_data):
+    for check in (_check_environment, _check_env_runners, _check_callbacks, _check_learners,
+                  _check_rl_module, check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
 
 
@@ -156,6 +157,13 @@ def _check_environment(config: "AlgorithmConfig") -> None:
             config.get_env_creator()
     except ValueError as e:
         fail(config, "env", str(e))
+    for key, value in config.env_config.items():
+        try:
+            copy.deepcopy(value)  # as build_algo() does; runner actors get a pickled copy
+        except Exception as e:
+            fail(config, "env_config", f"its {key!r} value cannot be copied ({type(e).__name__}: "
+                 f"{e}), and every EnvRunner gets a copy. Pass what the env needs to make it (a "
+                 f"path, a number) and create the {type(value).__name__} in the env's __init__.")
     if config.clip_rewards is not None:  # (None: not configured, nothing to check)
         from rlcourse.connectors.clip_rewards import check_clip_rewards
         if problem := check_clip_rewards(config.clip_rewards):
@@ -187,6 +195,11 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
     if config.learner_connector is not None and not callable(config.learner_connector):
         fail(config, "learner_connector", "pass a function of the spaces that returns the connector, "
              "as in RLlib: lambda obs_space, act_space: FrameStackingLearner(num_frames=4).")
+
+
+def _check_callbacks(config: "AlgorithmConfig") -> None:
+    if config.callbacks_class is not None and (problem := callbacks_problem(config.callbacks_class)):
+        fail(config, "callbacks_class", problem)
 
 
 def _check_learners(config: "AlgorithmConfig") -> None:

@@ -3,6 +3,8 @@ cannot change the driver's objects; what they log with `metrics_logger.log_value
 result["env_runners"] (evaluation's in result["evaluation"]["env_runners"]). The rest run in the
 driver."""
 
+import difflib
+import inspect
 from typing import Any
 
 
@@ -71,3 +73,31 @@ def overrides_episode_hooks(callbacks_class: type) -> bool:
     """Whether `callbacks_class` has episode hooks of its own, which runners then call."""
     hooks = ("on_episode_start", "on_episode_step", "on_episode_end")
     return any(overrides(callbacks_class, hook) for hook in hooks)
+
+
+HOOKS = tuple(name for name in vars(Callbacks) if name.startswith("on_"))
+
+
+def callbacks_problem(callbacks_class: type) -> str | None:
+    """Why `callbacks_class` would go wrong unseen, or None: an `on_*` method that is no hook (a
+    typo, or an RLlib-only hook) is never called; a hook that cannot take the keywords it is
+    called with fails only when it first runs (an episode hook: inside a runner)."""
+    for name in dir(callbacks_class):
+        if name.startswith("on_") and name not in HOOKS and callable(getattr(callbacks_class, name)):
+            close = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.8)
+            return (f"{callbacks_class.__name__}.{name} is not a hook (a typo, or an RLlib hook "
+                    f"rlcourse lacks), so nothing would call it"
+                    f"{f' (did you mean {close[0]}?)' if close else ''}. The hooks are "
+                    f"{', '.join(HOOKS)}.")
+    for hook in filter(lambda hook: overrides(callbacks_class, hook), HOOKS):
+        passed = [p.name for p in inspect.signature(getattr(Callbacks, hook)).parameters.values()
+                  if p.kind is p.KEYWORD_ONLY]
+        signature = inspect.signature(getattr(callbacks_class, hook))
+        try:
+            signature.bind(None, **dict.fromkeys(passed))
+        except TypeError as e:
+            named = [p for p in signature.parameters if p in passed] or passed[:1]
+            return (f"{callbacks_class.__name__}.{hook}{signature} cannot take the keyword "
+                    f"arguments it is called with ({', '.join(passed)}): {e}. Hooks take keyword "
+                    f"arguments: def {hook}(self, *, {', '.join(named)}, **kwargs).")
+    return None

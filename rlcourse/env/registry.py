@@ -69,18 +69,26 @@ def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env
     except Exception as e:
         raise RuntimeError(f"Creating the env failed: {type(e).__name__}: {str(e).rstrip('.')}. "
                            "Check the env passed to config.environment() and its env_config.") from e
+    # A MultiAgentEnv, rlcourse's (multi_agent_env.py imports this module) or RLlib's:
+    if "MultiAgentEnv" in {c.__name__ for c in type(env).__mro__}:
+        raise TypeError(f"Env {name!r} is a MultiAgentEnv: configure its agents' modules with "
+                        "config.multi_agent(policies=..., policy_mapping_fn=...), e.g. policies="
+                        "{'shared'}, policy_mapping_fn=lambda agent_id, episode, **kw: 'shared'.")
     if not isinstance(env, gym.Env):
         raise TypeError(f"The env creator returned {type(env).__name__}, not a gymnasium.Env.")
     with env:  # closed however the probe ends
-        try:
-            result = env.reset(seed=0)
-        except TypeError as e:
-            if "unexpected keyword argument" not in str(e):
-                raise
-            raise _old_api_error(name, f"reset(seed=0) failed: {e}") from e
-        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+        for kind in ("observation_space", "action_space"):
+            if not isinstance(space := getattr(env, kind, None), gym.Space):
+                raise TypeError(f"Env {name!r} has {kind} {space!r}, not a gymnasium space: set "
+                                f"self.{kind} = gym.spaces.Box(...) (or Discrete(n), ...) in its "
+                                "__init__.")
+        result = _probe_reset(env, name)
+        if not (isinstance(result, tuple) and len(result) == 2):
             raise _old_api_error(name, f"reset() returned {_describe(result)} instead of (obs, info)")
-        obs = result[0]
+        obs, info = result
+        if not isinstance(info, dict):
+            raise TypeError(f"Env {name!r}: reset() returned info {info!r}, not a dict: return "
+                            "(obs, info) with a dict, e.g. return obs, {}.")
         if not env.observation_space.contains(obs):
             raise ValueError(
                 f"The env's reset() returned an observation that is not in its observation_space "
@@ -90,10 +98,45 @@ def probe_spaces(env_creator: EnvCreator, env_config: dict, name: str = "the env
         try:
             result = env.step(env.action_space.sample())
         except Exception:  # an env that fails now and then is the runners' business
-            result = None  # (restart_failed_sub_environments); only the API is checked here
-        if result is not None and not (isinstance(result, tuple) and len(result) == 5):
+            return env.observation_space, env.action_space  # (restart_failed_sub_environments)
+        if not (isinstance(result, tuple) and len(result) == 5):
             raise _old_api_error(name, f"step() returned {_describe(result)} instead of 5 values")
+        _check_step_values(name, *result[1:])
         return env.observation_space, env.action_space
+
+
+def _probe_reset(env: gym.Env, name: str) -> Any:
+    """`env.reset(seed=0, options=None)`, as gymnasium's vector envs call it; whether the env
+    follows the old gym API is read from reset's signature, so other errors inside it pass."""
+    signature = inspect.signature(env.reset)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    if not (takes_any or "seed" in signature.parameters):
+        raise _old_api_error(name, f"reset(seed=0) failed: reset{signature} takes no seed")
+    if not (takes_any or "options" in signature.parameters):
+        raise TypeError(f"Env {name!r}: reset() must take options: def reset(self, *, seed=None, "
+                        "options=None) (gymnasium's vector envs pass both; this one is "
+                        f"reset{signature}).")
+    try:
+        return env.reset(seed=0, options=None)
+    except Exception as e:
+        e.add_note(f"(Raised in reset(seed=0, options=None) of env {name!r}, which build_algo() "
+                   "calls to probe the env.)")
+        raise
+
+
+def _check_step_values(name: str, reward: Any, terminated: Any, truncated: Any, info: Any) -> None:
+    """What gymnasium's vector env would turn into numpy's errors, or misread (None as False)."""
+    flag = "return True or False (None does not mean False: an episode must end)"
+    for what, value, ok, fix in (
+            ("reward", reward, np.ndim(reward) == 0 and np.asarray(reward).dtype.kind in "biuf",
+             "return one number, e.g. float(reward) (an array of shape (1,), as -action**2 gives "
+             "for a Box((1,)) action, needs .item())"),
+            ("terminated", terminated, isinstance(terminated, bool | np.bool_), flag),
+            ("truncated", truncated, isinstance(truncated, bool | np.bool_), flag),
+            ("info", info, isinstance(info, dict), "return a dict, e.g. {}")):
+        if not ok:
+            raise TypeError(f"Env {name!r}: step() returned {what} {value!r} (a "
+                            f"{type(value).__name__}): {fix}.")
 
 
 def _describe(value: Any) -> str:

@@ -1,6 +1,7 @@
 """FlattenObservations: (nested) Dict and Tuple observations as one float32 vector, as RLlib's: Box
 parts flattened, Discrete and MultiDiscrete parts one-hot, in the space's (sorted) key order."""
 
+from functools import cache
 from typing import Any
 
 import gymnasium as gym
@@ -26,8 +27,24 @@ def _flat_size(space: gym.Space) -> int:
                       "env_runners")
 
 
-def _one_hot(values: np.ndarray, n: int) -> np.ndarray:
-    return np.eye(n, dtype=np.float32)[values]
+@cache
+def _identity(n: int) -> np.ndarray:
+    return np.eye(n, dtype=np.float32)  # (indexing it copies: the cached array stays as it is)
+
+
+def _one_hot(shifted: np.ndarray, values: np.ndarray, space: gym.Space, n: Any) -> list[np.ndarray]:
+    """One-hot rows of the int64 `values` minus the space's start (`shifted`, [B] or [B, k] for k
+    parts of sizes `n`), refused unless all are in 0..n-1: the index would raise IndexError, or
+    take the last row for -1. One pass per batch: negatives, read as unsigned, are huge."""
+    unsigned = shifted.view(np.uint64)
+    if unsigned.max(initial=0) >= n if shifted.ndim == 1 else (unsigned >= n).any():
+        bad = next(x for x in values.reshape(len(values), *space.shape) if x not in space)
+        raise ValueError(f"FlattenObservations got the observation {bad.tolist()}, outside the env's "
+                         f"observation_space {space}: make the env return values in its space "
+                         "(Discrete(n, start=s) holds s..s+n-1), or widen the space.")
+    if shifted.ndim == 1:
+        return [_identity(n)[shifted]]
+    return [_identity(int(size))[shifted[:, j]] for j, size in enumerate(n)]
 
 
 def _flatten(batch: Any, space: gym.Space) -> list[np.ndarray]:
@@ -38,12 +55,12 @@ def _flatten(batch: Any, space: gym.Space) -> list[np.ndarray]:
         return [piece for part, sub in zip(batch, space.spaces, strict=True)
                 for piece in _flatten(part, sub)]
     values = np.asarray(batch)
-    if isinstance(space, gym.spaces.Discrete):
-        return [_one_hot(values.astype(np.int64) - int(space.start), int(space.n))]
+    if isinstance(space, gym.spaces.Discrete):  # (Python ints: compared as uint64, not float)
+        return _one_hot(values.astype(np.int64) - int(space.start), values, space, int(space.n))
     if isinstance(space, gym.spaces.MultiDiscrete):
-        values = values.reshape(len(values), -1) - np.asarray(space.start).reshape(1, -1)
-        nvec = np.asarray(space.nvec).reshape(-1)
-        return [_one_hot(values[:, j], int(n)) for j, n in enumerate(nvec)]
+        shifted = (values.reshape(len(values), -1).astype(np.int64)
+                   - np.asarray(space.start).reshape(1, -1))
+        return _one_hot(shifted, values, space, np.asarray(space.nvec, np.uint64).reshape(-1))
     return [values.reshape(len(values), -1).astype(np.float32)]
 
 

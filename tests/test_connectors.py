@@ -301,6 +301,8 @@ def test_a_multi_agent_config_refuses_what_its_runner_lacks_by_name():
             ("callbacks_class", config.copy().callbacks(EpisodeEndCallbacks))]:
         with pytest.raises(ConfigError, match=f"{setting}.*MultiAgentEnvRunner (has|calls) no"):
             configured.validate()
+    with pytest.raises(ConfigError, match="give the agents Box ones .* or pass rl_module_class"):
+        config.copy().env_runners(env_to_module_connector=mean_std_filter).validate()
     config.copy().callbacks(SampleEndCallbacks).validate()  # on_sample_end runs on its runners
 
 

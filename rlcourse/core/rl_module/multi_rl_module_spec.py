@@ -148,6 +148,12 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
     finally:
         if own:
             env.close()
+    check_box_observations(config, spec)
+    return spec
+
+
+def check_box_observations(config: Any, spec: MultiRLModuleSpec) -> None:
+    """Refuse a default module for non-Box observations: multi-agent has no FlattenObservations."""
     for mid, own in spec.rl_module_specs.items():
         if not (config.rl_module_class or own.module_class
                 or isinstance(own.observation_space, gym.spaces.Box)):
@@ -157,7 +163,6 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
                 "(FlattenObservations) to convert them. Give the agents Box observations (one-hot "
                 "Discrete ones in the env, gymnasium.spaces.utils.flatten Dict ones), or pass your "
                 "own module with config.rl_module(rl_module_class=...).")
-    return spec
 
 
 def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:

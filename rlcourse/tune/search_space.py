@@ -42,25 +42,19 @@ def check_tunable(setting: str, value: Any, setter: str) -> None:
 def candidates(space: Any) -> list[Any]:
     """The values that tell whether all of `space`'s are valid: every grid value or category, a
     range's bounds (floats for a Float range, as Tune samples); [] where they cannot be known
-    (tune.sample_from)."""
-    if isinstance(space, dict):
-        return list(space["grid_search"])
-    if hasattr(space, "categories"):
-        return list(space.categories)
+    (tune.sample_from). ValueError for a grid that is no list, or an empty grid or choice."""
+    if isinstance(space, dict) or hasattr(space, "categories"):
+        values = space["grid_search"] if isinstance(space, dict) else space.categories
+        if not isinstance(values, list | tuple):
+            raise ValueError(f"grid_search takes a list of values, e.g. tune.grid_search([{values!r}]).")
+        if not values:
+            raise ValueError("the search space is empty: give it at least one value.")
+        return list(values)
     if hasattr(space, "lower") and hasattr(space, "upper"):
         if type(space).__name__ == "Integer":  # tune.randint(a, b) draws from [a, b)
             return [space.lower, space.upper - 1]
         return [float(space.lower), float(space.upper)]
     return []
-
-
-def spaces_in(value: Any) -> list[Any]:
-    """The search spaces in `value`, nested ones included."""
-    if is_search_space(value):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return [s for v in value for s in spaces_in(v)] if isinstance(value, list | tuple) else []
 
 
 def resolved(value: Any, default: Any = None) -> Any:
@@ -88,31 +82,17 @@ def variants(value: Any, base: Any) -> list[Any]:
     return []
 
 
-def check_shape(config: "AlgorithmConfig", setting: str, space: Any) -> None:
-    """Refuse a grid that is not a list of values, and an empty grid or choice."""
-    values = space.get("grid_search") if isinstance(space, dict) else getattr(space, "categories",
-                                                                               [None])
-    fix = None
-    if not isinstance(values, list | tuple):
-        fix = f"grid_search takes a list of values, e.g. tune.grid_search([{values!r}])."
-    elif not values:
-        fix = "the search space is empty: give it at least one value, e.g. tune.grid_search([1e-3])."
-    if fix:
-        raise ConfigError(setting, space, fix, setter_of(config, setting))
-
-
 def check_search_spaces(config: "AlgorithmConfig") -> None:
     """Validate the config once per candidate of each search space (the others at their first);
     raise a ConfigError naming the setting and the value that fails."""
     spaces = {name: value for name, value in vars(config).items() if contains_search_space(value)}
+    base, defaults, trials = copy.deepcopy(config), type(config)(), [(None, None)]
     for name, value in spaces.items():
-        for space in spaces_in(value):
-            check_shape(config, name, space)
-    base, defaults = copy.deepcopy(config), type(config)()
-    for name, value in spaces.items():
-        setattr(base, name, resolved(value, getattr(defaults, name, None)))
-    trials = [(None, None)] + [(name, v) for name, value in spaces.items()
-                               for v in variants(value, getattr(base, name))]
+        try:
+            setattr(base, name, resolved(value, getattr(defaults, name, None)))
+            trials += [(name, v) for v in variants(value, getattr(base, name))]
+        except ValueError as e:  # a space of no candidates' form
+            raise ConfigError(name, value, str(e), setter_of(config, name)) from None
     for name, candidate in trials:
         trial = copy.deepcopy(base)
         if name is not None:

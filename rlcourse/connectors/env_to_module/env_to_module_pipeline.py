@@ -12,7 +12,6 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 
 from rlcourse.connectors.connector_v2 import ConnectorV2
 from rlcourse.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
-from rlcourse.connectors.learner.frame_stacking import build_learner_connector
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.validation import ConfigError
 
@@ -158,6 +157,7 @@ def build_env_to_module_pipeline(config: Any, observation_space: gym.Space,
     pipeline = EnvToModulePipeline(connectors, observation_space, action_space,
                                    update_stats=not config.in_evaluation)
     if env is None:
+        from rlcourse.connectors.learner.frame_stacking import build_learner_connector  # (a cycle)
         stacking = pipeline.frame_stacking
         build_learner_connector(config, pipeline.observation_space, action_space,
                                 stacking.num_frames if stacking else 1)

@@ -5,6 +5,7 @@ import threading
 import gymnasium as gym
 import numpy as np
 import pytest
+from ray import tune
 
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.evaluation_config import evaluation_config_of
@@ -398,6 +399,28 @@ def test_error_messages_name_the_setter_to_fix():
             if f"config.{setter}({setting}=...)" not in str(e):
                 missing.append(f"{row_id}: {e}")
     assert not missing, "messages that do not name the setter:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("training, words", [
+    ({"lr": tune.grid_search(0.001)}, r"lr=.*grid_search takes a list of values"),
+    ({"lr": tune.grid_search([])}, r"lr=.*the search space is empty"),
+    ({"lr": tune.choice([])}, r"lr=.*the search space is empty"),
+    ({"train_batch_size_per_learner": tune.uniform(100, 1000)},
+     r"train_batch_size_per_learner=.*can take 100.0 \(.*use tune.randint"),
+    ({"num_epochs": tune.loguniform(1, 10)}, r"num_epochs=.*can take 1.0 .*whole number"),
+])
+def test_search_spaces_are_refused_by_shape_and_float_ranges_for_whole_numbers(training, words):
+    with pytest.raises(ConfigError, match=words):
+        valid_config().training(**training).to_dict()
+
+
+def test_sample_from_is_accepted_and_every_nested_grid_value_is_checked():
+    valid_config().training(lr=tune.sample_from(lambda spec: 10 ** np.random.uniform(-4, -3)),
+                            num_epochs=tune.randint(1, 10)).to_dict()
+    valid_config().rl_module(model_config={"fcnet_hiddens": tune.sample_from(lambda s: [8])}).to_dict()
+    with pytest.raises(ConfigError, match=r"model_config=.*can take .*'fcnet_hiddens': '64'"):
+        valid_config().rl_module(
+            model_config={"fcnet_hiddens": tune.grid_search([[32], "64"])}).to_dict()
 
 
 def test_number_ranges_are_printed_finite_and_model_config_names_its_form():

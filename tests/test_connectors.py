@@ -13,6 +13,7 @@ import rlcourse.course.multi_agent_envs  # noqa: F401  (registers ConnectFour)
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.clip_rewards import clip_rewards
+from rlcourse.connectors.connector_v2 import ConnectorV2
 from rlcourse.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from rlcourse.connectors.env_to_module.mean_std_filter import RunningStat
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -277,9 +278,32 @@ def test_bad_settings_are_refused_at_validate(configure, setting):
     assert info.value.setting == setting
 
 
+class Widen(ConnectorV2):  # changes the shape without saying so
+    def __call__(self, observations, *, update=True):
+        return np.concatenate([observations, observations], axis=1)
+
+
+class NoCall(ConnectorV2):
+    pass
+
+
+class RLlibCall(ConnectorV2):
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        return batch
+
+
 @pytest.mark.parametrize("factory, setting, words", [
     (lambda env: 42, "env_to_module_connector", "not a connector"),
     (lambda env: [MeanStdFilter(), "x"], "env_to_module_connector", "not a connector"),
+    (MeanStdFilter(), "env_to_module_connector", r"not the connector: lambda env: MeanStdFilter\(\)"),
+    (lambda env: MeanStdFilter, "env_to_module_connector", "the class, not an instance"),
+    (lambda env: lambda obs: obs[:, :1], "env_to_module_connector",
+     r"function <lambda> returned shape \(1, 1\).*shape \(1, 4\).*ConnectorV2 with recompute"),
+    (lambda env: lambda obs: None, "env_to_module_connector", "returned 'NoneType'"),
+    (lambda env: Widen(), "env_to_module_connector", "Widen returned shape \\(1, 8\\).*override "
+     "recompute_output_observation_space"),
+    (lambda env: NoCall(), "env_to_module_connector", r"NoCall .*no __call__.*update=True"),
+    (lambda env: RLlibCall(), "env_to_module_connector", r"RLlibCall .*not RLlib's __call__"),
     (lambda env: MeanStdFilter(clip_by_value=0), "clip_by_value", "positive"),
 ])
 def test_bad_connectors_are_refused_at_build(factory, setting, words):
@@ -319,6 +343,8 @@ def test_a_multi_agent_config_refuses_what_its_runner_lacks_by_name():
             ("callbacks_class", config.copy().callbacks(EpisodeEndCallbacks))]:
         with pytest.raises(ConfigError, match=f"{setting}.*MultiAgentEnvRunner (has|calls) no"):
             configured.validate()
+    with pytest.raises(ConfigError, match="give the agents Box ones .* or pass rl_module_class"):
+        config.copy().env_runners(env_to_module_connector=mean_std_filter).validate()
     config.copy().callbacks(SampleEndCallbacks).validate()  # on_sample_end runs on its runners
 
 

@@ -102,6 +102,23 @@ def test_ppo_trains_on_stacks_rebuilt_by_the_learner(monkeypatch):
     assert any(not np.array_equal(before[name], after[name]) for name in before)
 
 
+@pytest.mark.parametrize("env_frames, learner, words", [
+    (K, None, rf"runners stack {K} .*learner 1.*FrameStackingLearner\(num_frames={K}\)"),
+    (K, lambda o, a: FrameStackingLearner(2), rf"learner 2.*FrameStackingLearner\(num_frames={K}\)"),
+    (None, lambda o, a: FrameStackingLearner(2), r"runners stack 1 .*FrameStackingEnvToModule\("
+     r"num_frames=2\) in env_to_module_connector\), or leave learner_connector unset"),
+    (K, FrameStackingLearner(K), "pass a function of the two spaces"),
+    (K, lambda spaces: FrameStackingLearner(K), "pass a function of the two spaces"),
+    (K, lambda o, a: FrameStackingLearner(0), r"\.\.\.\): stack at least 1 frame"),
+])
+def test_runners_and_learner_must_stack_alike_and_learner_connector_is_a_function(env_frames, learner,
+                                                                                  words):
+    config = stacking_config().training(learner_connector=learner).env_runners(
+        env_to_module_connector=env_frames and (lambda env: FrameStackingEnvToModule(env_frames)))
+    with pytest.raises(ConfigError, match=r"config\.training\(learner_connector=.*" + words):
+        config.build_algo()
+
+
 def test_learner_connector_must_be_a_function_and_runner_state_restores_with_stacks():
     with pytest.raises(ConfigError, match="learner_connector.*FrameStackingLearner"):
         stacking_config().training(learner_connector=4).validate()

@@ -50,6 +50,13 @@ def test_settings_are_kept_and_travel_through_dicts():
     ({"policies": {"main"}, "policy_mapping_fn": self_play, "policies_to_train": "main"},
      "policies_to_train", "module ids (a set)"),
     ({"policy_mapping_fn": self_play}, "policies", "set policies too"),
+    ({"policies": {"main"}, "policy_mapping_fn": self_play, "policies_to_train": set()},
+     "policies_to_train", "it is empty, so no policy would train"),
+    ({"policies": {"main"}, "policy_mapping_fn": self_play,
+      "policies_to_train": lambda module_id, batch: None}, "policies_to_train",
+     "returned None: return True to train"),
+    ({"policies": {"main": RLModuleSpec(observation_space=(2,))}, "policy_mapping_fn": self_play},
+     "policies", "RLModuleSpec(observation_space=(2,)): give a gymnasium space"),
 ])
 def test_bad_settings_fail_at_validate_naming_setting_and_fix(settings, setting, words):
     with pytest.raises(ConfigError, match=r"config\.multi_agent\(" + setting) as error:
@@ -83,6 +90,15 @@ def test_get_multi_rl_module_spec_refuses_unknown_ids_wrong_spaces_and_single_ag
         c.get_multi_rl_module_spec()
     c = small_ppo().environment("CartPole-v1").multi_agent(policies={"default_policy"})
     with pytest.raises(TypeError, match="not a MultiAgentEnv"):
+        c.get_multi_rl_module_spec()
+
+
+def test_discrete_observations_in_multi_agent_ask_for_box_ones_or_a_module_class():
+    from rlcourse.env.multi_agent_env import make_multi_agent
+
+    c = small_ppo().environment(make_multi_agent("FrozenLake-v1")).multi_agent(
+        policies={"default_policy"})
+    with pytest.raises(ValueError, match="observes Discrete.*Box observations.*rl_module_class"):
         c.get_multi_rl_module_spec()
 
 

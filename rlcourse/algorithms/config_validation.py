@@ -283,7 +283,9 @@ def _check_multi_agent(config: "AlgorithmConfig") -> None:
     for setting in ("env_to_module_connector", "clip_rewards", "restart_failed_sub_environments"):
         if getattr(config, setting) not in (None, False):
             fail(config, setting, "rlcourse's MultiAgentEnvRunner has no connectors, reward "
-                 f"clipping or sub-env restarts: leave {setting} unset for a multi-agent config.")
+                 f"clipping or sub-env restarts: leave {setting} unset for a multi-agent config."
+                 + (" For Discrete or Dict observations, give the agents Box ones (one-hot in the "
+                    "env) or pass rl_module_class." if setting == "env_to_module_connector" else ""))
     if config.callbacks_class is not None and overrides_episode_hooks(config.callbacks_class):
         fail(config, "callbacks_class", "rlcourse's MultiAgentEnvRunner calls no episode hooks "
              "(on_episode_start/step/end): for a multi-agent config, use on_sample_end.")

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlcourse.core.rl_module.multi_rl_module_spec import (
+    check_box_observations,
     module_config,
     resolve_multi_rl_module_spec,
     space_mismatch_error,
@@ -50,6 +51,7 @@ class MultiAgentEnvRunner(EnvRunner):
                                             or default_agent_to_module_mapping_fn)
         self.spec = resolve_multi_rl_module_spec(config.policies, self.policy_mapping_fn,
                                                  self.envs[0], self.env_name)
+        check_box_observations(config, self.spec)
         self.module_spaces = self.spec.spaces()
         self.modules = {
             mid: build_inference_module(module_config(config, mid, self.spec, k), obs_space,

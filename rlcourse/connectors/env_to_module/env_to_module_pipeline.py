@@ -21,6 +21,10 @@ Connector = ConnectorV2 | Callable[[Any], np.ndarray]
 def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> list[Connector]:
     """The connectors `factory` returns, called as RLlib 2.60 does, `fn(env, spaces, device)`, or
     with as many of these as it takes (`fn(env)`, `FlattenObservations`); env None: probing."""
+    if isinstance(factory, ConnectorV2):
+        raise ConfigError("env_to_module_connector", factory, "pass a function that returns the "
+                          f"connector, not the connector: lambda env: {type(factory).__name__}().",
+                          "env_runners")
     try:
         kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
@@ -31,12 +35,41 @@ def call_connector_factory(factory: Callable, env: Any, spaces: dict | None) -> 
     result = factory(*(env, spaces, None)[:min(n, 3)])
     connectors = list(result) if isinstance(result, list | tuple) else [result]
     for connector in connectors:
-        if not callable(connector):
+        if isinstance(connector, type) or not callable(connector):
+            kind = "the class, not an instance" if isinstance(connector, type) else "not a connector"
             raise ConfigError("env_to_module_connector", factory, f"it returned {connector!r}, "
-                              "which is not a connector: return a ConnectorV2 such as "
-                              "MeanStdFilter(), a function obs -> obs, or a list of them.",
-                              "env_runners")
+                              f"{kind}: return a ConnectorV2 such as MeanStdFilter() (called), a "
+                              "function obs -> obs, or a list of them.", "env_runners")
     return connectors
+
+
+def probe(connector: Connector, observations: Any, space: gym.Space) -> Any:
+    """`connector`'s output for a batch of one observation, refused (ConfigError naming it and its
+    form) unless it takes the batch and returns one of `space` (once at build, not per step)."""
+    own = isinstance(connector, ConnectorV2)
+    name = type(connector).__name__ if own else f"the function {getattr(connector, '__name__', '')}"
+    form = ("__call__(self, observations, *, update=True) (not RLlib's __call__(*, rl_module, "
+            "batch, ...))" if own else "a function of one argument, the batch of observations")
+    try:
+        if own and type(connector).__call__ is ConnectorV2.__call__:
+            raise TypeError("it defines no __call__")
+        inspect.signature(connector).bind(observations, **({"update": False} if own else {}))
+    except TypeError as e:
+        raise ConfigError("env_to_module_connector", connector, f"{name} cannot take a batch of "
+                          f"observations ({e}): a connector is {form}.", "env_runners") from None
+    except ValueError:  # no signature (a builtin): call it as it is
+        pass
+    out = connector(observations, update=False) if own else connector(observations)
+    shape = None if space.shape is None else (1, *space.shape)
+    if shape is not None and getattr(out, "shape", None) != shape:
+        got = f"shape {out.shape}" if isinstance(out, np.ndarray) else repr(type(out).__name__)
+        fix = ("override recompute_output_observation_space to give the space it returns" if own
+               else "a function keeps the space: to change it, write a ConnectorV2 with "
+               "recompute_output_observation_space")
+        raise ConfigError("env_to_module_connector", connector, f"{name} returned {got} for a "
+                          f"batch of 1 observation; the module is built for {space}, so it must "
+                          f"return an array of shape {shape}: {fix}.", "env_runners")
+    return out
 
 
 class EnvToModulePipeline:
@@ -48,16 +81,22 @@ class EnvToModulePipeline:
         self.stateful = [c for c in connectors if isinstance(c, ConnectorV2)]  # functions have none
         self.update_stats = update_stats  # False in evaluation: statistics frozen
         self.input_observation_space = input_observation_space
-        space = input_observation_space
-        for connector in self.stateful:
-            space = connector.recompute_output_observation_space(space, input_action_space)
-        self.observation_space = space
         # The runner acts on its stacks; episodes keep the frames before it (frame_stacking.py).
         self.frame_stacking = next((c for c in connectors
                                     if isinstance(c, FrameStackingEnvToModule)), None)
         if self.frame_stacking is not None and connectors[-1] is not self.frame_stacking:
             raise ConfigError("env_to_module_connector", connectors, "put FrameStackingEnvToModule "
                               "last: it stacks the frames the other connectors made.", "env_runners")
+        space = input_observation_space
+        observations = concatenate(space, [space.sample()], create_empty_array(space, 1))
+        for connector in connectors:
+            before = space
+            if isinstance(connector, ConnectorV2):
+                space = connector.recompute_output_observation_space(space, input_action_space)
+            # (FrameStackingEnvToModule passes frames through: the runner acts on its stacks)
+            observations = probe(connector, observations, before if connector is self.frame_stacking
+                                 else space)
+        self.observation_space = space
 
     def __call__(self, observations: Any) -> Any:
         for connector in self.connectors:
@@ -107,11 +146,19 @@ class EnvToModulePipeline:
 
 def build_env_to_module_pipeline(config: Any, observation_space: gym.Space,
                                  action_space: gym.Space, env: Any = None) -> EnvToModulePipeline:
-    """The pipeline of `config.env_to_module_connector`; statistics frozen in evaluation."""
+    """The pipeline of `config.env_to_module_connector`; statistics frozen in evaluation. Without
+    `env` (the algorithm's copy, or a checkpoint's), refuse a learner_connector that stacks frames
+    otherwise than its FrameStackingEnvToModule."""
     factory = config.env_to_module_connector
     spaces = {"__env_single__": (observation_space, action_space)}
     if env is not None:
         spaces["__env__"] = (env.observation_space, env.action_space)
     connectors = [] if factory is None else call_connector_factory(factory, env, spaces)
-    return EnvToModulePipeline(connectors, observation_space, action_space,
-                               update_stats=not config.in_evaluation)
+    pipeline = EnvToModulePipeline(connectors, observation_space, action_space,
+                                   update_stats=not config.in_evaluation)
+    if env is None:
+        from rlcourse.connectors.learner.frame_stacking import build_learner_connector  # (a cycle)
+        stacking = pipeline.frame_stacking
+        build_learner_connector(config, pipeline.observation_space, action_space,
+                                stacking.num_frames if stacking else 1)
+    return pipeline

@@ -17,10 +17,8 @@ class FrameStackingEnvToModule(ConnectorV2):
     and acts on `stacked`; observations pass through unchanged, for the episodes."""
 
     def __init__(self, num_frames: int = 1):
-        if not (isinstance(num_frames, int) and num_frames >= 1):
-            raise ConfigError("num_frames", num_frames, "stack at least 1 frame, e.g. "
-                              "FrameStackingEnvToModule(num_frames=4).", "env_runners")
-        self.num_frames = num_frames
+        self.num_frames = check_num_frames(num_frames, "FrameStackingEnvToModule",
+                                           "env_to_module_connector", "env_runners")
         self.stacked: np.ndarray | None = None  # what the module sees, per sub-env
 
     def recompute_output_observation_space(self, input_observation_space: gym.Space,
@@ -28,9 +26,10 @@ class FrameStackingEnvToModule(ConnectorV2):
         """The module's space: frames [H, W, C] stacked to [H, W, C * num_frames]."""
         space = input_observation_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 3):
-            raise ConfigError("num_frames", self.num_frames, f"FrameStackingEnvToModule stacks "
-                              f"image frames [H, W, C], not {space}: wrap the env to return "
-                              "images (e.g. rlcourse.env.wrappers.atari_wrappers).", "env_runners")
+            raise ConfigError("env_to_module_connector", f"FrameStackingEnvToModule(num_frames="
+                              f"{self.num_frames})", f"it stacks image frames [H, W, C], not "
+                              f"{space}: wrap the env to return images (e.g. rlcourse.env."
+                              "wrappers.atari_wrappers).", "env_runners")
         self.input_observation_space = space
         return gym.spaces.Box(np.tile(space.low, self.num_frames), np.tile(space.high, self.num_frames),
                               dtype=space.dtype)
@@ -56,6 +55,14 @@ class FrameStackingEnvToModule(ConnectorV2):
         channels = c // self.num_frames
         older = self.stacked[..., :-channels].reshape(n, h, w, self.num_frames - 1, channels)
         return older.transpose(0, 3, 1, 2, 4).copy()
+
+
+def check_num_frames(num_frames: Any, connector: str, setting: str, setter: str) -> int:
+    """`num_frames` if a whole number >= 1, else a ConfigError naming `connector` and `setting`."""
+    if not (isinstance(num_frames, int) and not isinstance(num_frames, bool) and num_frames >= 1):
+        raise ConfigError(setting, f"{connector}(num_frames={num_frames!r})", "stack at least 1 "
+                          f"frame, e.g. {connector}(num_frames=4).", setter)
+    return num_frames
 
 
 def stack_frames(frames: np.ndarray, num_frames: int) -> np.ndarray:

@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 
 from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import add_time_dim_to_all_obs
+from rlcourse.connectors.learner.frame_stacking import build_learner_connector
 from rlcourse.core import ALL_OBS_MASK, LOSS_MASK, STATE_IN
 from rlcourse.core.learner.learner_state import check_optimizer_state, check_torch_rng
 from rlcourse.core.rl_module.default_model_config import lstm_settings
@@ -55,8 +56,9 @@ class Learner:
             torch.manual_seed(config.seed)
         self.device = get_device(config, config.num_gpus_per_learner)
         self.module = build_module(config, observation_space, action_space).to(self.device)
-        factory = config.learner_connector  # episodes -> episodes, before build_batch
-        self.learner_connector = factory(observation_space, action_space) if factory else None
+        # episodes -> episodes, before build_batch (runners that stack frames check it: 1: none)
+        self.learner_connector = build_learner_connector(
+            config, observation_space, action_space, None if config.env_to_module_connector else 1)
         self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlcourse.core import DEFAULT_MODULE_ID
 from rlcourse.core.rl_module.rl_module_spec import RLModuleSpec
@@ -48,6 +49,11 @@ def specs_from_policies(policies: Iterable[ModuleID] | dict[ModuleID, RLModuleSp
             raise ValueError(f"policies[{module_id!r}] is a {type(spec).__name__}: give None "
                              "(spaces from the env) or an RLModuleSpec(observation_space=..., "
                              "action_space=...) in config.multi_agent(policies=...).")
+        for arg in ("observation_space", "action_space"):
+            if spec is not None and not isinstance(getattr(spec, arg), gym.Space | None):
+                raise ValueError(f"policies[{module_id!r}] is an RLModuleSpec({arg}="
+                                 f"{getattr(spec, arg)!r}): give a gymnasium space, e.g. gymnasium."
+                                 "spaces.Box(-1.0, 1.0, (2,)), or None for its agents' space.")
     return {module_id: spec or RLModuleSpec() for module_id, spec in policies.items()}
 
 
@@ -138,10 +144,25 @@ def multi_rl_module_spec_for(config: Any, env: Any = None) -> MultiRLModuleSpec:
             raise TypeError(f"Env {name!r} is a {type(env).__name__}, not a MultiAgentEnv: "
                             "config.multi_agent() needs the dict API (wrap a single-agent env "
                             "with make_multi_agent).")
-        return resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env, name)
+        spec = resolve_multi_rl_module_spec(config.policies, config.policy_mapping_fn, env, name)
     finally:
         if own:
             env.close()
+    check_box_observations(config, spec)
+    return spec
+
+
+def check_box_observations(config: Any, spec: MultiRLModuleSpec) -> None:
+    """Refuse a default module for non-Box observations: multi-agent has no FlattenObservations."""
+    for mid, own in spec.rl_module_specs.items():
+        if not (config.rl_module_class or own.module_class
+                or isinstance(own.observation_space, gym.spaces.Box)):
+            raise ValueError(
+                f"Policy {mid!r} observes {own.observation_space}, and the default module takes "
+                "Box observations only; a multi-agent config has no env-to-module connectors "
+                "(FlattenObservations) to convert them. Give the agents Box observations (one-hot "
+                "Discrete ones in the env, gymnasium.spaces.utils.flatten Dict ones), or pass your "
+                "own module with config.rl_module(rl_module_class=...).")
 
 
 def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None]) -> None:
@@ -161,11 +182,23 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
     elif not _accepts(mapping_fn, 2):
         fail(config, "policy_mapping_fn", "give a function (agent_id, episode, **kwargs) that "
              "returns a module id.")
-    if to_train is None or _accepts(to_train, 2):
+    if to_train is None:
+        return
+    if _accepts(to_train, 2):  # asked once with no episodes: a forgotten `return` trains nothing
+        try:
+            answer = to_train(next(iter(specs_from_policies(policies))), [])
+        except Exception:  # it reads the episodes: left to training time
+            return
+        if not isinstance(answer, bool | np.bool_):
+            fail(config, "policies_to_train", f"the function returned {answer!r}: return True to "
+                 "train the module id it is given, False to leave it (or give a set of ids).")
         return
     if not isinstance(to_train, set | frozenset | list | tuple):
         fail(config, "policies_to_train", "give module ids (a set), a function (module_id, "
              "batch) -> bool, or None to train every policy.")
+    if not to_train:
+        fail(config, "policies_to_train", "it is empty, so no policy would train: name the ids "
+             "to train, e.g. {'main'}, or None to train every policy.")
     unknown = [m for m in to_train if m not in policies]
     if unknown:
         fail(config, "policies_to_train", f"{unknown[0]!r} is not one of the policies "

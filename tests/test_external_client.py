@@ -90,6 +90,9 @@ def test_a_simulator_of_other_spaces_or_an_empty_batch_is_refused_naming_the_set
             client.run(gym.make("CartPole-v1"), *runner.address, TOKEN, steps_per_batch=0)
     finally:
         runner.stop()
+    out = subprocess.run([sys.executable, str(CLIENT), "--steps-per-batch", "0"], capture_output=True,
+                         text=True, timeout=30)  # (the token is in the environment)
+    assert out.returncode == 2 and "--steps-per-batch 0: at least 1" in out.stderr
 
 
 class FourObservations(gym.ObservationWrapper):

@@ -106,8 +106,8 @@ def test_a_url_without_http_is_refused():
                                     {"actions": ["left"]}, {"actions": [1, 2, 3]}])
 def test_an_answer_that_is_not_numeric_actions_for_each_observation_names_the_url(answer):
     with (fake_server(answer=answer) as (url, _), PolicyClient(url) as client,
-          pytest.raises(ValueError, match=rf"bad answer from {url}: expected .*actions.* for 1 or 2 "
-                                          r"observation\(s\).*rlcourse serve")):
+          pytest.raises(ValueError, match=rf"bad answer from {url}: expected .*actions.* a number per "
+                                          r"observation.*rlcourse serve")):
         client.compute_actions(np.stack([OBS, OBS]))
 
 

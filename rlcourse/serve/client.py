@@ -52,14 +52,13 @@ class PolicyClient:
         rows = {1, len(obs) if np.ndim(obs) else 1}  # one observation, or a batch of them
         try:
             actions = np.asarray(json.loads(answer)["actions"])
-        except (ValueError, KeyError, TypeError) as e:  # not JSON, no "actions", ragged lists
-            actions = e
-        if not isinstance(actions, np.ndarray) or actions.dtype.kind not in "iuf" \
-                or actions.ndim == 0 or len(actions) not in rows:
+            good = actions.dtype.kind in "iuf" and actions.ndim > 0 and len(actions) in rows
+        except (ValueError, KeyError, TypeError):  # not JSON, no "actions", ragged lists
+            good = False
+        if not good:
             raise ValueError(f"bad answer from {self.address}{self.path}: expected {{\"actions\": "
-                             f"[...]}}, numbers for {' or '.join(map(str, sorted(rows)))} "
-                             f"observation(s), got {answer[:200]!r}: is `rlcourse serve` running "
-                             "there?")
+                             f"[...]}}, a number per observation, got {answer[:200]!r}: is `rlcourse "
+                             "serve` running there?")
         return actions.astype(np.int64 if actions.dtype.kind in "iu" else np.float32)
 
     def health(self) -> bool:

@@ -33,8 +33,8 @@ PING_TIMEOUT_S = 5.0
 def serve_client(sock: socket.socket, peer: str,
                  server: "EnvRunnerServerForExternalInference") -> None:
     """Answer one client's messages until it hangs up, stays silent for `client_timeout_s` (or
-    PING_TIMEOUT_S before its PING), breaks
-    the protocol (ERROR sent) or the server stops. A client's unsent episode is simply never seen."""
+    PING_TIMEOUT_S before its PING), breaks the protocol (ERROR sent) or the server stops. A
+    client's unsent episode is simply never seen."""
     def send(message: dict) -> None:
         server.wire_bytes += send_message(sock, message)
 

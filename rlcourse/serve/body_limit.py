@@ -59,10 +59,8 @@ class BodyLimit:
 
         async def limited_receive() -> Message:
             nonlocal received, body_in
-            if refused:
-                return {"type": "http.disconnect"}
-            if body_in:  # (then the proxy waits here for the client to leave: no deadline)
-                return await receive()
+            if refused or body_in:  # (after the body the proxy waits here for the client to leave)
+                return {"type": "http.disconnect"} if refused else await receive()
             try:
                 async with asyncio.timeout_at(deadline):
                     message = await receive()
@@ -79,7 +77,7 @@ class BodyLimit:
         async def guarded_send(message: Message) -> None:
             nonlocal started
             if refused and not started:
-                return  # the 413 went out in the app's place
+                return  # the 413 or 408 went out in the app's place
             started = True
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):

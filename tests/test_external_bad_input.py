@@ -56,6 +56,7 @@ AFTER_HANDSHAKE = {
     "NaN in JSON": (b'{"type": "EPISODES", "episodes": [NaN]}', "NaN"),
     "oversized message": (b" " * (MAX_BYTES + 1), "over the limit"),
     "episodes not a list": (b'{"type": "EPISODES", "episodes": 3}', "'episodes', a list"),
+    "no episodes": (b'{"type": "EPISODES_AND_GET_STATE", "episodes": []}', "at least one episode"),
     "missing field": (episodes({k: v for k, v in episode().items() if k != "rewards"}), "fields"),
     "observation of the wrong shape": (episodes(episode(obs=np.zeros((6, 5), np.float32))),
                                        "obs: shape (6, 5), expected (6, 4)"),

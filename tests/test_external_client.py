@@ -1,14 +1,19 @@
 """client.py is one file a simulator can copy: it imports neither rlcourse nor Ray nor torch, and
 its copies of the framing (rllink.py) and of the runners' forward pass (numpy_mlp.py) agree."""
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
-from external_helpers import made_up_weights, start_runner
+from external_helpers import TOKEN, made_up_weights, start_runner
 
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_mlp import LOG_STD_MAX, LOG_STD_MIN, NumpyMLP
@@ -69,3 +74,74 @@ def test_the_clients_forward_pass_is_the_runners():
     actions = [policy.act(obs[0])[0] for _ in range(4000)]  # sampled as the policy says
     assert np.mean(actions) == pytest.approx(probs[1], abs=0.03)
     assert (client.LOG_STD_MIN, client.LOG_STD_MAX) == (LOG_STD_MIN, LOG_STD_MAX)  # SAC's clamp
+
+
+def test_a_simulator_of_other_spaces_or_an_empty_batch_is_refused_naming_the_setting():
+    runner = start_runner()
+    try:
+        with pytest.raises(ValueError, match=r"env.observation_space is Box.*\(6,\).*the server "
+                                             r"runner's observation_space is Box \[4\]"):
+            client.run(gym.make("Acrobot-v1"), *runner.address, TOKEN, max_env_steps=10)
+        with pytest.raises(ValueError, match=r"env.action_space is Discrete\(3\), the server "
+                                             r"runner's action_space is Discrete 2"):
+            client.run(FourObservations(gym.make("Acrobot-v1")), *runner.address, TOKEN,
+                       max_env_steps=10)
+        with pytest.raises(ValueError, match="steps_per_batch=0: .*at least 1 step per batch"):
+            client.run(gym.make("CartPole-v1"), *runner.address, TOKEN, steps_per_batch=0)
+    finally:
+        runner.stop()
+    out = subprocess.run([sys.executable, str(CLIENT), "--steps-per-batch", "0"], capture_output=True,
+                         text=True, timeout=30)  # (the token is in the environment)
+    assert out.returncode == 2 and "--steps-per-batch 0: at least 1" in out.stderr
+
+
+class FourObservations(gym.ObservationWrapper):
+    """Acrobot's six numbers cut to CartPole's four: its observations fit, its 3 actions do not."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+
+    def observation(self, obs: np.ndarray) -> np.ndarray:
+        return obs[:4]
+
+
+def test_a_server_that_is_down_or_hangs_up_on_each_batch_is_named_and_given_up_on():
+    runner = start_runner()
+    answers = {"PING": {"type": "PONG", "protocol_version": client.PROTOCOL_VERSION},
+               "GET_CONFIG": runner.config_message(), "GET_STATE": runner.state_message()[0]}
+    runner.stop()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    address, stop = listener.getsockname(), threading.Event()
+
+    def hang_up_on_batches():  # answers the handshake, config and weights; drops every batch
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                sock = listener.accept()[0]
+                with sock:
+                    sock.settimeout(5)
+                    while (kind := receive(sock)["type"]) in answers:
+                        sock.sendall(client.frame(answers[kind]))
+        listener.close()
+
+    thread = threading.Thread(target=hang_up_on_batches, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match=rf"127.0.0.1:{address[1]} for reconnect_timeout_s=0.5"):
+        client.run(gym.make("CartPole-v1"), *address, TOKEN, reconnect_timeout_s=0.5)
+    assert time.monotonic() - started < 5
+    stop.set()
+    thread.join(timeout=5)
+    for connect in (lambda: client.Connection(*address, TOKEN),  # the server is gone
+                    lambda: client.run(gym.make("CartPole-v1"), *address, TOKEN,
+                                       reconnect_timeout_s=0.3)):
+        with pytest.raises(ConnectionError, match=rf"cannot reach the server runner at 127.0.0.1:"
+                                                  rf"{address[1]} .*start the algorithm.*"
+                                                  r"env_config\['port'\] \+ i"):
+            connect()
+
+
+def receive(sock: socket.socket) -> dict:
+    (length,) = client.HEADER.unpack(client.read_exactly(sock, client.HEADER.size))
+    return json.loads(client.read_exactly(sock, length))

@@ -20,7 +20,7 @@ from external_helpers import (
 )
 
 from rlcourse.env.env_runner import SampleTimeoutError
-from rlcourse.env.external import client
+from rlcourse.env.external import client, client_session
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     EnvRunnerServerForExternalInference,
 )
@@ -108,6 +108,20 @@ def test_more_clients_than_max_clients_are_told_so():
         first.close()
         wait_until(lambda: runner.num_clients == 0)
         handshake(raw_connect(runner))  # room again
+    finally:
+        runner.stop()
+
+
+def test_a_connection_that_never_sends_its_ping_soon_leaves_its_place(monkeypatch):
+    monkeypatch.setattr(client_session, "PING_TIMEOUT_S", 0.3)
+    runner = start_runner(max_clients=1)  # client_timeout_s: 60 s
+    try:
+        silent = raw_connect(runner)
+        started = time.monotonic()
+        assert receive_raw(silent) is None  # hung up on before client_timeout_s
+        assert time.monotonic() - started < 5
+        wait_until(lambda: runner.num_clients == 0)
+        handshake(raw_connect(runner))  # its place is free
     finally:
         runner.stop()
 

@@ -1,15 +1,20 @@
 """The proxy's body limit, without Serve: an ASGI app behind BodyLimit, fed a 400 MB body chunk by
 chunk. The limit reads no further than the chunk that passes it, answers 413 in the app's place
 and tells the app the client left; a declared Content-Length past it never reaches the app; a body
-within it, and an answer the app gave first, pass as they are."""
+within it, and an answer the app gave first, pass as they are. A body that stops arriving gets a
+408 the same way, and a replica whose client left mid-body answers rather than raising."""
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 from ray.serve._private.http_util import validate_http_proxy_callback_return
 from ray.serve._private.utils import call_function_from_import_path
+from starlette.requests import ClientDisconnect
 
+from rlcourse.serve import body_limit
+from rlcourse.serve.app import PolicyDeployment
 from rlcourse.serve.body_limit import PROXY_CALLBACK, BodyLimit
 from rlcourse.serve.observations import MAX_BYTES
 
@@ -107,3 +112,34 @@ def test_serve_takes_the_proxy_callback_and_gets_the_limit():
     """As Serve's proxy calls it (configure_http_middlewares in ray/serve/_private/http_util.py)."""
     (middleware,) = validate_http_proxy_callback_return(call_function_from_import_path(PROXY_CALLBACK))
     assert middleware.cls is BodyLimit
+
+
+class StalledClient(Client):
+    """Sends two chunks of a longer body, then nothing more (a slow or stuck client)."""
+
+    async def receive(self) -> dict:
+        if self.read == 2:
+            await asyncio.sleep(3600)
+        return {**await super().receive(), "more_body": True}
+
+
+def test_a_body_that_stops_arriving_gets_a_408_and_the_app_is_told_the_client_left(monkeypatch):
+    monkeypatch.setattr(body_limit, "BODY_TIMEOUT_S", 0.2)
+    client = StalledClient(num_chunks=4)
+    run(client, [(b"content-length", str(4 * len(CHUNK)).encode())])
+    status, headers, document = client.answer()
+    assert status == 408 and headers[b"connection"] == b"close"
+    assert f"not all in after 0.2 s ({2 * len(CHUNK)} bytes came)" in document["error"]
+    assert reading_app.disconnected and len(client.sent) == 2  # the app's 499 is not sent
+
+
+def test_a_client_that_leaves_mid_body_ends_the_replicas_call_with_an_answer_not_an_error():
+    class Departed:  # a Starlette request whose client hung up after 10 of 100 bytes
+        url, method, headers = SimpleNamespace(path="/"), "POST", {"content-length": "100"}
+
+        async def stream(self):
+            yield b'{"obs": [0'
+            raise ClientDisconnect
+
+    response = asyncio.run(PolicyDeployment.func_or_class.__call__(None, Departed()))
+    assert response.status_code == 499 and b"left before its body was in" in response.body

@@ -4,6 +4,7 @@ the production loop. A stdlib server on loopback plays the served policy."""
 
 import http.server
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from rlcourse.course.load_test import run_load
-from rlcourse.serve.client import PolicyClient, ServeRequestError, run_episode
+from rlcourse.serve.client import PolicyClient, ServeRequestError, ServerUnreachable, run_episode
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,6 +97,31 @@ def test_health_asks_healthz_next_to_the_url_and_is_false_when_nobody_answers():
 def test_a_url_without_http_is_refused():
     with pytest.raises(ValueError, match="http://127.0.0.1:8000/"):
         PolicyClient("127.0.0.1:8000")
+    with pytest.raises(ValueError, match=r"timeout_s=0: .* > 0"):
+        PolicyClient("http://127.0.0.1:8000/", timeout_s=0)
+
+
+@pytest.mark.parametrize("answer", [b"<html>a proxy's page</html>", {"result": [1]},
+                                    {"actions": None}, {"actions": [[1, 2], [3]]},
+                                    {"actions": ["left"]}, {"actions": [1, 2, 3]}])
+def test_an_answer_that_is_not_numeric_actions_for_each_observation_names_the_url(answer):
+    with (fake_server(answer=answer) as (url, _), PolicyClient(url) as client,
+          pytest.raises(ValueError, match=rf"bad answer from {url}: expected .*actions.* a number per "
+                                          r"observation.*rlcourse serve")):
+        client.compute_actions(np.stack([OBS, OBS]))
+
+
+def test_a_server_that_is_down_or_silent_is_named_with_its_url():
+    with fake_server() as (url, _):
+        pass  # the server is gone: its port refuses connections
+    with (PolicyClient(url) as client, pytest.raises(
+            ServerUnreachable, match=rf"cannot reach {url} \(ConnectionRefusedError.*rlcourse serve")):
+        client.compute_actions(OBS)
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        with (PolicyClient(url, timeout_s=0.2) as client,
+              pytest.raises(ServerUnreachable, match=rf"cannot reach {url} \(TimeoutError.*0.2")):
+            client.compute_actions(OBS)
 
 
 def test_run_episode_resets_with_the_seed_steps_with_the_actions_and_sums_the_rewards():

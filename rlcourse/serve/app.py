@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from ray import serve
 from ray.serve import Application
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from rlcourse.serve.body_limit import PROXY_CALLBACK, PROXY_CALLBACK_ENV
@@ -75,6 +75,8 @@ class PolicyDeployment:
             obs = parse_body(await read_body(request), self.space)
         except BadRequest as e:
             return _error(e.status, e.message)
+        except ClientDisconnect:  # it left mid-body, or the proxy refused it (body_limit.py): quietly
+            return _error(499, "the client left before its body was in.")
         actions = await self.act_batched(obs) if self.batching else self.act(obs)
         return JSONResponse({"actions": actions.tolist()})
 

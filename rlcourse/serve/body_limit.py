@@ -1,6 +1,8 @@
 """BodyLimit: an ASGI middleware in Serve's HTTP proxy that refuses a body past MAX_BYTES as it
 streams in: the proxy queues a body as fast as it arrives (`proxy_asgi_receive` in Serve's
-proxy.py), before any replica could check it. tests/test_serve.py measures memory under floods."""
+proxy.py), before any replica could check it. tests/test_serve.py measures memory under floods.
+It also refuses a body that is not all in after BODY_TIMEOUT_S: slow clients would otherwise hold
+the replica's places (max_ongoing_requests) while it waits on them."""
 
 import asyncio
 import json
@@ -15,6 +17,7 @@ from rlcourse.serve.observations import MAX_BYTES, too_large
 # in ray/serve/_private/http_util.py).
 PROXY_CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 PROXY_CALLBACK = "rlcourse.serve.body_limit.proxy_middlewares"
+BODY_TIMEOUT_S = 10.0  # from the request's headers to its body's last byte
 
 Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
@@ -26,8 +29,9 @@ def proxy_middlewares() -> list[Middleware]:
 
 
 class BodyLimit:
-    """Refuse a request whose Content-Length, or body as it streams, passes MAX_BYTES: a 413 with
-    {"error": ...} in the app's place; the app is told the client left, so its replica call ends."""
+    """Refuse a request whose Content-Length, or body as it streams, passes MAX_BYTES (a 413), or
+    whose body is not in after BODY_TIMEOUT_S (a 408): {"error": ...} in the app's place; the app
+    is told the client left, so its replica call ends."""
 
     def __init__(self, app: Callable[..., Awaitable[None]]):
         self.app = app
@@ -39,30 +43,41 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > MAX_BYTES:
-            await _refuse(send, int(declared), at_least=False)
+            await _refuse(send, 413, too_large(int(declared)).message)
             return
         received, refused, started, done = 0, False, False, asyncio.Event()
+        body_in, deadline = False, asyncio.get_running_loop().time() + BODY_TIMEOUT_S
+
+        async def refuse(status: int, error: str) -> Message:
+            nonlocal refused
+            refused = True
+            if started:  # the app answered already: let its answer end, then the socket
+                await done.wait()
+            else:
+                await _refuse(send, status, error)
+            return {"type": "http.disconnect"}
 
         async def limited_receive() -> Message:
-            nonlocal received, refused
-            if refused:
-                return {"type": "http.disconnect"}
-            message = await receive()
+            nonlocal received, body_in
+            if refused or body_in:  # (after the body the proxy waits here for the client to leave)
+                return {"type": "http.disconnect"} if refused else await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                return await refuse(408, f"the body was not all in after {BODY_TIMEOUT_S} s "
+                                         f"({received} bytes came): send the whole request at once.")
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                body_in = not message.get("more_body", False)
                 if received > MAX_BYTES:
-                    refused = True
-                    if started:  # the app answered already: let its answer end, then the socket
-                        await done.wait()
-                    else:
-                        await _refuse(send, received, at_least=message.get("more_body", False))
-                    return {"type": "http.disconnect"}
+                    return await refuse(413, too_large(received, not body_in).message)
             return message
 
         async def guarded_send(message: Message) -> None:
             nonlocal started
             if refused and not started:
-                return  # the 413 went out in the app's place
+                return  # the 413 or 408 went out in the app's place
             started = True
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
@@ -71,9 +86,9 @@ class BodyLimit:
         await self.app(scope, limited_receive, guarded_send)
 
 
-async def _refuse(send: Send, num_bytes: int, at_least: bool) -> None:
-    body = json.dumps({"error": too_large(num_bytes, at_least).message}).encode()
-    await send({"type": "http.response.start", "status": 413,
+async def _refuse(send: Send, status: int, error: str) -> None:
+    body = json.dumps({"error": error}).encode()
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})

@@ -23,6 +23,11 @@ class ServeRequestError(RuntimeError):
         self.message = message
 
 
+class ServerUnreachable(ConnectionError):
+    """No answer from the server's URL: nothing listens there, the name does not resolve, or it
+    stayed silent for timeout_s."""
+
+
 class PolicyClient:
     """A served policy at `url` (as `rlcourse serve` prints it), over one persistent connection.
     Not thread-safe: give each thread its own client."""
@@ -31,9 +36,12 @@ class PolicyClient:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"url {url!r}: give the server's address, e.g. http://127.0.0.1:8000/")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s={timeout_s!r}: give the seconds to wait for an answer, > 0.")
         self.path = parts.path or "/"
         self._connection = http.client.HTTPConnection(parts.hostname, parts.port or 80,
                                                       timeout=timeout_s)
+        self.address = f"http://{parts.hostname}:{self._connection.port}"
 
     def compute_actions(self, obs: np.ndarray) -> np.ndarray:
         """The actions (int64 or float32) for one observation or a batch [N, ...] of them."""
@@ -41,7 +49,16 @@ class PolicyClient:
         status, answer = self.request(body)
         if status != 200:
             raise ServeRequestError(status, _error_message(answer))
-        actions = np.asarray(json.loads(answer)["actions"])
+        rows = {1, len(obs) if np.ndim(obs) else 1}  # one observation, or a batch of them
+        try:
+            actions = np.asarray(json.loads(answer)["actions"])
+            good = actions.dtype.kind in "iuf" and actions.ndim > 0 and len(actions) in rows
+        except (ValueError, KeyError, TypeError):  # not JSON, no "actions", ragged lists
+            good = False
+        if not good:
+            raise ValueError(f"bad answer from {self.address}{self.path}: expected {{\"actions\": "
+                             f"[...]}}, a number per observation, got {answer[:200]!r}: is `rlcourse "
+                             "serve` running there?")
         return actions.astype(np.int64 if actions.dtype.kind in "iu" else np.float32)
 
     def health(self) -> bool:
@@ -66,9 +83,15 @@ class PolicyClient:
                 return response.status, response.read()
             except BaseException as e:
                 self._connection.close()  # a half-sent request or half-read answer spoils the next
-                if not (reused and isinstance(e, ConnectionError)):
-                    raise
-                reused = False  # once more, on a new connection
+                if reused and isinstance(e, ConnectionError):
+                    reused = False  # once more, on a new connection
+                    continue
+                if isinstance(e, OSError | http.client.HTTPException):  # refused, timeout, DNS
+                    raise ServerUnreachable(
+                        f"cannot reach {self.address}{path or self.path} ({type(e).__name__}: {e}; "
+                        f"timeout_s={self._connection.timeout}): is `rlcourse serve` running?"
+                    ) from e
+                raise
 
     def close(self) -> None:  # (the next request would open a new connection)
         self._connection.close()

@@ -52,25 +52,27 @@ def read_exactly(sock: socket.socket, n: int) -> bytes:
 
 
 def decode_array(value: dict) -> np.ndarray:
-    raw = base64.b64decode(value["b64"])
-    return np.frombuffer(raw, dtype=value["dtype"]).reshape(value["shape"])
+    return np.frombuffer(base64.b64decode(value["b64"]), dtype=value["dtype"]).reshape(value["shape"])
 
 
 class Connection:
     """One TCP connection to a server runner, with the handshake done (PING with the token)."""
 
     def __init__(self, host: str, port: int, token: str, timeout_s: float = 60.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        if self.sock.getsockname() == self.sock.getpeername():  # TCP's self-connect: it would hold
-            self.sock.close()  # the port a restarting server needs (an ephemeral port on loopback)
-            raise ConnectionRefusedError(f"nothing listens on {host}:{port} yet")
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout_s)
+            if self.sock.getsockname() == self.sock.getpeername():  # TCP's self-connect: it holds
+                self.sock.close()  # the port a restarting server needs (an ephemeral port on loopback)
+                raise ConnectionRefusedError("nothing listens there yet")
+        except OSError as e:
+            raise ConnectionError(f"cannot reach the server runner at {host}:{port} ({e}): start the "
+                                  "algorithm first; runner i listens on env_config['port'] + i.") from e
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.wire_bytes = 0
         self.request({"type": "PING", "token": token, "protocol_version": PROTOCOL_VERSION}, "PONG")
 
     def send(self, message: dict) -> None:
-        data = frame(message)
-        self.sock.sendall(data)
+        self.sock.sendall(data := frame(message))
         self.wire_bytes += len(data)
 
     def receive(self) -> dict:
@@ -84,8 +86,7 @@ class Connection:
     def request(self, message: dict, answer: str) -> dict:
         """Send `message` and return the server's answer, which must be of type `answer`."""
         self.send(message)
-        reply = self.receive()
-        if reply["type"] != answer:
+        if (reply := self.receive())["type"] != answer:
             raise ServerError(f"expected {answer}, got {reply['type']}")
         return reply
 
@@ -103,14 +104,13 @@ class Policy:
         self.explore = config["explore"]
         box = config["action_space"]  # a Box's bounds: SAC's squashed Gaussian acts within them
         self.bounds = [decode_array(box[k]).astype(np.float32) for k in ("low", "high") if k in box]
-        self.epsilon = 0.0  # epsilon_greedy: each SET_STATE brings the algorithm's
         self.rng = np.random.default_rng(seed)
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
 
     def set_state(self, state: dict) -> None:
         self.layers = [(decode_array(w), decode_array(b)) for w, b in state["layers"]]
         self.weights_seq_no = state["weights_seq_no"]
-        self.epsilon = state.get("epsilon", 0.0)
+        self.epsilon = state.get("epsilon", 0.0)  # epsilon_greedy: the algorithm's, with each state
         self.on_weights(self.weights_seq_no)
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
@@ -118,8 +118,7 @@ class Policy:
         x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
         for w, b in self.layers[:-1]:
             x = self.activation(x @ w + b)
-        w, b = self.layers[-1]
-        return x @ w + b
+        return x @ self.layers[-1][0] + self.layers[-1][1]
 
     def act(self, obs: np.ndarray) -> tuple[Any, float]:
         """One action for one observation, and its log-probability (log-density)."""
@@ -137,8 +136,7 @@ def head_action(head: str, out: np.ndarray, rng: np.random.Generator, explore: b
     if head == "epsilon_greedy":  # Q-values: a random action with probability epsilon
         return epsilon_greedy(out, epsilon if explore else 0.0, rng)
     if head == "categorical":  # inverse-CDF sampling, as the runners' (numpy_mlp.py)
-        shifted = out - out.max()
-        cdf = np.cumsum(np.exp(shifted))
+        cdf = np.cumsum(np.exp(shifted := out - out.max()))
         action = int(np.count_nonzero(cdf[:-1] <= rng.random() * cdf[-1])) if explore \
             else int(out.argmax())
         return action, float(shifted[action] - np.log(cdf[-1]))
@@ -148,8 +146,7 @@ def head_action(head: str, out: np.ndarray, rng: np.random.Generator, explore: b
     return action, float(np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2 * np.pi)))
 
 
-def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator
-                   ) -> tuple[int, float]:
+def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator) -> tuple[int, float]:
     """DQN's action as the runners' EpsilonGreedy picks it, and its probability's log."""
     best = int(q_values.argmax())
     action = int(rng.integers(len(q_values))) if rng.random() < epsilon else best
@@ -170,35 +167,32 @@ def squashed_gaussian(out: np.ndarray, low: np.ndarray, high: np.ndarray,
 
 def to_env_action(action: Any, space: dict) -> Any:
     """The env's action from the module's: shifted by a Discrete start, clipped into a Box."""
-    if space["type"] == "Discrete":
-        return action + space["start"]
-    return np.clip(action, decode_array(space["low"]), decode_array(space["high"]))
+    return action + space["start"] if space["type"] == "Discrete" else np.clip(
+        action, decode_array(space["low"]), decode_array(space["high"]))
 
 
 def episode_entry(observations: list, actions: list, rewards: list, logps: list, terminated: bool,
                   discrete: bool = True) -> dict:
     """One whole episode as an EPISODES entry: its T+1 observations (reset's first), T actions,
     rewards and log-probabilities; an episode that did not terminate was truncated."""
-    return {"obs": encode_array(np.asarray(observations, dtype=np.float32)),
-            "actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
-            "rewards": encode_array(np.asarray(rewards, dtype=np.float32)),
-            "action_logp": encode_array(np.asarray(logps, dtype=np.float32)),
+    return {"actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
+            **{k: encode_array(np.asarray(v, dtype=np.float32)) for k, v in
+               (("obs", observations), ("rewards", rewards), ("action_logp", logps))},
             "terminated": bool(terminated), "truncated": not terminated}
 
 
 def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None) -> dict:
     """One whole episode, as an EPISODES entry (cut and marked truncated at max_episode_steps)."""
     obs, _ = env.reset(seed=seed)
-    observations, actions, rewards, logps = [obs], [], [], []
+    observations, steps = [obs], []  # steps: (action, reward, log-probability)
     terminated = truncated = False
     while not (terminated or truncated):
         action, logp = policy.act(np.asarray(obs, dtype=np.float32))
         obs, reward, terminated, truncated, _ = env.step(to_env_action(action, config["action_space"]))
         observations.append(obs)
-        actions.append(action)
-        rewards.append(reward)
-        logps.append(logp)
-        truncated = bool(truncated or (not terminated and len(actions) >= config["max_episode_steps"]))
+        steps.append((action, reward, logp))
+        truncated = bool(truncated or (not terminated and len(steps) >= config["max_episode_steps"]))
+    actions, rewards, logps = zip(*steps, strict=True)
     return episode_entry(observations, actions, rewards, logps, terminated,
                          config["action_space"]["type"] == "Discrete")
 
@@ -206,9 +200,8 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
 def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
     """Server-side inference: the env's action for `obs` (GET_ACTION, with the last action's reward,
     None at an episode's first step)."""
-    message = {"type": "GET_ACTION", "obs": encode_array(np.asarray(obs, dtype=np.float32))}
-    if reward is not None:
-        message["reward"] = float(reward)
+    message = {"type": "GET_ACTION", "obs": encode_array(np.asarray(obs, dtype=np.float32)),
+               **({} if reward is None else {"reward": float(reward)})}
     action = connection.request(message, "ACTION")["action"]
     return action if isinstance(action, int) else decode_array(action)
 
@@ -237,38 +230,45 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
     `steps_per_batch` env steps, and return the env steps sent; reconnect when the connection drops
     (the batch in flight is lost). `on_weights(weights_seq_no)` is called on each SET_STATE;
     `connect(host, port, token)` makes each Connection (one that records the traffic, say)."""
-    if inference not in ("client", "server"):
-        raise ValueError(f"inference={inference!r}: 'client' (run the policy here) or 'server'.")
-    sent, connection, lost_since = 0, None, None
+    if inference not in ("client", "server") or steps_per_batch < 1:
+        raise ValueError(f"inference={inference!r}, steps_per_batch={steps_per_batch}: inference is "
+                         "'client' (run the policy here) or 'server'; send at least 1 step per batch.")
+    sent, connection, lost_since = 0, None, None  # lost_since: lost, and no batch went through since
     while max_env_steps is None or sent < max_env_steps:
         try:
             if connection is None:
                 connection = connect(host, port, token)
                 config = connection.request({"type": "GET_CONFIG"}, "SET_CONFIG")
+                for name in ("observation_space", "action_space"):  # the server's, as env's?
+                    want, ours = config[name].get("n") or config[name]["shape"], getattr(env, name, None)
+                    if ours is not None and getattr(ours, "n", list(ours.shape)) != want:
+                        raise ValueError(f"env.{name} is {ours}, the server runner's {name} is "
+                                         f"{config[name]['type']} {want}: run the simulator its "
+                                         "config describes.")
                 if inference == "client":
                     policy = Policy(config, seed, on_weights)
                     policy.set_state(connection.request({"type": "GET_STATE"}, "SET_STATE"))
-                lost_since = None
             if inference == "server":
-                sent += run_episode_on_server(env, connection, config, seed if sent == 0 else None)
-                continue
-            batch, steps = [], 0
-            while steps < steps_per_batch:
-                batch.append(run_episode(env, policy, config, seed if sent == steps == 0 else None))
-                steps += batch[-1]["rewards"]["shape"][0]
-            if max_env_steps is not None and sent + steps >= max_env_steps:  # the last batch
-                connection.send({"type": "EPISODES", "episodes": batch})
+                steps = run_episode_on_server(env, connection, config, seed if sent == 0 else None)
             else:
-                policy.set_state(connection.request(
-                    {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
-            sent += steps
-        except (ConnectionError, OSError):
+                batch, steps = [], 0
+                while steps < steps_per_batch:
+                    batch.append(run_episode(env, policy, config, seed if sent == steps == 0 else None))
+                    steps += batch[-1]["rewards"]["shape"][0]
+                if max_env_steps is not None and sent + steps >= max_env_steps:  # the last batch
+                    connection.send({"type": "EPISODES", "episodes": batch})
+                else:
+                    policy.set_state(connection.request(
+                        {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
+            sent, lost_since = sent + steps, None  # (not at PONG: a server may hang up after it)
+        except OSError as e:  # (ConnectionError and socket.timeout are OSErrors)
             if connection is not None:
                 connection.close()
             connection = None
             lost_since = lost_since or time.monotonic()
             if time.monotonic() - lost_since > reconnect_timeout_s:
-                raise
+                raise ConnectionError(f"nothing reached the server runner at {host}:{port} for "
+                                      f"reconnect_timeout_s={reconnect_timeout_s}: {e}") from e
             time.sleep(0.2)
     if connection is not None:
         connection.close()
@@ -278,18 +278,18 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=5555)
+    for flag, default in (("--port", 5555), ("--steps-per-batch", 500), ("--max-env-steps", None),
+                          ("--seed", None)):
+        parser.add_argument(flag, type=int, default=default)
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV_VAR),
                         help=f"the server's shared secret (default: ${TOKEN_ENV_VAR})")
     parser.add_argument("--env", default="CartPole-v1", help="a gymnasium id (needs gymnasium)")
-    parser.add_argument("--steps-per-batch", type=int, default=500)
-    parser.add_argument("--max-env-steps", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--inference", choices=("client", "server"), default="client",
                         help="where the policy runs: here, or on the server")
     args = parser.parse_args()
-    if not args.token:
-        parser.error(f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
+    if not args.token or args.steps_per_batch < 1:
+        parser.error(f"--steps-per-batch {args.steps_per_batch}: at least 1" if args.token else
+                     f"no token: set {TOKEN_ENV_VAR} (as the server's driver has it) or --token")
     import gymnasium as gym  # only the example simulator needs it
     sent = run(gym.make(args.env), args.host, args.port, args.token, args.steps_per_batch,
                args.max_env_steps, seed=args.seed, inference=args.inference)

@@ -25,12 +25,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 PONG = {"type": "PONG", "protocol_version": PROTOCOL_VERSION}
+# How long a new connection may take to send its PING: one that sends nothing must not hold one of
+# max_clients' places for all of client_timeout_s.
+PING_TIMEOUT_S = 5.0
 
 
 def serve_client(sock: socket.socket, peer: str,
                  server: "EnvRunnerServerForExternalInference") -> None:
-    """Answer one client's messages until it hangs up, stays silent for `client_timeout_s`, breaks
-    the protocol (ERROR sent) or the server stops. A client's unsent episode is simply never seen."""
+    """Answer one client's messages until it hangs up, stays silent for `client_timeout_s` (or
+    PING_TIMEOUT_S before its PING), breaks the protocol (ERROR sent) or the server stops. A
+    client's unsent episode is simply never seen."""
     def send(message: dict) -> None:
         server.wire_bytes += send_message(sock, message)
 
@@ -39,10 +43,11 @@ def serve_client(sock: socket.socket, peer: str,
         server.wire_bytes += size
         return message
 
-    sock.settimeout(server.client_timeout_s)
+    sock.settimeout(min(PING_TIMEOUT_S, server.client_timeout_s))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each answer leaves at once
     try:
         _check_ping(receive(), server.token)
+        sock.settimeout(server.client_timeout_s)
         send(PONG)
         server.count("num_external_clients_connected")
         version = -1  # of the weights this client holds
@@ -98,8 +103,9 @@ def _check_ping(message: dict, token: str) -> None:
 def _take_episodes(message: dict, server: "EnvRunnerServerForExternalInference") -> None:
     """Check every episode of an EPISODES message; queue them all, or none if one is bad."""
     episodes = message.get("episodes")
-    if not isinstance(episodes, list):
-        raise ProtocolError(f"{message['type']} needs 'episodes', a list of episodes.")
+    if not isinstance(episodes, list) or not episodes:
+        raise ProtocolError(f"{message['type']} needs 'episodes', a list of at least one episode "
+                            "(GET_STATE asks for the weights alone).")
     try:
         checked = [episode_from_message(data, f"episodes[{i}]", server.observation_space,
                                         server.action_space, server.max_episode_steps)

@@ -136,8 +136,14 @@ def validate_config(config: "AlgorithmConfig") -> None:
         fail(config, "seed", "use a whole number in [0, 2**32 - 1] (numpy's legacy seeds; runners "
              "add offsets to it), or None for an unseeded run.")
     for check in (_check_environment, _check_env_runners, _check_callbacks, _check_learners,
-                  _check_rl_module, check_evaluation, _check_multi_agent, _check_offline_data):
+                  _check_rl_module, _check_evaluation, _check_multi_agent, _check_offline_data):
         check(config)
+
+
+def _check_evaluation(config: "AlgorithmConfig") -> None:
+    """evaluation()'s settings (evaluation_config.py), once they differ from AlgorithmConfig's."""
+    if config.evaluation_config != {"explore": False} or config.evaluation_parallel_to_training:
+        check_evaluation(config)
 
 
 def _check_environment(config: "AlgorithmConfig") -> None:

@@ -57,8 +57,9 @@ class Learner:
         self.device = get_device(config, config.num_gpus_per_learner)
         self.module = build_module(config, observation_space, action_space).to(self.device)
         # episodes -> episodes, before build_batch (runners that stack frames check it: 1: none)
-        self.learner_connector = build_learner_connector(
-            config, observation_space, action_space, None if config.env_to_module_connector else 1)
+        self.learner_connector = None if config.learner_connector is None else (
+            build_learner_connector(config, observation_space, action_space,
+                                    None if config.env_to_module_connector else 1))
         self.optimizer = self.configure_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.world_size = 1

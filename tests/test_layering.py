@@ -27,9 +27,11 @@ buffers and postprocessing store and read episodes), and nothing else of env/.
 Counted as imports: `import` and `from ... import` anywhere in a file (inside functions too: a lazy
 import is still a dependency an editor follows), and "rlcourse.module:Name" strings (classes named
 for an import by string). Not counted: imports under `if TYPE_CHECKING:` (they never run; they let
-a lower room name a higher room's type in a hint), and the checkpoint allowlist in
-utils/checkpoint_contents.py, which is data: the classes a checkpoint *file* may name, imported only
-when a file names them, as pickle imports what a file names in RLlib's utils/checkpoints.py.
+a lower room name a higher room's type in a hint, as RLlib's Learner names AlgorithmConfig), except
+in utils/, which names nothing above it even in a hint (it declares the settings it reads); and the
+checkpoint allowlist in utils/checkpoint_contents.py, which is data: the classes a checkpoint *file*
+may name, imported only when a file names them, as pickle imports what a file names in RLlib's
+utils/checkpoints.py.
 
 A test fails on an import from a lower room to a higher one, and on any import cycle between
 modules, naming each file, line and import.
@@ -85,13 +87,13 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(module: str, source: str) -> list[tuple[int, str]]:
+def imports_of(module: str, source: str, type_checking: bool = False) -> list[tuple[int, str]]:
     """(line, imported module of rlcourse) for every import in `source`, the text of `module`, that
-    the rules above count."""
+    the rules above count (and those under `if TYPE_CHECKING:` too when `type_checking`)."""
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -216,6 +218,14 @@ def test_no_room_imports_a_room_above_it():
     problems = upward_imports(GRAPH)
     assert not problems, "Imports against the layering (tests/test_layering.py):\n" + "\n".join(
         problems)
+
+
+def test_utils_names_no_room_above_it_even_in_type_hints():
+    graph = {module: imports_of(module, path.read_text(), type_checking=True)
+             for module, path in MODULES.items() if room(module) == "utils"}
+    problems = upward_imports(graph)
+    assert not problems, "utils/ imports against the layering, TYPE_CHECKING included:\n" + (
+        "\n".join(problems))
 
 
 def test_no_import_cycles():

@@ -5,7 +5,7 @@ allowed=[MyCallbacks])`) or a registered env, never because the file says so (th
 import json
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -13,8 +13,11 @@ import numpy as np
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.imports import class_path, import_attr
 
-if TYPE_CHECKING:
-    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
+class SupportsToDict(Protocol):
+    """What saving a config needs of it (an AlgorithmConfig; utils/ names no config class above it)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 # The classes a checkpoint may name unasked, by qualname, with the module they live in now: loading
 # imports these paths (data, so utils/ imports no higher layer), never a path read from a file.
@@ -107,7 +110,7 @@ def _space_from_json(value: dict[str, Any], where: str) -> gym.Space:
     raise CheckpointError(f"{where} is not a Box or Discrete space as rlcourse saves one.")
 
 
-def config_to_json(config: "AlgorithmConfig") -> dict[str, Any]:
+def config_to_json(config: SupportsToDict) -> dict[str, Any]:
     """The config's settings as JSON-compatible values (classes and functions by import path)."""
     document = {}
     for setting, value in config.to_dict().items():
@@ -134,7 +137,7 @@ def config_to_json(config: "AlgorithmConfig") -> dict[str, Any]:
 def config_from_json(document: dict[str, Any], source: str, allowed: Iterable[Any] = (),
                      skip: Iterable[str] = (),
                      is_registered: Callable[[str], bool] = lambda env: False
-                     ) -> "AlgorithmConfig":
+                     ) -> SupportsToDict:
     """Rebuild the config written by `config_to_json`; `source` names the file in errors. Settings
     in `skip` keep their defaults; `is_registered` tells register_env names (rlcourse.env.registry)."""
     allowed = list(allowed)

@@ -1,18 +1,16 @@
 """The one place that picks a torch device (RLlib's `get_device`) and its torch.distributed backend.
 In a Ray actor "cuda:0" is the GPU Ray gave it (CUDA_VISIBLE_DEVICES)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlcourse.utils.validation import ConfigError, setter_of
 
-if TYPE_CHECKING:
-    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
-
-def get_device(config: "AlgorithmConfig", num_gpus_requested: float,
+def get_device(config: object, num_gpus_requested: float,
                setting: str = "num_gpus_per_learner") -> Any:
     """CPU when no GPU was requested, else this process's first CUDA device; a GPU requested where
-    torch sees no CUDA fails, rather than computing on the CPU unnoticed."""
+    torch sees no CUDA fails, rather than computing on the CPU unnoticed. `config` (an
+    AlgorithmConfig) only names the setter to fix in that error."""
     import torch
 
     if num_gpus_requested <= 0:

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import ray
 from ray.exceptions import GetTimeoutError
@@ -20,8 +20,24 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
 from rlcourse.utils.validation import fail
 
-if TYPE_CHECKING:
-    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
+class ResourceSettings(Protocol):
+    """The settings of an AlgorithmConfig that resource requests read (declared here, so that utils/
+    names no config class above it)."""
+
+    num_env_runners: int
+    num_cpus_per_env_runner: float
+    num_gpus_per_env_runner: float
+    custom_resources_per_env_runner: dict[str, float]
+    env_runner_cls: Any
+    evaluation_num_env_runners: int
+    restart_failed_env_runners: bool
+    max_num_env_runner_restarts: int
+    num_learners: int
+    num_cpus_per_learner: float
+    num_gpus_per_learner: float
+    num_cpus_for_main_process: float
+    placement_strategy: str | None
 
 RELEASE_WAIT_S = 5.0
 PLACEMENT_TIMEOUT_S = 10.0  # a placement group that is not ready by then cannot be placed
@@ -95,12 +111,12 @@ def _bundle(**amounts: float) -> dict[str, float]:
     return {name: amount for name, amount in amounts.items() if amount > 0}
 
 
-def _runner_bundle(config: "AlgorithmConfig") -> dict[str, float]:
+def _runner_bundle(config: ResourceSettings) -> dict[str, float]:
     return _bundle(CPU=config.num_cpus_per_env_runner, GPU=config.num_gpus_per_env_runner,
                    **config.custom_resources_per_env_runner)
 
 
-def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
+def trial_bundles(config: ResourceSettings) -> list[dict[str, float]]:
     """Everything a run of `config` starts as placement-group bundles (RLlib's
     `default_resource_request`): main process, runners, learners; reserved together."""
     local_learner_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
@@ -113,7 +129,7 @@ def trial_bundles(config: "AlgorithmConfig") -> list[dict[str, float]]:
             + [learner] * (config.num_learners if learner else 0))
 
 
-def check_gpus(config: "AlgorithmConfig") -> None:
+def check_gpus(config: ResourceSettings) -> None:
     """A GPU request on a machine without GPUs fails now, instead of waiting forever."""
     if config.num_learners == 0 and config.num_gpus_per_learner > 0:
         import torch  # only when a GPU is asked for: importing torch takes seconds
@@ -132,7 +148,7 @@ def check_gpus(config: "AlgorithmConfig") -> None:
                   f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
 
 
-def check_custom_resources(config: "AlgorithmConfig") -> None:
+def check_custom_resources(config: ResourceSettings) -> None:
     """Custom resources the runners ask for must exist in the cluster (else Ray waits forever)."""
     have = ray.cluster_resources()
     runners = config.num_env_runners + config.evaluation_num_env_runners
@@ -144,7 +160,7 @@ def check_custom_resources(config: "AlgorithmConfig") -> None:
                 "(ray start --resources='{...}') or ask for less."))
 
 
-def check_cpus(config: "AlgorithmConfig") -> None:
+def check_cpus(config: ResourceSettings) -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
     num_runners = config.num_env_runners + config.evaluation_num_env_runners
     runners = num_runners * config.num_cpus_per_env_runner
@@ -163,7 +179,7 @@ def check_cpus(config: "AlgorithmConfig") -> None:
         time.sleep(0.1)
 
 
-def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
+def make_placement_group(config: ResourceSettings, n: int) -> PlacementGroup:
     """One bundle per runner, placed by `placement_strategy`, or a ConfigError within
     PLACEMENT_TIMEOUT_S."""
     bundle = _runner_bundle(config)
@@ -178,7 +194,7 @@ def make_placement_group(config: "AlgorithmConfig", n: int) -> PlacementGroup:
     return group
 
 
-def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, i: int) -> dict:
+def env_runner_options(config: ResourceSettings, group: PlacementGroup | None, i: int) -> dict:
     """Ray actor options of runner `i`: resources, restarts, bundle of `group`, and the driver's
     values of its class's `driver_env_vars` (secrets kept out of the config)."""
     options = {"num_cpus": config.num_cpus_per_env_runner,
@@ -195,7 +211,7 @@ def env_runner_options(config: "AlgorithmConfig", group: PlacementGroup | None, 
     return options
 
 
-def learner_options(config: "AlgorithmConfig") -> dict:
+def learner_options(config: ResourceSettings) -> dict:
     """Ray actor options of each Learner actor (num_gpus 0.5 lets two learners share one GPU)."""
     return {"num_cpus": config.num_cpus_per_learner, "num_gpus": config.num_gpus_per_learner}
 

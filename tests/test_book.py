@@ -86,7 +86,8 @@ def _nbval(folder, **env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **env,
            "PYTHONPATH": os.pathsep.join([str(book.ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
-                           "--rootdir", str(folder), str(folder)], cwd=folder, env=env,
+                           "-n", "2", "--dist", "loadfile", "--rootdir", str(folder), str(folder)],
+                          cwd=folder, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

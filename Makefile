@@ -34,28 +34,26 @@ $(STAMP): requirements.lock pyproject.toml
 lint: install
 	$(BIN)/ruff check rlcourse tests benchmarks tools lessons/conftest.py
 
-# Everything: lint, unit and fault tests, the tuned examples' learning matrix, every lesson under
-# nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB), the book, the
-# lessons and the book in Chromium. Much of it waits on Ray and on processes starting, so four
-# pytest-xdist workers share the 2 cores: two run tests/, a file at a time, the longest files first
-# (SLOW_FIRST) so that none is left running alone at the end; beside them, two run the lessons, a
-# lesson at a time, then that lane builds the book from the lessons' executed copies (no lesson runs
+# Everything: lint, unit and fault tests, learning tests, the lessons in a browser, every lesson
+# under nbval (lessons/conftest.py also fails a lesson whose memory passes Binder's 2 GiB), the book.
+# Two lanes share the 2 cores, since much of tests/ waits on Ray and on processes starting: this
+# shell runs tests/ but the tuned examples' learning matrix; beside it, a second lane runs the
+# lessons, then that matrix, then builds the book from the lessons' executed copies (no lesson runs
 # twice) and checks it and the lessons in Chromium. The second lane's output waits in
 # test-artifacts/lane2.log until tests/ is done. Each pytest run ends with its 25 slowest tests; the
 # target fails if any step did. Every test and lesson is written to pass on a busy machine.
-SLOW_FIRST := tests/test_learning.py tests/test_self_play.py tests/test_serve.py tests/test_tune.py
-XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: lint
 	@mkdir -p test-artifacts
-	@{ f=0; $(BIN)/python -m pytest -p no:cacheprovider --durations=25 $(XDIST) --nbval-lax \
+	@{ f=0; $(BIN)/python -m pytest -p no:cacheprovider --durations=25 --nbval-lax \
 	  --nbval-cell-timeout=600 lessons || f=1; \
+	  $(BIN)/python -m pytest -p no:cacheprovider --durations=25 tests/test_learning.py || f=1; \
 	  $(BIN)/python -m rlcourse.course.book build && $(MAKE) --no-print-directory test-book || f=1; \
 	  $(MAKE) --no-print-directory test-browser || f=1; exit $$f; } >test-artifacts/lane2.log 2>&1 & \
 	lane2=$$!; failed=0; \
-	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 $(XDIST) --ignore=tests/browser \
-	  $(SLOW_FIRST) tests || failed=1; \
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=25 --ignore=tests/browser \
+	  --ignore=tests/test_learning.py tests || failed=1; \
 	wait $$lane2 || failed=1; \
-	echo "== the lessons under nbval, the book, the browser (test-artifacts/lane2.log) =="; \
+	echo "== the lessons under nbval, the learning matrix, the book, the browser (test-artifacts/lane2.log) =="; \
 	cat test-artifacts/lane2.log; exit $$failed
 
 # Unit tests only (no learning runs, no notebooks): the quick loop while editing.

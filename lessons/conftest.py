@@ -1,7 +1,6 @@
 """For nbval (`make test`): each lesson must fit Binder's 2 GiB, its Ray processes included.
 
-nbval runs every lesson in a kernel of its own, started by this pytest process (a pytest-xdist
-worker's, under `make test`, which runs two lessons at a time and no other tests). While a lesson's
+nbval runs every lesson in a kernel of its own, started by this pytest process. While a lesson's
 cells run, a thread samples the summed PSS of pytest's descendants (the kernel and every process
 it starts: Ray's raylet, GCS, agents, workers and actors) every 0.5 s (a sample costs ~2 ms of CPU
 per process, so no more often: lessons measure speed-ups); the lesson's last cell fails if the peak
@@ -35,7 +34,7 @@ LIMIT_MIB = int(os.environ.get("RLCOURSE_LESSON_LIMIT_MIB", 2048))  # Binder's; 
 
 FIRST_CELLS: set[str] = set()
 LAST_CELLS: dict[str, str] = {}  # node id of a lesson's last cell -> the lesson's file name
-PEAKS: dict[str, float] = {}  # filled from the test reports, in the process that prints them
+PEAKS: dict[str, float] = {}
 FAILED: set[str] = set()  # lessons with a failed cell: not written for the book
 _monitor: PeakTreeMemory | None = None
 
@@ -70,7 +69,7 @@ def pytest_runtest_call(item: pytest.Item):
             lesson, peak = LAST_CELLS[item.nodeid], None
             if _monitor is not None:
                 peak, _monitor = _monitor.stop(), None
-                item.user_properties.append(("peak_mib", (lesson, peak)))
+                PEAKS[lesson] = peak
                 if peak > LIMIT_MIB:
                     FAILED.add(lesson)
             save_executed(item.parent)
@@ -117,14 +116,6 @@ def save_executed(lesson: pytest.Collector) -> None:
                     output.execution_count = count
         lesson.nb.metadata["rlcourse"] = {"run": run_record()}
         nbformat.write(lesson.nb, path)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Peaks travel in the reports: under pytest-xdist (`make test`) the lessons run in workers."""
-    for name, value in report.user_properties:
-        if name == "peak_mib":
-            lesson, peak = value
-            PEAKS[lesson] = peak
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

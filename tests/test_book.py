@@ -86,8 +86,7 @@ def _nbval(folder, **env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **env,
            "PYTHONPATH": os.pathsep.join([str(book.ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
-                           "-n", "2", "--dist", "loadfile", "--rootdir", str(folder), str(folder)],
-                          cwd=folder, env=env,
+                           "--rootdir", str(folder), str(folder)], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

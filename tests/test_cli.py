@@ -1,9 +1,10 @@
 """The `rlcourse` command's bad input fails before Ray starts, as one line that names the option and
 the fix: rlcourse's own errors exit 2 without a traceback, counts must be >= 1, a checkpoint folder
-is checked before training, YAML reads 1e-3 as a number, and `serve --port` must be free. (Commands
-that run are tested where they are taught: test_cluster.py, test_tuned_examples.py, test_tune.py,
-test_cli_evaluate.py, test_serve.py.)"""
+is checked before training, YAML reads 1e-3 as a number, `serve --port` must be free and its
+batch wait finite. (Commands that run are tested where they are taught: test_cluster.py,
+test_tuned_examples.py, test_tune.py, test_cli_evaluate.py, test_serve.py.)"""
 
+import re
 import socket
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from rlcourse.course import serve_command, train_job, tune_job
 from rlcourse.course.cli import main
 from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
+from rlcourse.serve.app import policy_app
 from rlcourse.utils.checkpoints import STATE_FILE, CheckpointError, check_checkpoint_dir
 
 pytestmark = pytest.mark.timeout(60)
@@ -95,3 +97,38 @@ def test_serve_refuses_a_busy_or_impossible_port_before_ray_starts(tmp_path, cap
         port = busy.getsockname()[1]
         with pytest.raises(SystemExit, match=f"--port {port}: 127.0.0.1:{port} is busy.*another port"):
             serve_command.main([str(tmp_path), "--port", str(port)])
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan", "-0.5"])
+def test_serve_refuses_a_batch_wait_that_is_negative_or_endless(value, capsys):
+    """Serve itself takes inf: a lone request would wait for a full batch forever."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "ckpt", "--batch-wait-timeout-s", value])
+    assert exit_.value.code == 2
+    assert (f"argument --batch-wait-timeout-s: {value}: give a finite number of seconds >= 0"
+            in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("settings, name", [
+    ({"max_batch_size": 0}, "max_batch_size=0"),
+    ({"max_batch_size": 2.5}, "max_batch_size=2.5"),
+    ({"max_batch_size": True}, "max_batch_size=True"),
+    ({"max_batch_size": "eight"}, "max_batch_size='eight'"),
+    ({"batch_wait_timeout_s": float("inf")}, "batch_wait_timeout_s=inf"),
+    ({"batch_wait_timeout_s": "inf"}, "batch_wait_timeout_s=inf"),
+    ({"batch_wait_timeout_s": -0.1}, "batch_wait_timeout_s=-0.1"),
+    ({"batch_wait_timeout_s": "soon"}, "batch_wait_timeout_s='soon'"),
+])
+def test_serve_apps_refuse_bad_batching_by_name_before_serve_starts(settings, name):
+    """The same settings through Python (policy_app) and `serve run` (build_app, text or YAML)."""
+    with pytest.raises(ValueError, match=re.escape(name)):
+        serve_command.build_app({"checkpoint": "ckpt", **settings})
+    if not isinstance(next(iter(settings.values())), str):
+        with pytest.raises(ValueError, match=re.escape(name)):
+            policy_app("ckpt", **settings)
+
+
+def test_serve_run_reads_batching_settings_given_as_text():
+    app = serve_command.build_app({"checkpoint": "ckpt", "max_batch_size": "8",
+                                   "batch_wait_timeout_s": "0.01"})
+    assert app._bound_deployment.init_args[2:] == (8, 0.01)

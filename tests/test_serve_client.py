@@ -4,6 +4,7 @@ the production loop. A stdlib server on loopback plays the served policy."""
 
 import http.server
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -99,6 +100,15 @@ def test_a_url_without_http_is_refused():
         PolicyClient("127.0.0.1:8000")
     with pytest.raises(ValueError, match=r"timeout_s=0: .* > 0"):
         PolicyClient("http://127.0.0.1:8000/", timeout_s=0)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:0/", "http://127.0.0.1:65536/",
+                                 "http://127.0.0.1:80a/", "http://127.0.0.1:-1/"])
+def test_a_url_whose_port_is_no_tcp_port_is_refused_by_name(url):
+    """Not the stdlib's "Port out of range", nor port 0 quietly read as 80."""
+    with pytest.raises(ValueError, match=re.escape(f"url {url!r}: its port is no TCP port; give "
+                                                   "one in 1..65535")):
+        PolicyClient(url)
 
 
 @pytest.mark.parametrize("answer", [b"<html>a proxy's page</html>", {"result": [1]},

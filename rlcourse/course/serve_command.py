@@ -9,6 +9,8 @@ shuts Serve and Ray down, leaving no process.
 """
 
 import argparse
+import contextlib
+import math
 import signal
 import socket
 import time
@@ -22,6 +24,7 @@ from rlcourse.serve.app import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_PORT,
     PolicyDeployment,
+    check_batching,
     policy_app,
     shutdown,
     start,
@@ -37,8 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-replicas", type=positive_int, default=1)
     parser.add_argument("--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE,
                         help="requests per module call; 1 turns batching off")
-    parser.add_argument("--batch-wait-timeout-s", type=float, default=DEFAULT_BATCH_WAIT_TIMEOUT_S)
+    parser.add_argument("--batch-wait-timeout-s", type=seconds, default=DEFAULT_BATCH_WAIT_TIMEOUT_S,
+                        help="how long a batch's first request waits for others")
     return parser
+
+
+def seconds(text: str) -> float:
+    """The argparse type of --batch-wait-timeout-s: a finite number of seconds, 0 or more."""
+    number = float(text)
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a finite number of seconds >= 0")
+    return number
 
 
 def port(text: str) -> int:
@@ -99,7 +111,17 @@ def build_app(args: dict[str, Any]) -> Application:
     if "checkpoint" not in args or set(args) - known:
         raise ValueError(f"args {sorted(args)}: give 'checkpoint' (a directory that "
                          f"algo.save_to_path() wrote), and optionally {sorted(known - {'checkpoint'})}.")
+    max_batch_size = _number(args.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE), int)
+    batch_wait_timeout_s = _number(args.get("batch_wait_timeout_s", DEFAULT_BATCH_WAIT_TIMEOUT_S), float)
+    check_batching(max_batch_size, batch_wait_timeout_s)
     return PolicyDeployment.bind(  # the file's `deployments` say how many replicas
-        str(args["checkpoint"]), list(COURSE_ENVS),
-        int(args.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE)),
-        float(args.get("batch_wait_timeout_s", DEFAULT_BATCH_WAIT_TIMEOUT_S)))
+        str(args["checkpoint"]), list(COURSE_ENVS), max_batch_size, batch_wait_timeout_s)
+
+
+def _number(value: Any, kind: type) -> Any:
+    """`serve run ... max_batch_size=8` passes text: read it as `kind`; text that is no number stays
+    text, for check_batching to name."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return kind(value)
+    return value

@@ -4,6 +4,7 @@ benchmarks/serve_load.py) unless `max_batch_size=1`; `policy_app` binds it to a 
 `start` (what `rlcourse serve` calls) runs it on the course's Ray, Serve's HTTP proxy on loopback."""
 
 import logging
+import math
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -26,6 +27,19 @@ DEFAULT_MAX_BATCH_SIZE = 32  # requests per module call
 DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002  # how long the first request of a batch waits for others
 # The controller's environment, which its proxy inherits: the proxy's body limit (body_limit.py).
 CONTROLLER_OPTIONS = {"runtime_env": {"env_vars": {PROXY_CALLBACK_ENV: PROXY_CALLBACK}}}
+
+
+def check_batching(max_batch_size: int, batch_wait_timeout_s: float) -> None:
+    """Refuse batching settings before Serve starts: Serve itself takes an infinite wait, which
+    holds a lone request until `max_batch_size` others arrive."""
+    if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
+        raise ValueError(f"max_batch_size={max_batch_size!r}: give a whole number >= 1 (requests "
+                         f"per module call; 1 turns batching off; default {DEFAULT_MAX_BATCH_SIZE}).")
+    if (isinstance(batch_wait_timeout_s, bool) or not isinstance(batch_wait_timeout_s, int | float)
+            or not math.isfinite(batch_wait_timeout_s) or batch_wait_timeout_s < 0):
+        raise ValueError(f"batch_wait_timeout_s={batch_wait_timeout_s!r}: give a finite number of "
+                         "seconds >= 0 (how long a batch's first request waits for others; default "
+                         f"{DEFAULT_BATCH_WAIT_TIMEOUT_S}).")
 
 
 @serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=256)
@@ -95,6 +109,7 @@ def policy_app(checkpoint: str | os.PathLike, allowed: Iterable[Any] = (), num_r
                max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
                batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S) -> Application:
     """The deployment of `checkpoint`'s policy with `num_replicas` replicas, bound to its args."""
+    check_batching(max_batch_size, batch_wait_timeout_s)
     return PolicyDeployment.options(num_replicas=num_replicas).bind(
         str(checkpoint), list(allowed), max_batch_size, batch_wait_timeout_s)
 

@@ -36,10 +36,17 @@ class PolicyClient:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"url {url!r}: give the server's address, e.g. http://127.0.0.1:8000/")
+        try:
+            port = parts.port
+        except ValueError:  # not a number, or above 65535
+            port = 0
+        if port == 0:  # urlsplit reads ":0" as 0, which http.client would replace by 80
+            raise ValueError(f"url {url!r}: its port is no TCP port; give one in 1..65535, e.g. "
+                             "http://127.0.0.1:8000/")
         if not timeout_s > 0:
             raise ValueError(f"timeout_s={timeout_s!r}: give the seconds to wait for an answer, > 0.")
         self.path = parts.path or "/"
-        self._connection = http.client.HTTPConnection(parts.hostname, parts.port or 80,
+        self._connection = http.client.HTTPConnection(parts.hostname, port or 80,
                                                       timeout=timeout_s)
         self.address = f"http://{parts.hostname}:{self._connection.port}"
 

@@ -2,13 +2,15 @@
 loopback interface (not a cafe's network), and token authentication keeps other users out."""
 
 import contextlib
+import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
 
 LOOPBACK = "127.0.0.1"
+NODE_TIMED_OUT = "timed out during startup"  # Ray's error when its node took over 30 s to register
 
 
 def loopback_ip(address: str | None = None) -> str:
@@ -57,3 +59,47 @@ def enable_token_auth() -> None:
     info = path.stat()
     if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO) and info.st_uid == os.getuid():
         path.chmod(0o600)
+
+
+def start_retrying_a_slow_node(start: Callable[[], None]) -> None:
+    """Run `start` (a `ray.init` of a new local Ray) and, should its node miss Ray's fixed 30 s
+    start-up wait (ray/_private/node.py; a machine busy with other work), stop the processes
+    it left half-started and start once more, so that a busy laptop gets its Ray."""
+    import psutil
+
+    before = set(psutil.Process().children())
+    try:
+        start()
+    except Exception as error:
+        if NODE_TIMED_OUT not in str(error):
+            raise
+        logging.getLogger(__name__).warning("Ray's node took over 30 s to start (is the machine "
+                                            "busy?): stopping it and starting Ray once more")
+        _stop([child for child in psutil.Process().children()
+               if child not in before and _is_ray_process(child)])
+        start()
+
+
+def _is_ray_process(process) -> bool:
+    import ray
+
+    package = os.path.dirname(ray.__file__)
+    with contextlib.suppress(Exception):  # it may have ended meanwhile
+        return any(arg.startswith(package) for arg in process.cmdline())
+    return False
+
+
+def _stop(processes: list) -> None:
+    """Terminate the processes and everything they started; kill what is left after 5 s."""
+    import psutil
+
+    family = list(processes)
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            family += process.children(recursive=True)
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    for process in psutil.wait_procs(family, timeout=5)[1]:
+        with contextlib.suppress(psutil.Error):
+            process.kill()

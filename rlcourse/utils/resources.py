@@ -17,7 +17,12 @@ from ray.util import get_current_placement_group, placement_group, remove_placem
 from ray.util.placement_group import PlacementGroup
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth, loopback_addresses
+from rlcourse.utils.local_ray import (
+    LOOPBACK,
+    enable_token_auth,
+    loopback_addresses,
+    start_retrying_a_slow_node,
+)
 from rlcourse.utils.validation import fail
 
 
@@ -65,7 +70,10 @@ def init_ray(num_cpus: int | None = None, **kwargs) -> None:
     # Ray would replace 127.0.0.1 (also in an address) by this machine's network address.
     local = not address or address.startswith(LOOPBACK)
     with _sigterm_shuts_down(), loopback_addresses() if local else contextlib.nullcontext():
-        ray.init(**kwargs)
+        if address:
+            ray.init(**kwargs)
+        else:
+            start_retrying_a_slow_node(lambda: ray.init(**kwargs))
 
 
 @contextlib.contextmanager

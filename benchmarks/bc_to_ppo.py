@@ -2,7 +2,7 @@
 `train_w_bc_finetune_w_ppo.py` tells this story.)
 
 What is measured: BC learns CartPole from the PPO expert's recorded steps
-(tests/fixtures/cartpole_ppo_expert/, as tests/test_bc.py) until its greedy evaluation return
+(tests/fixtures/cartpole_ppo_expert/, as lesson 13) until its greedy evaluation return
 reaches 450. Then, for each seed, the course's PPO config (tuned_examples/ppo/cartpole_ppo.py, its
 runners in this process: `num_env_runners=0` with 8 sub-envs) trains twice: from scratch, and with
 the BC module's weights loaded into the learner and the runners before the first `train()`

@@ -1,8 +1,8 @@
 """MARWIL (rlcourse/algorithms/marwil/): beta 0 is BC's loss; returns and advantage weights as
-RLlib's MARWILTorchLearner computes them; and on mixed-quality data (the PPO expert's recorded steps
-with many more of a random policy) MARWIL learns to balance where BC copies the noise."""
+RLlib's MARWILTorchLearner computes them. That MARWIL learns to balance on mixed-quality data (the PPO
+expert's recorded steps with many more of a random policy) where BC copies the noise is lesson 13's
+run and assertion."""
 
-import shutil
 from pathlib import Path
 
 import gymnasium as gym
@@ -14,8 +14,6 @@ from rlcourse.algorithms.bc import BCConfig
 from rlcourse.algorithms.marwil import MARWILConfig
 from rlcourse.algorithms.marwil.marwil_learner import MARWILLearner
 from rlcourse.algorithms.marwil.marwil_prelearner import MARWILOfflinePreLearner
-from rlcourse.algorithms.ppo.ppo import PPOConfig
-from rlcourse.offline.offline_env_runner import OfflineSingleAgentEnvRunner
 from rlcourse.utils.validation import ConfigError
 
 EXPERT_DATA = Path(__file__).parent / "fixtures" / "cartpole_ppo_expert"
@@ -90,30 +88,6 @@ def test_the_squared_advantage_norm_is_checkpointed():
     assert marwil.get_state()["moving_avg_sqd_adv_norm"] == 7.0
     with pytest.raises(ValueError, match="moving_avg_sqd_adv_norm"):
         marwil.check_state({**state, "moving_avg_sqd_adv_norm": float("nan")})
-
-
-@pytest.mark.learning
-def test_marwil_beats_bc_on_mixed_quality_data(ray_session, algo_factory, tmp_path):
-    config = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
-              .offline_data(output=str(tmp_path)).debugging(seed=0))
-    runner = OfflineSingleAgentEnvRunner(config)  # an untrained policy: random actions
-    runner.sample(num_timesteps=10_000)
-    runner.stop()
-    shutil.copytree(EXPERT_DATA, tmp_path / "expert")  # 5,000 steps of the PPO expert
-    returns = {}
-    for config_class, beta in ((BCConfig, 0.0), (MARWILConfig, 1.0)):
-        algo = algo_factory(
-            config_class().environment("CartPole-v1").env_runners(num_env_runners=0)
-            .offline_data(input_=str(tmp_path))  # an iteration: one pass, 15 steps of 1,000 rows
-            .training(lr=3e-3, train_batch_size_per_learner=1000, beta=beta)
-            .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
-            .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
-        returns[beta] = [
-            algo.train()["evaluation"]["env_runners"]["episode_return_mean"] for _ in range(3)]
-        algo.stop()
-    print(f"evaluation returns on mixed data, by beta: {returns}")
-    bc, marwil = (np.mean(returns[beta]) for beta in (0.0, 1.0))
-    assert marwil >= 80 and marwil > 1.5 * bc, returns
 
 
 def test_a_marwil_checkpoint_restores_the_squared_advantage_norm(ray_session, algo_factory,

@@ -1,5 +1,5 @@
 """PixelGridWorld: the course's GridWorld seen as a small image, a pixel task that PPO with a CNN
-learns on two CPUs in seconds (tests/test_cnn_encoder.py), where Atari takes hours.
+learns on two CPUs in seconds (lesson 12), where Atari takes hours.
 
 Observation: [size * pixels_per_cell, size * pixels_per_cell, 3] float32 in {0, 1}, channels-last
 as RLlib's images: channel 0 the agent, 1 the pits, 2 the goal. Registered as "PixelGridWorld".

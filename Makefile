@@ -23,12 +23,16 @@ SUDO := $(if $(ROOT_USER),,sudo)
 
 install: $(STAMP)
 
+# pip compiles every installed module to bytecode on one core; compileall writes the same files on
+# all cores (35 s less of a fresh install on 2). As with pip, a file that does not compile is
+# skipped: torch ships one written for Python 3.12 only.
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet --no-deps --index-url $(TORCH_INDEX) "$(TORCH_PIN)"
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps --index-url $(TORCH_INDEX) "$(TORCH_PIN)"
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
 	touch $(STAMP)
 
 lint: install

@@ -24,7 +24,7 @@ SUDO := $(if $(ROOT_USER),,sudo)
 install: $(STAMP)
 
 # pip compiles every installed module to bytecode on one core; compileall writes the same files on
-# all cores (35 s less of a fresh install on 2). As with pip, a file that does not compile is
+# all cores, so a fresh install takes less time. As with pip, a file that does not compile is
 # skipped: torch ships one written for Python 3.12 only.
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -1,6 +1,5 @@
 """PeakTreeMemory counts a process's descendants' memory, and splits the peak into parts."""
 
-import os
 import subprocess
 import sys
 import time
@@ -12,22 +11,29 @@ from rlcourse.course.process_memory import PeakTreeMemory
 pytestmark = pytest.mark.timeout(60)
 
 HOLD_200_MIB = "b = bytearray(200 * 2**20); import time; time.sleep(3)"
+LAUNCH_THE_CHILD = ("import subprocess, sys; "
+                    "sys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))")
 
 
 def test_peak_includes_a_child_that_allocates_and_splits_it_by_part():
-    def part_of(process):
-        return "child" if "bytearray" in " ".join(process.cmdline()) else "other"
+    # A launcher of its own is the root, so the tree holds exactly the launcher and its child:
+    # the test runner's other children (Ray processes a fixture is still shutting down) would
+    # change the sum while the child's bytearray grows, and move the peak's moment.
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_THE_CHILD, HOLD_200_MIB])
 
-    memory = PeakTreeMemory(os.getpid(), include_root=False, interval_s=0.05, part_of=part_of)
+    def part_of(process):
+        return "launcher" if process.pid == launcher.pid else "child"
+
+    memory = PeakTreeMemory(launcher.pid, include_root=True, interval_s=0.05, part_of=part_of)
     memory.start()
-    child = subprocess.Popen([sys.executable, "-c", HOLD_200_MIB])
     try:
-        child.wait(timeout=30)
+        launcher.wait(timeout=30)
     finally:
         peak = memory.stop()
-    assert child.returncode == 0
+    assert launcher.returncode == 0
     assert peak >= 200  # the child's bytearray, touched page by page
     assert memory.parts["child"] >= 200 and memory.counts["child"] == 1
+    assert memory.parts["launcher"] > 1 and memory.counts["launcher"] == 1  # an interpreter
     assert peak == pytest.approx(memory.parts.total())
 
 

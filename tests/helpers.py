@@ -25,6 +25,9 @@ SMALL_PPO_TRAINING = {"lr": 1e-3, "train_batch_size_per_learner": 2000, "minibat
                       "num_epochs": 6, "grad_clip": 0.5, "lambda_": 0.95, "clip_param": 0.2,
                       "vf_loss_coeff": 0.5, "use_kl_loss": False}
 SMALL_MODEL = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "vf_share_layers": False}
+# For configs whose runners are killed: a restarted runner process has this long to answer (30 s by
+# default, as in RLlib); on a 2-core machine busy with another test lane, a new process takes longer.
+SLOW_RESTARTS = {"env_runner_health_probe_timeout_s": 120}
 
 
 def small_ppo(config_class: type[PPOConfig] = PPOConfig) -> PPOConfig:

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 import ray
-from helpers import small_ppo
+from helpers import SLOW_RESTARTS, small_ppo
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 import rlcourse.course.cluster
@@ -46,7 +46,7 @@ def algo(cluster):
     config = (small_ppo().environment("CartPole-v1").debugging(seed=0)
               .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0.5)
               .resources(placement_strategy="SPREAD")
-              .fault_tolerance(env_runner_health_probe_timeout_s=60)  # slow restarts on busy CI
+              .fault_tolerance(**SLOW_RESTARTS)
               .training(train_batch_size_per_learner=500, minibatch_size=250, num_epochs=2))
     algo = config.build_algo()
     yield algo

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import ray
 import torch
-from helpers import runner_module_in_a_fresh_process
+from helpers import SLOW_RESTARTS, runner_module_in_a_fresh_process
 
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.dqn import DQNConfig
@@ -259,7 +259,8 @@ def test_epsilon_travels_beside_the_weights_not_inside_them(algo_factory):
 
 def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_session,
                                                                             algo_factory):
-    algo = algo_factory(_small_config(2).training(epsilon=[[0, 1.0], [400, 0.1]]))
+    algo = algo_factory(_small_config(2).training(epsilon=[[0, 1.0], [400, 0.1]])
+                        .fault_tolerance(**SLOW_RESTARTS))
     for _ in range(3):
         algo.train()
     group = algo.env_runner_group

@@ -130,7 +130,7 @@ def test_a_server_that_is_down_or_hangs_up_on_each_batch_is_named_and_given_up_o
     started = time.monotonic()
     with pytest.raises(ConnectionError, match=rf"127.0.0.1:{address[1]} for reconnect_timeout_s=0.5"):
         client.run(gym.make("CartPole-v1"), *address, TOKEN, reconnect_timeout_s=0.5)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the default gives up after 30 s
     stop.set()
     thread.join(timeout=5)
     for connect in (lambda: client.Connection(*address, TOKEN),  # the server is gone

@@ -119,7 +119,7 @@ def test_a_connection_that_never_sends_its_ping_soon_leaves_its_place(monkeypatc
         silent = raw_connect(runner)
         started = time.monotonic()
         assert receive_raw(silent) is None  # hung up on before client_timeout_s
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 20  # client_timeout_s would be 60 s
         wait_until(lambda: runner.num_clients == 0)
         handshake(raw_connect(runner))  # its place is free
     finally:

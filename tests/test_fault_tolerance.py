@@ -15,7 +15,7 @@ import psutil
 import pytest
 import ray.cloudpickle
 from fault_envs import CountingEnv
-from helpers import small_ppo
+from helpers import SLOW_RESTARTS, small_ppo
 
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
@@ -73,7 +73,7 @@ def test_ppo_survives_20_runner_kills_and_still_learns(ray_session, algo_factory
     course's CartPole settings: 2 runners of 4 sub-envs, seed 0)."""
     CountRecreated.recreated = []
     config = load_tuned_example(TUNED_EXAMPLES / "ppo" / "cartpole_ppo.py").config
-    algo = algo_factory(config.callbacks(CountRecreated))
+    algo = algo_factory(config.callbacks(CountRecreated).fault_tolerance(**SLOW_RESTARTS))
     group = algo.env_runner_group
     kills: list[int] = []
 
@@ -202,7 +202,7 @@ def test_a_hung_runner_is_ended_after_sample_timeout_s_and_restarted(tmp_path, r
     its share of the batch is sampled again, and the iteration completes."""
     config = (small_ppo().environment(CountingEnv, env_config={"hang_marker": str(tmp_path / "hung")})
               .env_runners(num_env_runners=1, num_cpus_per_env_runner=0.5, sample_timeout_s=3)
-              .training(**SMALL_BATCH))
+              .training(**SMALL_BATCH).fault_tolerance(**SLOW_RESTARTS))
     algo = algo_factory(config)
     start = time.perf_counter()
     result = algo.train()
@@ -210,7 +210,7 @@ def test_a_hung_runner_is_ended_after_sample_timeout_s_and_restarted(tmp_path, r
     assert result["env_runners"]["num_env_runner_failures"] == 1
     assert result["env_runners"]["num_env_runner_restarts"] == 1
     assert result["env_runners"]["num_env_steps_sampled"] >= 1000
-    assert time.perf_counter() - start < 60
+    assert time.perf_counter() - start < 180  # the hang lasts an hour
 
 
 def test_a_dead_learner_is_a_clear_error(ray_session, algo_factory):

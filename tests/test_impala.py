@@ -16,11 +16,16 @@ from rlcourse.utils.validation import ConfigError
 pytestmark = pytest.mark.timeout(400)
 
 
+# Long enough that two runners sample 3 batches per update even on a 2-core machine that is busy
+# with another test lane: 1,500 env steps/s together for batches of 500.
+UPDATE_S = 1.0
+
+
 class SlowIMPALALearner(IMPALALearner):
-    """A learner whose every update takes at least half a second (sleeping releases the GIL)."""
+    """A learner whose every update takes at least UPDATE_S (sleeping releases the GIL)."""
 
     def update(self, episodes, num_minibatches=None):
-        time.sleep(0.5)
+        time.sleep(UPDATE_S)
         return super().update(episodes, num_minibatches)
 
 
@@ -50,7 +55,7 @@ def test_runners_keep_sampling_while_the_learner_is_busy(ray_session, algo_facto
     trained = result["num_env_steps_trained_lifetime"]
     updates = result["learners"]["default_policy"]["num_updates_lifetime"]
     # A synchronous algorithm would sample one batch per update; here runners sample throughout.
-    assert updates <= elapsed / 0.5 + 1
+    assert updates <= elapsed / UPDATE_S + 1
     assert sampled >= 3 * trained, (sampled, trained)
     assert result["learner_queue"]["num_drops_lifetime"] > 0  # the bounded queue overflowed
     # The mean lag of the updates' data: under the oldest queued batch's age (queue, update, in flight).

@@ -277,6 +277,7 @@ def test_the_runner_imports_no_torch():
     assert out.stdout.split() == ["True", "False"]
 
 
+@pytest.mark.timeout(240)
 def test_a_runner_actor_samples_and_sends_episodes_back(ray_session):
     config = make_config("ConnectFour", {"rows": 4, "cols": 4, "connect": 3},
                          policies={"a", "b"}, mapping=by_player, num_envs=2)
@@ -285,7 +286,7 @@ def test_a_runner_actor_samples_and_sends_episodes_back(ray_session):
     try:
         weights = {"a": numpy_weights(16, 4), "b": numpy_weights(16, 4, seed=1)}
         result = ray.get(runner.sample_and_get_metrics.remote(weights, 0, num_timesteps=40),
-                         timeout=60)
+                         timeout=180)  # the actor's process starts first
         assert result.weights_seq_no == 0
         assert sum(len(e) for e in result.episodes) == 40
         for episode in result.episodes:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 import torch
-from helpers import small_ppo
+from helpers import SLOW_RESTARTS, small_ppo
 
 import rlcourse.course.multi_agent_envs  # noqa: F401  (registers the course's envs)
 from rlcourse.algorithms.algorithm import Algorithm
@@ -167,7 +167,8 @@ def test_evaluation_reports_per_agent_and_module_returns(algo_factory):
 
 def test_a_killed_runner_is_restarted_and_training_goes_on(ray_session, algo_factory):
     config = (cartpole(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1)
-              .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.25))
+              .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.25)
+              .fault_tolerance(**SLOW_RESTARTS))
     algo = algo_factory(config)
     algo.train()
     pid = algo.env_runner_group.foreach_env_runner(lambda runner: os.getpid())[0]

@@ -38,16 +38,17 @@ def test_peak_includes_a_child_that_allocates_and_splits_it_by_part():
 
 
 def test_root_alone_is_counted_only_when_asked():
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        time.sleep(0.3)  # Python is up
         without_root = PeakTreeMemory(sleeper.pid, include_root=False, interval_s=0.05)
         with_root = PeakTreeMemory(sleeper.pid, include_root=True, interval_s=0.05)
         for memory in (without_root, with_root):
             memory.start()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30  # a busy machine starts Python slowly
+        while with_root.peak_mib <= 1 and time.monotonic() < deadline:  # a Python interpreter
+            time.sleep(0.05)
+        assert with_root.stop() > 1
         assert without_root.stop() == 0  # the sleeper has no children
-        assert with_root.stop() > 1  # a Python interpreter
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -185,8 +185,8 @@ class Learner:
     def apply_gradients(self, minibatch_size: int) -> float:
         """Average gradients over learners (weighted by shard size), clip, and step; a non-finite
         norm raises NonFiniteUpdateError on every learner before any weight changes."""
-        params = [p for p in self.module.parameters() if p.grad is not None]
         if self.world_size > 1:
+            params = [p for p in self.module.parameters() if p.grad is not None]
             # One all-reduce: every gradient times this shard's size, plus the size itself.
             flat = torch.cat([p.grad.reshape(-1) * minibatch_size for p in params]
                              + [self.to_device([float(minibatch_size)])])

@@ -16,9 +16,9 @@ LAUNCH_THE_CHILD = ("import subprocess, sys; "
 
 
 def test_peak_includes_a_child_that_allocates_and_splits_it_by_part():
-    # A launcher of its own is the root, so the tree holds exactly the launcher and its child:
-    # the test runner's other children (Ray processes a fixture is still shutting down) would
-    # change the sum while the child's bytearray grows, and move the peak's moment.
+    # A launcher of its own is the root, so the tree holds exactly the launcher and its child. Under
+    # the test runner, other children (Ray's processes, say) can end while the bytearray grows, and
+    # the peak's moment then comes before the child holds all of it (CI saw 141 MiB of 200).
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_THE_CHILD, HOLD_200_MIB])
 
     def part_of(process):

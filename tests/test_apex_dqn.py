@@ -147,6 +147,23 @@ def test_requests_stay_in_flight_within_limits_and_train_never_waits_in_ray_get(
     assert max(replay_peaks[1:]) == 3 and max(replay_peaks) <= 3
 
 
+def test_a_replay_request_serves_its_batches_and_takes_back_all_their_priorities(
+        ray_session, algo_factory):
+    """replay_batches_per_request=3: a request is 3 x 16 rows, an update per 16, and one
+    update_priorities call returns a priority for every row trained on."""
+    algo = algo_factory(_small_config(1).training(replay_batches_per_request=3))
+    updates = []
+    for _ in range(4):
+        learner = algo.train()["learners"]["default_policy"]
+        updates.append(learner["num_updates"])
+        assert learner["num_env_steps_trained"] == 16 * learner["num_updates"]
+    assert sum(updates) > 0 and all(n % 3 == 0 for n in updates), updates
+    ray.get(list(algo._priority_updates))
+    stats = ray.get(algo.replay_shards[0].get_stats.remote())
+    returned = stats["num_priority_updates"] + stats["num_stale_priorities_dropped"]
+    assert returned == algo.num_env_steps_trained_lifetime == 16 * sum(updates)
+
+
 def test_a_throttled_learner_keeps_the_replay_ratio(ray_session, algo_factory):
     algo = algo_factory(_small_config(2).training(training_intensity=2.0,
                                                   throttle_sampling_to_training_intensity=True))
@@ -237,6 +254,7 @@ def _dies_soon(actor, timeout_s: float = 30) -> bool:
     ({"replay_buffer_config": {"capacity": 16}}, "replay_buffer_config"),
     ({"replay_buffer_config": {"capacity": 16.5}}, "replay_buffer_config"),
     ({"max_requests_in_flight_per_replay_worker": 0}, "max_requests_in_flight_per_replay_worker"),
+    ({"replay_batches_per_request": 0}, "replay_batches_per_request"),
     ({"training_intensity": None, "throttle_sampling_to_training_intensity": True},
      "throttle_sampling_to_training_intensity"),
     ({"n_step": 0}, "n_step"),

@@ -213,7 +213,8 @@ def apex(num_runners: int = 2, num_shards: int = 1, show: bool = True) -> Figure
                for i, y in enumerate(column(num_runners))]
     shards = [box(ax, 4.3, y, f"replay shard {j + 1} (actor)\nadd, sample, update priorities",
                   SAND, 9) for j, y in enumerate(column(num_shards))]
-    learner = box(ax, 8.6, 0, "learner (driver)\nDQN's loss, one update\nper ready batch", BLUE, 9)
+    learner = box(ax, 8.6, 0, "learner (driver)\nDQN's loss, one update per\nbatch of a ready request",
+                  BLUE, 9)
     for i, runner in enumerate(runners):
         arrow(ax, runner, shards[i % num_shards], "episodes" if i == 0 else "", offset=(0, 0.3))
     for shard in shards:

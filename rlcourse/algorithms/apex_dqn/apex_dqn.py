@@ -47,6 +47,7 @@ class ApexDQNConfig(DQNConfig):
         self.max_requests_in_flight_per_env_runner = 2
         self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
         self.max_requests_in_flight_per_replay_worker = 2
+        self.replay_batches_per_request = 4  # not in RLlib: fewer Ray calls per update (see train)
         self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
         self.min_sample_timesteps_per_iteration = 1000  # RLlib: 25,000; short suits plots
         self.num_cpus_per_replay_shard = 0.0  # shards only hold data: N runners fit on N cores
@@ -57,12 +58,14 @@ class ApexDQNConfig(DQNConfig):
 
     @setter
     def training(self, *, max_requests_in_flight_per_replay_worker: int = NotProvided,
-                 max_weight_sync_delay: int = NotProvided,
+                 replay_batches_per_request: int = NotProvided, max_weight_sync_delay: int = NotProvided,
                  min_sample_timesteps_per_iteration: int = NotProvided,
                  num_cpus_per_replay_shard: float = NotProvided,
                  throttle_sampling_to_training_intensity: bool = NotProvided,
                  **kwargs: Any) -> "ApexDQNConfig":
-        """Ape-X's own settings plus DQN's."""
+        """Ape-X's own settings plus DQN's. A replay request draws `replay_batches_per_request`
+        batches (an update each) and returns their priorities in one call: on a busy machine, each
+        Ray call costs a shard more than the draw (benchmarks/apex_throughput.py)."""
         super().training(**kwargs)
 
     def get_action_head(self, action_space: gym.spaces.Discrete, worker_index: int = 0
@@ -83,8 +86,8 @@ class ApexDQNConfig(DQNConfig):
             fail(self, "replay_buffer_config", f"'num_replay_buffer_shards' is {shards!r}: use a "
                  "whole number >= 1 (the replay memory is split over that many actors).")
         for setting in ("max_requests_in_flight_per_env_runner",
-                        "max_requests_in_flight_per_replay_worker", "max_weight_sync_delay",
-                        "min_sample_timesteps_per_iteration"):
+                        "max_requests_in_flight_per_replay_worker", "replay_batches_per_request",
+                        "max_weight_sync_delay", "min_sample_timesteps_per_iteration"):
             check_int(self, setting, 1)
         check_number(self, "num_cpus_per_replay_shard", 0.0, hint="e.g. 0.1, or 0 (the default).")
         check_bool(self, "throttle_sampling_to_training_intensity", "True or False")
@@ -95,9 +98,9 @@ class ApexDQNConfig(DQNConfig):
 
 class ApexDQN(Algorithm):
     """Runners sample all the time, each with its own epsilon, straight into replay shards
-    (replay_actor.py); the learner updates on whichever replay batch is ready and sends priorities
-    back without waiting. A `train()` samples `min_sample_timesteps_per_iteration` env steps and,
-    once learning started, makes an update."""
+    (replay_actor.py); the learner updates on the batches of whichever replay request is ready and
+    sends their priorities back in one call, without waiting. A `train()` samples
+    `min_sample_timesteps_per_iteration` env steps and, once learning started, makes an update."""
 
     @classmethod
     def get_default_config(cls) -> ApexDQNConfig:
@@ -137,8 +140,7 @@ class ApexDQN(Algorithm):
         return actions
 
     def training_step(self) -> dict[str, Any]:
-        cfg = self.config
-        group = self.env_runner_group
+        cfg, group = self.config, self.env_runner_group
         runner_metrics: list[dict] = []
         learner_results: list[dict] = []
         sampled = 0
@@ -164,12 +166,12 @@ class ApexDQN(Algorithm):
                 self._request_replay_batches()
                 peak["sample"] = max(peak["sample"], len(group.in_flight_sample_requests))
                 peak["replay"] = max(peak["replay"], len(self._replay_requests))
-                # 4. Learn on one ready batch; its TD errors go back as priorities, not waited for.
-                for shard, batch in self._collect(self._replay_requests, limit=1):
-                    if isinstance(batch, Exception):
+                # 4. Learn on a ready request's batches; their priorities go back, not waited for.
+                for shard, batches in self._collect(self._replay_requests, limit=1):
+                    if isinstance(batches, Exception):
                         raise RuntimeError(f"Replay shard {shard} failed; its replay memory is "
-                                           "lost, so this run cannot go on.") from batch
-                    learner_results.append(self._learn(shard, batch))
+                                           "lost, so this run cannot go on.") from batches
+                    learner_results.extend(self._learn(shard, batches))
                 for _, answer in self._collect(self._priority_updates):
                     if isinstance(answer, Exception):  # a shard died: its replay memory is lost
                         raise answer
@@ -178,8 +180,7 @@ class ApexDQN(Algorithm):
                     self.sync_env_runner_weights()
                     self._steps_since_sync = 0
                 # 6. Wait until any request is done.
-                pending = (group.in_flight_sample_requests + list(self._adds)
-                           + list(self._replay_requests))
+                pending = [*group.in_flight_sample_requests, *self._adds, *self._replay_requests]
                 if pending:
                     ray.wait(pending, num_returns=1, timeout=1.0, fetch_local=False)
         self._sampled_lifetime = 0  # now counted by episode_stats
@@ -210,7 +211,7 @@ class ApexDQN(Algorithm):
     def _sample_requests_wanted(self) -> int:
         """Requests to keep in flight per runner: none while a throttled learner lags behind."""
         cfg = self.config
-        behind = self._update_credit >= (len(self.replay_shards)
+        behind = self._update_credit >= (len(self.replay_shards) * cfg.replay_batches_per_request
                                          * cfg.max_requests_in_flight_per_replay_worker)
         return 0 if cfg.throttle_sampling_to_training_intensity and behind else (
             cfg.max_requests_in_flight_per_env_runner)
@@ -233,24 +234,29 @@ class ApexDQN(Algorithm):
         cfg = self.config
         if not self._learning_started():
             return
-        counts = Counter(self._replay_requests.values())
+        counts, k = Counter(self._replay_requests.values()), cfg.replay_batches_per_request
         for s, shard in enumerate(self.replay_shards):
             if self._shard_sizes[s] < cfg.total_train_batch_size:
                 continue
             while counts[s] < cfg.max_requests_in_flight_per_replay_worker and (
-                    cfg.training_intensity is None or self._update_credit >= 1):
+                    cfg.training_intensity is None or self._update_credit >= k):
                 self._replay_requests[shard.sample.remote(
-                    cfg.total_train_batch_size, cfg.n_step, cfg.gamma)] = s
+                    k * cfg.total_train_batch_size, cfg.n_step, cfg.gamma)] = s
                 counts[s] += 1
                 if cfg.training_intensity is not None:
-                    self._update_credit -= 1
+                    self._update_credit -= k
 
-    def _learn(self, shard: int, batch: dict[str, np.ndarray]) -> dict[str, Any]:
-        results = self.learner_group.update_from_batch(
-            batch, num_env_steps_sampled_lifetime=(
-                self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime))
+    def _learn(self, shard: int, batches: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        """One update per batch of the request's rows; one priority update for all of them."""
+        size, results = self.config.total_train_batch_size, []
+        for start in range(0, len(batches["indices"]), size):
+            results.append(self.learner_group.update_from_batch(
+                {key: rows[start:start + size] for key, rows in batches.items()},
+                num_env_steps_sampled_lifetime=(self.episode_stats.num_env_steps_sampled_lifetime
+                                                + self._sampled_lifetime)))
+        td_errors = [result.pop("td_error") for result in results]
         request = self.replay_shards[shard].update_priorities.remote(
-            batch["indices"], batch["generations"], results.pop("td_error"))
+            batches["indices"], batches["generations"], np.concatenate(td_errors))
         self._priority_updates[request] = shard
         return results
 

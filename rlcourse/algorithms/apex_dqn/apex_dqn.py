@@ -47,7 +47,7 @@ class ApexDQNConfig(DQNConfig):
         self.max_requests_in_flight_per_env_runner = 2
         self.replay_buffer_config = {**self.replay_buffer_config, "num_replay_buffer_shards": 1}
         self.max_requests_in_flight_per_replay_worker = 2
-        self.replay_batches_per_request = 4  # not in RLlib: fewer Ray calls per update (see train)
+        self.replay_batches_per_request = 4  # not in RLlib: see training()
         self.max_weight_sync_delay = 400  # env steps sampled between two weight broadcasts
         self.min_sample_timesteps_per_iteration = 1000  # RLlib: 25,000; short suits plots
         self.num_cpus_per_replay_shard = 0.0  # shards only hold data: N runners fit on N cores
@@ -100,7 +100,7 @@ class ApexDQN(Algorithm):
     """Runners sample all the time, each with its own epsilon, straight into replay shards
     (replay_actor.py); the learner updates on the batches of whichever replay request is ready and
     sends their priorities back in one call, without waiting. A `train()` samples
-    `min_sample_timesteps_per_iteration` env steps and, once learning started, makes an update."""
+    `min_sample_timesteps_per_iteration` env steps and, once learning started, learns from a request."""
 
     @classmethod
     def get_default_config(cls) -> ApexDQNConfig:

@@ -249,11 +249,11 @@ class ApexDQN(Algorithm):
     def _learn(self, shard: int, batches: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         """One update per batch of the request's rows; one priority update for all of them."""
         size, results = self.config.total_train_batch_size, []
+        sampled = self.episode_stats.num_env_steps_sampled_lifetime + self._sampled_lifetime
         for start in range(0, len(batches["indices"]), size):
             results.append(self.learner_group.update_from_batch(
                 {key: rows[start:start + size] for key, rows in batches.items()},
-                num_env_steps_sampled_lifetime=(self.episode_stats.num_env_steps_sampled_lifetime
-                                                + self._sampled_lifetime)))
+                num_env_steps_sampled_lifetime=sampled))
         td_errors = [result.pop("td_error") for result in results]
         request = self.replay_shards[shard].update_priorities.remote(
             batches["indices"], batches["generations"], np.concatenate(td_errors))

@@ -95,6 +95,28 @@ def test_a_simulator_of_other_spaces_or_an_empty_batch_is_refused_naming_the_set
     assert out.returncode == 2 and "--steps-per-batch 0: at least 1" in out.stderr
 
 
+def test_a_refused_token_or_simulator_closes_its_connection_at_once(monkeypatch):
+    """A refusal (ServerError) or an error in run() (a simulator of other spaces) closes the socket
+    before the error reaches the caller, not whenever the garbage collector gets to it."""
+    opened, create_connection = [], socket.create_connection
+
+    def recording(*args, **kwargs) -> socket.socket:
+        opened.append(create_connection(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(client.socket, "create_connection", recording)
+    runner = start_runner()
+    try:
+        with pytest.raises(client.ServerError, match="wrong or missing token"):
+            client.Connection(*runner.address, "not-the-token")
+        with pytest.raises(ValueError, match="env.observation_space is Box"):
+            client.run(gym.make("Acrobot-v1"), *runner.address, TOKEN, max_env_steps=10)
+        assert client.run(gym.make("CartPole-v1"), *runner.address, TOKEN, max_env_steps=20) >= 20
+    finally:
+        runner.stop()
+    assert len(opened) == 3 and [s.fileno() for s in opened] == [-1, -1, -1]
+
+
 class FourObservations(gym.ObservationWrapper):
     """Acrobot's six numbers cut to CartPole's four: its observations fit, its 3 actions do not."""
 

@@ -79,7 +79,8 @@ class Connection:
         (length,) = HEADER.unpack(read_exactly(self.sock, HEADER.size))
         message = json.loads(read_exactly(self.sock, length))
         self.wire_bytes += HEADER.size + length
-        if message["type"] == "ERROR":
+        if message["type"] == "ERROR":  # the server hangs up after it: so does this end
+            self.close()
             raise ServerError(message["message"])
         return message
 
@@ -87,6 +88,7 @@ class Connection:
         """Send `message` and return the server's answer, which must be of type `answer`."""
         self.send(message)
         if (reply := self.receive())["type"] != answer:
+            self.close()
             raise ServerError(f"expected {answer}, got {reply['type']}")
         return reply
 
@@ -128,8 +130,7 @@ class Policy:
 
 def head_action(head: str, out: np.ndarray, rng: np.random.Generator, explore: bool,
                 epsilon: float = 0.0, bounds: list | tuple = ()) -> tuple[Any, float]:
-    """The action of `head` for one row `out` of the network's outputs, and its log-probability
-    (server_side_inference.py acts through it too)."""
+    """The action of `head` for one row `out` of the network's outputs, and its log-probability."""
     if head == "squashed_gaussian":  # in float32, as the runners' SquashedGaussian
         return squashed_gaussian(out, *bounds, rng if explore else None)
     out = out.astype(np.float64)
@@ -173,8 +174,7 @@ def to_env_action(action: Any, space: dict) -> Any:
 
 def episode_entry(observations: list, actions: list, rewards: list, logps: list, terminated: bool,
                   discrete: bool = True) -> dict:
-    """One whole episode as an EPISODES entry: its T+1 observations (reset's first), T actions,
-    rewards and log-probabilities; an episode that did not terminate was truncated."""
+    """One whole episode as an EPISODES entry: T+1 observations, T actions, rewards, log-probs."""
     return {"actions": encode_array(np.asarray(actions, dtype=np.int64 if discrete else np.float32)),
             **{k: encode_array(np.asarray(v, dtype=np.float32)) for k, v in
                (("obs", observations), ("rewards", rewards), ("action_logp", logps))},
@@ -198,8 +198,7 @@ def run_episode(env: Any, policy: Policy, config: dict, seed: int | None = None)
 
 
 def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
-    """Server-side inference: the env's action for `obs` (GET_ACTION, with the last action's reward,
-    None at an episode's first step)."""
+    """Server-side inference: the env's action for `obs` (GET_ACTION; `reward`: the last action's)."""
     message = {"type": "GET_ACTION", "obs": encode_array(np.asarray(obs, dtype=np.float32)),
                **({} if reward is None else {"reward": float(reward)})}
     action = connection.request(message, "ACTION")["action"]
@@ -208,8 +207,7 @@ def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
 
 def run_episode_on_server(env: Any, connection: Connection, config: dict, seed: int | None = None
                           ) -> int:
-    """One whole episode with the server choosing each action (ended by END_EPISODE, truncated
-    at max_episode_steps); returns its env steps."""
+    """One whole episode, the server choosing each action (END_EPISODE ends it); its env steps."""
     obs, _ = env.reset(seed=seed)
     reward, steps = None, 0
     while True:
@@ -261,10 +259,12 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
                     policy.set_state(connection.request(
                         {"type": "EPISODES_AND_GET_STATE", "episodes": batch}, "SET_STATE"))
             sent, lost_since = sent + steps, None  # (not at PONG: a server may hang up after it)
-        except OSError as e:  # (ConnectionError and socket.timeout are OSErrors)
+        except BaseException as e:  # a refusal, a bad space, the simulator's error: no socket left
             if connection is not None:
                 connection.close()
             connection = None
+            if not isinstance(e, OSError):  # (ConnectionError and socket.timeout are OSErrors)
+                raise
             lost_since = lost_since or time.monotonic()
             if time.monotonic() - lost_since > reconnect_timeout_s:
                 raise ConnectionError(f"nothing reached the server runner at {host}:{port} for "

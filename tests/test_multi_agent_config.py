@@ -64,6 +64,17 @@ def test_bad_settings_fail_at_validate_naming_setting_and_fix(settings, setting,
     assert words in str(error.value)
 
 
+def test_a_policies_to_train_function_that_answers_no_bool_in_training_is_named():
+    """validate() asks the function once with no episodes; one that answers only with episodes
+    (here None: a forgotten `return`) fails at the first update, naming the setting."""
+    c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play,
+               policies_to_train=lambda module_id, batch: True if not batch else None)
+    with c.build_algo() as algo, pytest.raises(
+            ConfigError, match=r"multi_agent\(policies_to_train=.*returned None for module "
+                               r"'main': return True to train"):
+        algo.train()
+
+
 def test_the_default_policy_needs_no_mapping_fn():
     c = small_ppo().environment("MeetingGrid").multi_agent(policies={"default_policy"})
     c.validate()

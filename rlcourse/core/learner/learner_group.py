@@ -50,11 +50,22 @@ def episodes_by_module(config: Any, episodes: list[MultiAgentEpisode]
         for agent_id, agent_episode in episode.agent_episodes.items():
             if len(agent_episode):
                 by_module.setdefault(episode.module_for(agent_id), []).append(agent_episode)
-    to_train = config.policies_to_train  # None: every module learns
     # Sorted, so that data-parallel learners update the modules in the same order.
-    return {mid: by_module[mid] for mid in sorted(by_module)
-            if to_train is None or (bool(to_train(mid, episodes)) if callable(to_train)
-                                    else mid in to_train)}
+    return {mid: by_module[mid] for mid in sorted(by_module) if _trains(config, mid, episodes)}
+
+
+def _trains(config: Any, module_id: ModuleID, episodes: list[MultiAgentEpisode]) -> bool:
+    """Whether `policies_to_train` (None: every module) lets `module_id` learn from `episodes`; a
+    function's answer that is not a bool (a forgotten `return`) is an error, not "no"."""
+    to_train = config.policies_to_train
+    if not callable(to_train):
+        return to_train is None or module_id in to_train
+    answer = to_train(module_id, episodes)
+    if not isinstance(answer, bool | np.bool_):
+        raise ConfigError("policies_to_train", to_train, f"it returned {answer!r} for module "
+                          f"{module_id!r}: return True to train the module id it is given, False "
+                          "to leave it.", setter="multi_agent")
+    return bool(answer)
 
 
 def num_minibatches(config: Any, num_steps: int, num_learners: int) -> int:

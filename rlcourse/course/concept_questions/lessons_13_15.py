@@ -82,8 +82,8 @@ QUESTIONS = {"13": [
          "action distribution a client would.")),
       ),
     Q("Why is the shared token an environment variable and not `env_config[\"token\"]`?", 0, (
-        ("The config travels: it is sent to simulators, logged and saved in checkpoints, so a "
-         "secret in it ends up in files", "Secrets stay out of anything that is recorded."),
+        ("The config is recorded: checkpoints and Tune results save it, so a secret in it ends up "
+         "in files", "Secrets stay out of anything that is recorded."),
         ("env_config cannot hold strings", "It holds any value, strings included."),
         ("Environment variables are encrypted", "They are not; they are simply not recorded with "
          "the run.")),

@@ -54,7 +54,7 @@ def test_settings_are_kept_and_travel_through_dicts():
      "policies_to_train", "it is empty, so no policy would train"),
     ({"policies": {"main"}, "policy_mapping_fn": self_play,
       "policies_to_train": lambda module_id, batch: None}, "policies_to_train",
-     "returned None: return True to train"),
+     "returned None for module 'main': return True to train"),
     ({"policies": {"main": RLModuleSpec(observation_space=(2,))}, "policy_mapping_fn": self_play},
      "policies", "RLModuleSpec(observation_space=(2,)): give a gymnasium space"),
 ])
@@ -70,8 +70,8 @@ def test_a_policies_to_train_function_that_answers_no_bool_in_training_is_named(
     c = config(policies={"main", "opponent"}, policy_mapping_fn=self_play,
                policies_to_train=lambda module_id, batch: True if not batch else None)
     with c.build_algo() as algo, pytest.raises(
-            ConfigError, match=r"multi_agent\(policies_to_train=.*returned None for module "
-                               r"'main': return True to train"):
+            ConfigError, match=r"multi_agent\(policies_to_train=.*the function returned None for "
+                               r"module 'main': return True to train"):
         algo.train()
 
 

@@ -16,12 +16,12 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
-from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec
+from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, check_trains_answer
 from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.resources import learner_options
-from rlcourse.utils.validation import ConfigError
+from rlcourse.utils.validation import ConfigError, fail
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
@@ -55,17 +55,11 @@ def episodes_by_module(config: Any, episodes: list[MultiAgentEpisode]
 
 
 def _trains(config: Any, module_id: ModuleID, episodes: list[MultiAgentEpisode]) -> bool:
-    """Whether `policies_to_train` (None: every module) lets `module_id` learn from `episodes`; a
-    function's answer that is not a bool (a forgotten `return`) is an error, not "no"."""
+    """Whether `policies_to_train` (None: every module) lets `module_id` learn from `episodes`."""
     to_train = config.policies_to_train
     if not callable(to_train):
         return to_train is None or module_id in to_train
-    answer = to_train(module_id, episodes)
-    if not isinstance(answer, bool | np.bool_):
-        raise ConfigError("policies_to_train", to_train, f"it returned {answer!r} for module "
-                          f"{module_id!r}: return True to train the module id it is given, False "
-                          "to leave it.", setter="multi_agent")
-    return bool(answer)
+    return check_trains_answer(config, module_id, to_train(module_id, episodes), fail)
 
 
 def num_minibatches(config: Any, num_steps: int, num_learners: int) -> int:

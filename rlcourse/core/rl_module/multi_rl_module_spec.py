@@ -185,13 +185,12 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
     if to_train is None:
         return
     if _accepts(to_train, 2):  # asked once with no episodes: a forgotten `return` trains nothing
+        module_id = next(iter(specs_from_policies(policies)))
         try:
-            answer = to_train(next(iter(specs_from_policies(policies))), [])
-        except Exception:  # it reads the episodes: left to training time
+            answer = to_train(module_id, [])
+        except Exception:  # it reads the episodes: left to training time (learner_group.py)
             return
-        if not isinstance(answer, bool | np.bool_):
-            fail(config, "policies_to_train", f"the function returned {answer!r}: return True to "
-                 "train the module id it is given, False to leave it (or give a set of ids).")
+        check_trains_answer(config, module_id, answer, fail)
         return
     if not isinstance(to_train, set | frozenset | list | tuple):
         fail(config, "policies_to_train", "give module ids (a set), a function (module_id, "
@@ -203,6 +202,17 @@ def check_multi_agent_settings(config: Any, fail: Callable[[Any, str, str], None
     if unknown:
         fail(config, "policies_to_train", f"{unknown[0]!r} is not one of the policies "
              f"{names(policies)}: add it to policies, or train only those.")
+
+
+def check_trains_answer(config: Any, module_id: ModuleID, answer: Any,
+                        fail: Callable[[Any, str, str], None]) -> bool:
+    """A `policies_to_train` function's answer for `module_id`, which must be a bool: anything else
+    (a forgotten `return`) fails, rather than meaning "do not train"."""
+    if not isinstance(answer, bool | np.bool_):
+        fail(config, "policies_to_train", f"the function returned {answer!r} for module "
+             f"{module_id!r}: return True to train the module id it is given, False to leave it "
+             "(or give a set of ids).")
+    return bool(answer)
 
 
 def _accepts(fn: Callable, n: int) -> bool:

@@ -147,11 +147,10 @@ def check_gpus(config: ResourceSettings) -> None:
                  "learner; set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized() or current_placement_group() is not None:
         return
-    have = ray.available_resources().get("GPU", 0)
     for setting, count in (("num_gpus_per_env_runner", config.num_env_runners),
                            ("num_gpus_per_learner", config.num_learners)):
         need = count * getattr(config, setting)
-        if need > have:
+        if need > (have := _free("GPU", need)) + 1e-9:
             fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
                   f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
 
@@ -173,18 +172,26 @@ def check_cpus(config: ResourceSettings) -> None:
     num_runners = config.num_env_runners + config.evaluation_num_env_runners
     runners = num_runners * config.num_cpus_per_env_runner
     learners = config.num_learners * config.num_cpus_per_learner
-    # Actors killed a moment ago (an Algorithm just stopped) release their CPUs within seconds.
+    if (have := _free("CPU", runners + learners)) < runners + learners - 1e-9:
+        setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
+        fail(config, setting, (
+            f"{num_runners} env runners (training and evaluation) x "
+            f"{config.num_cpus_per_env_runner} CPU + {config.num_learners} learners x "
+            f"{config.num_cpus_per_learner} CPU = {runners + learners:g} CPUs, but the Ray "
+            f"cluster has {have:g} free. Ask for fractions (e.g. num_cpus_per_env_runner=0.5) "
+            "or fewer actors; if an earlier Algorithm still runs in this kernel, call its stop()."))
+
+
+def _free(resource: str, need: float) -> float:
+    """The cluster's free `resource`, after waiting up to RELEASE_WAIT_S for `need` of it: actors
+    killed a moment ago (an Algorithm just stopped) release theirs within seconds. No wait where
+    the whole cluster has less."""
     deadline = time.monotonic() + RELEASE_WAIT_S
-    while (have := ray.available_resources().get("CPU", 0)) < runners + learners - 1e-9:
-        if time.monotonic() > deadline:
-            setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
-            fail(config, setting, (
-                f"{num_runners} env runners (training and evaluation) x "
-                f"{config.num_cpus_per_env_runner} CPU + {config.num_learners} learners x "
-                f"{config.num_cpus_per_learner} CPU = {runners + learners:g} CPUs, but the Ray "
-                f"cluster has {have:g} free. Ask for fractions (e.g. num_cpus_per_env_runner=0.5) "
-                "or fewer actors; if an earlier Algorithm still runs in this kernel, call its stop()."))
+    while ((have := ray.available_resources().get(resource, 0)) < need - 1e-9
+           and ray.cluster_resources().get(resource, 0) >= need - 1e-9
+           and time.monotonic() < deadline):
         time.sleep(0.1)
+    return have
 
 
 def make_placement_group(config: ResourceSettings, n: int) -> PlacementGroup:

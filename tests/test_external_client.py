@@ -167,3 +167,22 @@ def test_a_server_that_is_down_or_hangs_up_on_each_batch_is_named_and_given_up_o
 def receive(sock: socket.socket) -> dict:
     (length,) = client.HEADER.unpack(client.read_exactly(sock, client.HEADER.size))
     return json.loads(client.read_exactly(sock, length))
+
+
+def test_a_server_that_hangs_up_during_the_handshake_leaves_no_socket_open(monkeypatch):
+    """A hang-up (or a timeout) before PONG: the ConnectionError reaches the caller with the
+    socket already closed, as run() needs to reconnect without leaking one per try."""
+    opened, create_connection = [], socket.create_connection
+
+    def recording(*args, **kwargs) -> socket.socket:
+        opened.append(create_connection(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(client.socket, "create_connection", recording)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        hang_up = threading.Thread(target=lambda: listener.accept()[0].close())
+        hang_up.start()
+        with pytest.raises(ConnectionError):  # "closed the connection" or "reset by peer"
+            client.Connection(*listener.getsockname(), TOKEN, timeout_s=10)
+        hang_up.join(timeout=10)
+    assert len(opened) == 1 and opened[0].fileno() == -1

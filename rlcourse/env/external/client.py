@@ -79,17 +79,19 @@ class Connection:
         (length,) = HEADER.unpack(read_exactly(self.sock, HEADER.size))
         message = json.loads(read_exactly(self.sock, length))
         self.wire_bytes += HEADER.size + length
-        if message["type"] == "ERROR":  # the server hangs up after it: so does this end
-            self.close()
+        if message["type"] == "ERROR":  # the server hangs up after it
             raise ServerError(message["message"])
         return message
 
     def request(self, message: dict, answer: str) -> dict:
-        """Send `message` and return the server's answer, which must be of type `answer`."""
-        self.send(message)
-        if (reply := self.receive())["type"] != answer:
+        """The server's answer to `message`, of type `answer`; any error closes the connection."""
+        try:
+            self.send(message)
+            if (reply := self.receive())["type"] != answer:
+                raise ServerError(f"expected {answer}, got {reply['type']}")
+        except BaseException:
             self.close()
-            raise ServerError(f"expected {answer}, got {reply['type']}")
+            raise
         return reply
 
     def close(self) -> None:
@@ -205,18 +207,17 @@ def get_action(connection: Connection, obs: Any, reward: float | None) -> Any:
     return action if isinstance(action, int) else decode_array(action)
 
 
-def run_episode_on_server(env: Any, connection: Connection, config: dict, seed: int | None = None
-                          ) -> int:
+def run_episode_on_server(env: Any, conn: Connection, config: dict, seed: int | None = None) -> int:
     """One whole episode, the server choosing each action (END_EPISODE ends it); its env steps."""
     obs, _ = env.reset(seed=seed)
     reward, steps = None, 0
     while True:
-        obs, reward, terminated, truncated, _ = env.step(get_action(connection, obs, reward))
+        obs, reward, terminated, truncated, _ = env.step(get_action(conn, obs, reward))
         steps += 1
         if terminated or truncated or steps >= config["max_episode_steps"]:
-            connection.send({"type": "END_EPISODE", "obs": encode_array(np.asarray(obs, np.float32)),
-                             "reward": float(reward), "terminated": bool(terminated),
-                             "truncated": not terminated})
+            conn.send({"type": "END_EPISODE", "obs": encode_array(np.asarray(obs, np.float32)),
+                       "reward": float(reward), "terminated": bool(terminated),
+                       "truncated": not terminated})
             return steps
 
 
@@ -224,10 +225,9 @@ def run(env: Any, host: str, port: int, token: str, steps_per_batch: int = 500,
         max_env_steps: int | None = None, reconnect_timeout_s: float = 30.0,
         seed: int | None = None, on_weights: Any = None, connect: Any = Connection,
         inference: str = "client") -> int:
-    """Sample episodes from `env` until `max_env_steps` (None: forever), sending them every
-    `steps_per_batch` env steps, and return the env steps sent; reconnect when the connection drops
-    (the batch in flight is lost). `on_weights(weights_seq_no)` is called on each SET_STATE;
-    `connect(host, port, token)` makes each Connection (one that records the traffic, say)."""
+    """Sample `env`'s episodes until `max_env_steps` (None: no end), sending them every `steps_per_batch`
+    env steps; return the env steps sent. Reconnect when the connection drops (its batch in flight is
+    lost). `on_weights(weights_seq_no)` runs on each SET_STATE; `connect` opens each Connection."""
     if inference not in ("client", "server") or steps_per_batch < 1:
         raise ValueError(f"inference={inference!r}, steps_per_batch={steps_per_batch}: inference is "
                          "'client' (run the policy here) or 'server'; send at least 1 step per batch.")

@@ -168,6 +168,22 @@ def test_gpus_the_cluster_lacks_fail_naming_the_setting(gpus, free_after_calls, 
     start = time.perf_counter()
     with pytest.raises(ConfigError) as err:
         resources.check_gpus(_config().learners(num_learners=1, num_gpus_per_learner=1))
-    assert err.value.setting == "num_gpus_per_learner" and "1 actors x 1 GPU" in str(err.value)
+    assert err.value.setting == "num_gpus_per_learner" and "1 learners x 1 GPU" in str(err.value)
     waited = time.perf_counter() - start
     assert waited >= 1 if gpus >= 1 else waited < 1
+
+
+@pytest.mark.parametrize(("config", "setting"), [
+    (_config().env_runners(num_env_runners=1, num_gpus_per_env_runner=1)
+     .learners(num_learners=1, num_gpus_per_learner=1), "num_gpus_per_env_runner"),
+    (_config().env_runners(num_env_runners=1, num_gpus_per_env_runner=0.25)
+     .learners(num_learners=1, num_gpus_per_learner=1), "num_gpus_per_learner"),
+    (_config().env_runners(num_env_runners=1, num_gpus_per_env_runner=0.75)
+     .evaluation(evaluation_num_env_runners=1), "num_gpus_per_env_runner")])
+def test_runners_and_learners_together_must_fit_the_gpus(config, setting, monkeypatch):
+    """Each of these fits one GPU alone; together (evaluation runners included) they ask for more,
+    and Ray would wait forever for the actor that does not fit. The error names the larger ask."""
+    _a_cluster(monkeypatch, gpus=1, free_after_calls=0)
+    with pytest.raises(ConfigError) as err:
+        resources.check_gpus(config)
+    assert err.value.setting == setting and "but the Ray cluster has 1 free" in str(err.value)

@@ -147,12 +147,8 @@ def check_gpus(config: ResourceSettings) -> None:
                  "learner; set num_gpus_per_learner=0 to train on the CPU.")
     if not ray.is_initialized() or current_placement_group() is not None:
         return
-    for setting, count in (("num_gpus_per_env_runner", config.num_env_runners),
-                           ("num_gpus_per_learner", config.num_learners)):
-        need = count * getattr(config, setting)
-        if need > (have := _free("GPU", need)) + 1e-9:
-            fail(config, setting, f"{count} actors x {getattr(config, setting)} GPU = {need} "
-                  f"GPUs, but the Ray cluster has {have:g} free. Set {setting}=0 to use CPUs.")
+    _check_fits(config, "GPU", "num_gpus_per_env_runner", "num_gpus_per_learner",
+                "Set {setting}=0 to use CPUs, or ask for fractions.")
 
 
 def check_custom_resources(config: ResourceSettings) -> None:
@@ -169,17 +165,24 @@ def check_custom_resources(config: ResourceSettings) -> None:
 
 def check_cpus(config: ResourceSettings) -> None:
     """Runner and learner actors together must fit into the cluster's free CPUs."""
+    _check_fits(config, "CPU", "num_cpus_per_env_runner", "num_cpus_per_learner",
+                "Ask for fractions (e.g. {setting}=0.5) or fewer actors; if an earlier Algorithm "
+                "still runs in this kernel, call its stop().")
+
+
+def _check_fits(config: ResourceSettings, resource: str, runner_setting: str,
+                learner_setting: str, advice: str) -> None:
+    """Runners (training and evaluation) and learner actors together must fit into the cluster's
+    free `resource`; the error names the setting that asks for more of it."""
     num_runners = config.num_env_runners + config.evaluation_num_env_runners
-    runners = num_runners * config.num_cpus_per_env_runner
-    learners = config.num_learners * config.num_cpus_per_learner
-    if (have := _free("CPU", runners + learners)) < runners + learners - 1e-9:
-        setting = "num_cpus_per_env_runner" if runners >= learners else "num_cpus_per_learner"
+    per_runner, per_learner = getattr(config, runner_setting), getattr(config, learner_setting)
+    runners, learners = num_runners * per_runner, config.num_learners * per_learner
+    if (have := _free(resource, runners + learners)) < runners + learners - 1e-9:
+        setting = runner_setting if runners >= learners else learner_setting
         fail(config, setting, (
-            f"{num_runners} env runners (training and evaluation) x "
-            f"{config.num_cpus_per_env_runner} CPU + {config.num_learners} learners x "
-            f"{config.num_cpus_per_learner} CPU = {runners + learners:g} CPUs, but the Ray "
-            f"cluster has {have:g} free. Ask for fractions (e.g. num_cpus_per_env_runner=0.5) "
-            "or fewer actors; if an earlier Algorithm still runs in this kernel, call its stop()."))
+            f"{num_runners} env runners (training and evaluation) x {per_runner} {resource} + "
+            f"{config.num_learners} learners x {per_learner} {resource} = {runners + learners:g} "
+            f"{resource}s, but the Ray cluster has {have:g} free. " + advice.format(setting=setting)))
 
 
 def _free(resource: str, need: float) -> float:

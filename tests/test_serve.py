@@ -1,8 +1,9 @@
 """Serving a policy with Ray Serve on loopback: single and batch requests, actions equal to the
 in-process module's, bad input answered with 4xx while the server stays up, the health check, a
 checkpoint that fails at deploy time, PolicyClient and the production loop (a client-side env acting
-over HTTP), a small load test, the proxy bound to 127.0.0.1 only, and deploy/serve_config.yaml
-checked with Serve's own schema."""
+over HTTP), a small load test, the proxy bound to 127.0.0.1 only and the replicas' gRPC servers
+guarded by Ray's token, deploy/serve_config.yaml checked with Serve's own schema, and `rlcourse
+serve` shut down by Ctrl-C or kill."""
 
 import contextlib
 import http.client
@@ -21,6 +22,7 @@ import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
+import grpc
 import gymnasium as gym
 import numpy as np
 import psutil
@@ -299,11 +301,40 @@ def test_the_serve_config_file_is_valid_and_its_import_path_builds_the_app(check
         builder({"checkpiont": checkpoint})
 
 
+def _is_loopback(ip: str) -> bool:
+    return ip == "::1" or ip.removeprefix("::ffff:").startswith("127.")  # IPv4 as IPv6 too
+
+
+def check_listeners(processes: list[psutil.Process], port: int) -> None:
+    """Serve's HTTP proxy listens on loopback only; the one listener Ray opens on every interface,
+    each replica's internal gRPC server (Serve binds it to [::] and offers no setting), refuses a
+    caller without the cluster's token."""
+    listening = []
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            name = " ".join(process.cmdline())[:80]
+            listening += [(name, c.laddr.ip, c.laddr.port) for c in process.net_connections("inet")
+                          if c.status == psutil.CONN_LISTEN]
+    http = [ip for _, ip, p in listening if p == port]
+    assert http and all(_is_loopback(ip) for ip in http), listening
+    exposed = [(name, ip, p) for name, ip, p in listening if not _is_loopback(ip)]
+    assert exposed, "expected the replica's gRPC server on [::]; if Ray now binds loopback, drop " \
+                    "the exception from README.md"
+    assert all("ServeReplica" in name for name, _, _ in exposed), exposed
+    for _, _, replica_port in exposed:
+        with grpc.insecure_channel(f"127.0.0.1:{replica_port}") as channel:
+            call = channel.unary_unary("/ray.serve.ASGIService/HandleRequest")
+            with pytest.raises(grpc.RpcError) as refused:
+                call(b"", timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED, refused.value
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_rlcourse_serve_answers_until_ctrl_c_or_kill_and_leaves_no_process(checkpoint, tmp_path,
                                                                            signum):
-    """The command in its own process and its own Ray: serving, then SIGINT (Ctrl-C) or SIGTERM
-    (`kill`, `timeout`, a container stopping) shuts everything down within seconds."""
+    """The command in its own process and its own Ray: serving, listening as check_listeners
+    says, then SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, a container stopping) shuts
+    everything down within seconds."""
     port = free_port()
     command = [sys.executable, "-m", "rlcourse", "serve", checkpoint, "--port", str(port)]
     # Output to a file, not a pipe nobody drains: a full pipe would block the command mid-shutdown.
@@ -322,6 +353,7 @@ def test_rlcourse_serve_answers_until_ctrl_c_or_kill_and_leaves_no_process(check
         assert post(f"http://127.0.0.1:{port}/", {"obs": OBS[0].tolist()})[0] == 200
         started = psutil.Process(process.pid).children(recursive=True)
         assert started  # Ray's and Serve's processes
+        check_listeners([psutil.Process(process.pid), *started], port)
         process.send_signal(signum)
         assert process.wait(timeout=120) == 0, log.read_text()[-2000:]
         _, alive = psutil.wait_procs(started, timeout=10)

@@ -5,6 +5,7 @@ whole module; the local Ray of other test modules is shut down first and restart
 import argparse
 import json
 import math
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -150,6 +151,34 @@ def test_a_job_without_the_token_is_refused(cluster, tmp_path):
     assert not marker.exists()
 
 
+RAY_TIMED_OUT = "Exception: The current node timed out during startup. This could happen because..."
+
+
+def fake_ray(tmp_path: Path, then: str) -> Path:
+    """A `ray` command that records its arguments and, the first time, fails as `ray start` does when
+    its node misses Ray's 30 s registration wait; after that it runs `then`."""
+    script = tmp_path / "ray"
+    script.write_text(f"""#!/bin/sh
+echo "$@" >> {tmp_path}/calls
+if [ ! -e {tmp_path}/failed ]; then touch {tmp_path}/failed; echo '{RAY_TIMED_OUT}'; exit 1; fi
+{then}
+""")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_worker_that_missed_rays_start_up_wait_is_started_once_more(cluster, tmp_path,
+                                                                      monkeypatch, capfd):
+    monkeypatch.setattr(rlcourse.course.cluster, "RAY_CLI", [str(fake_ray(
+        tmp_path, then=f'exec {sys.executable} -m rlcourse.course.ray_cli "$@"'))])
+    name = cluster.add_worker(num_cpus=1)
+    assert name in cluster.alive_nodes()
+    assert (tmp_path / "calls").read_text().count(f"--node-name={name}") == 2
+    assert f"starting ['{name}'] once more" in capfd.readouterr().err
+    cluster.stop_node(name)
+    assert cluster.processes(name) == []
+
+
 def test_teardown_leaves_no_process_of_the_cluster(cluster):
     processes = cluster.processes()
     assert len(processes) > 10  # Ray's processes of both running nodes
@@ -169,6 +198,20 @@ def test_a_node_that_fails_to_start_raises_with_its_log_and_leaves_nothing(tmp_p
     with pytest.raises(RuntimeError, match="'head' did not start(.|\n)*cannot start: no room"):
         LocalCluster(num_workers=1, verbose=False)
     assert set(Path("/tmp").glob("rlc-*")) == before  # its temp dirs are gone too
+
+
+def test_a_head_that_misses_the_wait_twice_fails_after_one_more_start(tmp_path, monkeypatch, capfd):
+    """The first start times out (Ray's 30 s wait): every node is stopped and started once more;
+    the second fails too, and that error is raised, with nothing left behind."""
+    monkeypatch.setattr(rlcourse.course.cluster, "RAY_CLI", [str(fake_ray(
+        tmp_path, then="echo 'cannot start: no room'; exit 1"))])
+    before = set(Path("/tmp").glob("rlc-*"))
+    with pytest.raises(RuntimeError, match="'head' did not start(.|\n)*cannot start: no room"):
+        LocalCluster(num_workers=1, verbose=False)
+    calls = (tmp_path / "calls").read_text()
+    assert calls.count("--node-name=head") == 2 and calls.count("--node-name=worker-1") == 2
+    assert "starting ['head', 'worker-1'] once more" in capfd.readouterr().err
+    assert set(Path("/tmp").glob("rlc-*")) == before
 
 
 def test_train_job_options_become_the_config():

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -42,12 +43,16 @@ from rlcourse.course.node_processes import (
     node_processes,
     stop_node_processes,
 )
-from rlcourse.utils.local_ray import LOOPBACK, enable_token_auth
+from rlcourse.utils.local_ray import LOOPBACK, NODE_TIMED_OUT, enable_token_auth
 from rlcourse.utils.resources import init_ray
 
 START_TIMEOUT_S = 180.0
 # Runs `ray ...` of this interpreter's environment, without loading Ray Serve (see ray_cli.py).
 RAY_CLI = [sys.executable, "-m", "rlcourse.course.ray_cli"]
+
+
+class NodeStartTimedOut(RuntimeError):
+    """A node's `ray start` gave up: its raylet missed Ray's fixed 30 s registration wait."""
 
 
 class LocalCluster:
@@ -71,22 +76,39 @@ class LocalCluster:
         self._finalizer = weakref.finalize(self, _teardown, self.nodes, self.temp_root,
                                            self.address)
         try:
-            head = self._launch("head", head_cpus)
-            _wait_for_port(head, self.port)  # workers can join once the head's GCS answers
-            workers = [self._launch(self._next_worker_name(), worker_cpus)
-                       for _ in range(num_workers)]
-            for node in (head, *workers):
-                self._wait_for_start(node)
+            self._start_again_if_slow(lambda: self._start(num_workers, head_cpus, worker_cpus))
         except BaseException:
             self.shutdown()
             raise
+
+    def _start(self, num_workers: int, head_cpus: int, worker_cpus: int) -> None:
+        head = self._launch("head", head_cpus)
+        _wait_for_port(head, self.port)  # workers can join once the head's GCS answers
+        workers = [self._launch(self._next_worker_name(), worker_cpus) for _ in range(num_workers)]
+        for node in (head, *workers):
+            self._wait_for_start(node)
+
+    def _start_again_if_slow(self, start: Callable[[], None]) -> None:
+        """Run `start`; should a node miss Ray's fixed 30 s registration wait (a busy machine), stop
+        every node `start` launched and run it once more, as init_ray does for a local Ray."""
+        before = set(self.nodes)
+        try:
+            start()
+        except NodeStartTimedOut:
+            again = sorted(set(self.nodes) - before)
+            print(f"A node missed Ray's 30 s start-up wait (is the machine busy?): starting {again} "
+                  "once more", file=sys.stderr, flush=True)
+            for name in again:
+                stop_node_processes(self.nodes.pop(name), graceful=False)
+                shutil.rmtree(self.temp_root / name, ignore_errors=True)
+            start()
 
     # -- nodes ------------------------------------------------------------------------------
 
     def add_worker(self, num_cpus: int = 1, name: str | None = None) -> str:
         """Start a worker node that joins the head (`ray start --address=...`); return its name."""
         name = name or self._next_worker_name()
-        self._wait_for_start(self._launch(name, num_cpus))
+        self._start_again_if_slow(lambda: self._wait_for_start(self._launch(name, num_cpus)))
         if _is_driver_of(self.address):
             _wait_for_alive_nodes(self.alive_nodes())
         return name
@@ -126,8 +148,10 @@ class LocalCluster:
         deadline = node.launched_at + START_TIMEOUT_S
         while "Ray runtime started." not in node.log_path.read_text():
             if not node.is_running or time.monotonic() > deadline:
-                tail = "\n".join(node.log_path.read_text().splitlines()[-20:])
-                raise RuntimeError(f"Node {node.name!r} did not start; the end of its log:\n{tail}")
+                log = node.log_path.read_text()
+                error = NodeStartTimedOut if NODE_TIMED_OUT in log else RuntimeError
+                tail = "\n".join(log.splitlines()[-20:])
+                raise error(f"Node {node.name!r} did not start; the end of its log:\n{tail}")
             time.sleep(0.2)
         if self.verbose:
             print(f"node {node.name!r} started in {time.monotonic() - node.launched_at:.1f} s: "

@@ -170,7 +170,7 @@ def test_gpus_the_cluster_lacks_fail_naming_the_setting(gpus, free_after_calls, 
         resources.check_gpus(_config().learners(num_learners=1, num_gpus_per_learner=1))
     assert err.value.setting == "num_gpus_per_learner" and "1 learners x 1 GPU" in str(err.value)
     waited = time.perf_counter() - start
-    assert waited >= 1 if gpus >= 1 else waited < 1
+    assert 1 <= waited < 5 if gpus >= 1 else waited < 0.5
 
 
 @pytest.mark.parametrize(("config", "setting"), [

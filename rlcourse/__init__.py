@@ -6,15 +6,14 @@ benchmarks/startup_memory.py).
 
 from importlib import import_module
 
+from rlcourse.algorithms.registry import ALGORITHMS
+
 __version__ = "0.1.0"
 
-_ALGORITHMS = {"PPO": "ppo.ppo", "IMPALA": "impala.impala", "APPO": "appo.appo", "DQN": "dqn.dqn",
-               "ApexDQN": "apex_dqn.apex_dqn", "SAC": "sac.sac", "BC": "bc.bc",
-               "MARWIL": "marwil.marwil"}
 _EXPORTS = {
     "AlgorithmConfig": "rlcourse.algorithms.algorithm_config",
     "Algorithm": "rlcourse.algorithms.algorithm",
-    **{name: f"rlcourse.algorithms.{module}" for algo, module in _ALGORITHMS.items()
+    **{name: f"rlcourse.algorithms.{package}" for algo, package in ALGORITHMS.items()
        for name in (f"{algo}Config", algo)},
     "SingleAgentEpisode": "rlcourse.env.single_agent_episode",
     "EnvRunner": "rlcourse.env.env_runner",

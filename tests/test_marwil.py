@@ -98,7 +98,12 @@ def test_a_marwil_checkpoint_restores_the_squared_advantage_norm(ray_session, al
                         moving_average_sqd_adv_norm_update_rate=0.5)
               .rl_module(model_config={"fcnet_hiddens": [8]}).debugging(seed=0))
     algo = algo_factory(config)
-    norm = algo.train()["learners"]["default_policy"]["moving_avg_sqd_adv_norm"]
+    result = algo.train()
+    # Both steps of the iteration are reported, and the norm as it is now.
+    assert result["learners"]["default_policy"]["num_updates"] == 2
+    assert result["learners"]["default_policy"]["num_env_steps_trained"] == 200
+    assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 200
+    norm = result["learners"]["default_policy"]["moving_avg_sqd_adv_norm"]
     path = algo.save_to_path(tmp_path / "ckpt")
     other = algo_factory(config)
     other.restore_from_path(path)

@@ -5,6 +5,7 @@ import sys
 import textwrap
 
 import rlcourse
+from rlcourse.algorithms.registry import ALGORITHMS, get_algorithm_class
 
 
 def test_every_public_name_imports_from_the_package_root():
@@ -12,6 +13,12 @@ def test_every_public_name_imports_from_the_package_root():
         obj = getattr(rlcourse, name)
         assert obj.__name__ == name, (name, obj)
     assert rlcourse.PPOConfig().algo_class is rlcourse.PPO
+
+
+def test_every_registered_algorithm_and_its_config_import_from_the_package_root():
+    for name in ALGORITHMS:  # CQL once was missing: `from rlcourse import CQLConfig` failed
+        assert getattr(rlcourse, name) is get_algorithm_class(name)
+        assert getattr(rlcourse, f"{name}Config")().algo_class is get_algorithm_class(name)
 
 
 def test_importing_rlcourse_or_an_env_runner_imports_no_torch_tune_or_serve():

@@ -3,6 +3,7 @@ proportion to exp(beta * its advantage), so good actions in mixed data count mor
 
 from typing import Any
 
+from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
@@ -83,6 +84,7 @@ class MARWIL(Algorithm):
         cfg = self.config
         num_iters = cfg.dataset_num_iters_per_learner or max(
             1, self.offline_data.num_rows // cfg.total_train_batch_size)
+        results = []
         for _ in range(num_iters):
             # 1. The next batch of recorded rows, streamed by Ray Data (OfflinePreLearner: checked);
             #    Learner actors each read their own split of the data instead.
@@ -90,10 +92,13 @@ class MARWIL(Algorithm):
                 batch = self.offline_data.sample(cfg.train_batch_size_per_learner, cfg.num_learners)
             # 2. One step on the recorded actions, weighted by advantage, gradients all-reduced.
             with self.timers.time("learner_update_timer"):
-                learner_results = self.learner_group.update_from_batch(batch)
-            self.num_env_steps_trained_lifetime += learner_results["num_env_steps_trained"]
+                results.append(self.learner_group.update_from_batch(batch))
+            self.num_env_steps_trained_lifetime += results[-1]["num_env_steps_trained"]
         # 3. The runners (evaluation's, too) act with the new weights.
         self.sync_env_runner_weights()
+        learner = off_policy.mean_learner_results(results)  # the iteration's steps, averaged
+        if "moving_avg_sqd_adv_norm" in learner:  # a running estimate: its latest value (RLlib's too)
+            learner["moving_avg_sqd_adv_norm"] = results[-1]["moving_avg_sqd_adv_norm"]
         return {"env_runners": self.episode_stats.add([]),
-                "learners": {DEFAULT_MODULE_ID: learner_results, ALL_MODULES: {
-                    "num_env_steps_trained": learner_results["num_env_steps_trained"]}}}
+                "learners": {DEFAULT_MODULE_ID: learner, ALL_MODULES: {
+                    "num_env_steps_trained": learner["num_env_steps_trained"]}}}

@@ -151,6 +151,18 @@ def test_episode_learners_keep_module_optimizer_and_batches_on_their_device(
     _assert_on_device(learner, batches)
 
 
+@pytest.mark.parametrize("device_type", DEVICES)
+def test_an_algorithm_computes_actions_with_its_local_learners_module_on_its_device(
+        device_type, algo_factory):
+    algo = algo_factory(_ppo().env_runners(num_env_runners=0).learners(
+        num_gpus_per_learner=1 if device_type == "cuda" else 0))
+    assert algo.get_module().device.type == device_type  # the local learner's own module
+    obs = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    for explore in (False, True):
+        actions = algo.compute_actions(obs, explore=explore)
+        assert actions.shape == (3,) and set(actions.tolist()) <= {0, 1}
+
+
 def _replay_batch(config, n: int = 32) -> dict[str, np.ndarray]:
     """A random batch of `n` one-step transitions with the spaces of the config's env."""
     env = config.get_env_creator()({})

@@ -53,6 +53,15 @@ def _batch(rows: int, **columns) -> dict[str, torch.Tensor]:
     return {**batch, **columns}
 
 
+def test_a_learner_state_loads_at_this_configs_three_learning_rates():
+    """As Population Based Training continues a trial from another's state with perturbed rates."""
+    saved = _learner(actor_lr=1e-4, critic_lr=2e-4, alpha_lr=3e-4).get_state()
+    learner = _learner(actor_lr=4e-4, critic_lr=5e-4, alpha_lr=6e-4)
+    learner.set_state(saved)
+    assert [(g["name"], g["lr"]) for g in learner.optimizer.param_groups] == [
+        ("actor", 4e-4), ("critic", 5e-4), ("alpha", 6e-4)]
+
+
 @pytest.mark.parametrize("logp, alpha_goes", [(-3.0, "down"), (3.0, "up")])
 def test_the_temperature_follows_the_entropy_against_its_target(logp, alpha_goes):
     # target_entropy "auto" = -dim(A) = -2; the entropy estimate is -logp: 3 is above the target

@@ -54,9 +54,9 @@ def compute_actions(algo: "Algorithm", observations: np.ndarray, explore: bool =
     if connectors is not None:  # as the runners see them
         connectors.set_state(algo.env_runner_group.env_to_module_state)
         observations = connectors(observations)
-    obs = torch.as_tensor(np.asarray(observations))
+    obs = torch.as_tensor(np.asarray(observations), device=module.device)  # a local GPU learner's
     with torch.no_grad():
         inputs = module.forward_inference({"obs": obs})["action_dist_inputs"]
         actions = (module.get_action_dist(inputs).sample() if explore
                    else module.greedy_actions(inputs))
-    return to_env_actions(actions.numpy(), action_space)
+    return to_env_actions(actions.cpu().numpy(), action_space)

@@ -67,6 +67,9 @@ def alpha_loss_of(log_alpha: torch.Tensor, logp: torch.Tensor, target_entropy: f
     return -(log_alpha * (logp.detach() + target_entropy)).mean()
 
 
+PARAMETER_GROUPS = ("actor", "critic", "alpha")  # the optimizer's, each at its own learning rate
+
+
 class SACLearner(DQNLearner):
     """DQN's replay-batch update and target schedule, with SAC's losses and three learning rates."""
 
@@ -78,11 +81,12 @@ class SACLearner(DQNLearner):
     def configure_optimizer(self) -> torch.optim.Optimizer:
         groups = self.module.parameter_groups()
         return torch.optim.Adam([{"params": groups[name], "lr": lr, "name": name}
-                                 for name, lr in self._learning_rates().items()], fused=True)
+                                 for name, lr in zip(PARAMETER_GROUPS, self.learning_rates(),
+                                                     strict=True)], fused=True)
 
-    def _learning_rates(self) -> dict[str, float]:
+    def learning_rates(self) -> list[float]:
         cfg = self.config
-        return {"actor": cfg.actor_lr, "critic": cfg.critic_lr, "alpha": cfg.alpha_lr}
+        return [cfg.actor_lr, cfg.critic_lr, cfg.alpha_lr]  # in PARAMETER_GROUPS' order
 
     def compute_loss(self, batch: dict[str, torch.Tensor]
                      ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -103,8 +107,3 @@ class SACLearner(DQNLearner):
             "target_entropy": torch.tensor(self.target_entropy), "logps": logp.detach().mean(),
             "qf_mean": q_values[0].detach().mean(), "td_error_mean": td_error.detach().abs().mean(),
             "td_error": td_error.detach()}
-
-    def set_state(self, state: dict) -> None:
-        super().set_state(state)
-        for group in self.optimizer.param_groups:  # this config's rates (see Learner.set_state)
-            group["lr"] = self._learning_rates()[group["name"]]

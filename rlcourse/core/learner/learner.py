@@ -71,6 +71,10 @@ class Learner:
         kernel for all parameters instead of a Python loop over them."""
         return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
 
+    def learning_rates(self) -> list[float]:
+        """This config's learning rate of each of the optimizer's parameter groups, in order."""
+        return [self.config.lr]
+
     def open_store_socket(self) -> tuple[str, int]:
         """Listen on the node's address (not every interface: the store is unauthenticated) for
         torch.distributed's rendezvous; return the (host, port) the others join."""
@@ -240,8 +244,8 @@ class Learner:
         self.optimizer.load_state_dict(state["optimizer"])
         # The learning rate is this config's, not the checkpoint's: Population Based Training
         # continues a trial from another's checkpoint with a perturbed lr.
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.config.lr
+        for group, lr in zip(self.optimizer.param_groups, self.learning_rates(), strict=True):
+            group["lr"] = lr
         torch.set_rng_state(state["torch_rng"])
         self.rng = from_plain(state["rng"])
         self.num_updates = state["num_updates"]

@@ -63,6 +63,19 @@ def test_one_forward_pass_per_module_per_step(monkeypatch):
     assert sum(len(e) for e in episodes) == 30
 
 
+def test_an_epsilon_is_refused_naming_the_runner_and_changes_nothing():
+    """Epsilon-greedy runners are DQN's, and DQN is single-agent."""
+    config = make_config("MultiAgentCartPole", {"num_agents": 2}, num_envs=1, fragment=7)
+    runner = MultiAgentEnvRunner(config, config.get_env_creator())
+    runner.set_weights({"default_policy": numpy_weights(4, 2)})
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    before = runner.modules["default_policy"].action_dist_inputs(obs)
+    with pytest.raises(NotImplementedError, match="MultiAgentEnvRunner has no epsilon-greedy"):
+        runner.set_weights({"default_policy": numpy_weights(4, 2, seed=1)}, epsilon=0.5)
+    assert runner.weights_seq_no == 0
+    assert np.array_equal(runner.modules["default_policy"].action_dist_inputs(obs), before)
+
+
 def test_chunks_continue_across_sample_calls():
     config = make_config("MultiAgentCartPole", {"num_agents": 3}, num_envs=2, fragment=7)
     runner = MultiAgentEnvRunner(config, config.get_env_creator())

@@ -57,7 +57,8 @@ def first_non_finite(values: np.ndarray) -> tuple[int, ...] | None:
 class EnvRunner:
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
     `num_envs`) and writes `_sample_steps`, `_sample_episodes`, `_set_module_weights`,
-    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data) and `stop`."""
+    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data) and `stop`, and
+    `_set_epsilon` where it acts epsilon-greedily (DQN's runners)."""
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
@@ -94,12 +95,17 @@ class EnvRunner:
         statistics and DQN's epsilon; an older version than the one held is ignored (a late delivery)."""
         weights_seq_no = self.weights_seq_no + 1 if weights_seq_no is None else weights_seq_no
         if weights_seq_no > self.weights_seq_no:
+            if epsilon is not None:
+                self._set_epsilon(epsilon)
             self._set_module_weights(weights)
             if self.env_to_module is not None:
                 self.env_to_module.set_state(env_to_module_state)
-            if epsilon is not None:
-                self.module.head.epsilon = epsilon
             self.weights_seq_no = weights_seq_no
+
+    def _set_epsilon(self, epsilon: float) -> None:
+        """Give the epsilon-greedy action head DQN's current epsilon (it comes with the weights)."""
+        raise NotImplementedError(f"{type(self).__name__} has no epsilon-greedy action head: only "
+                                  "DQN's single-agent runners take an epsilon.")
 
     def check_state(self, state: dict, where: str) -> str | None:
         """Why a saved `get_state()` would be refused (env_runner_state.py), or None: returned, not

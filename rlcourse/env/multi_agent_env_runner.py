@@ -242,8 +242,7 @@ class MultiAgentEnvRunner(EnvRunner):
     def get_state(self) -> dict:
         """Step count and the modules' random generators; episodes restart after a restore."""
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
-                "module_rngs": {mid: to_plain(m.rng) for mid, m in self.modules.items()
-                                if hasattr(m, "rng")}}
+                "module_rngs": {mid: to_plain(m.rng) for mid, m in self.modules.items()}}
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]

@@ -85,6 +85,9 @@ class SingleAgentEnvRunner(EnvRunner):
     def _set_module_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.module.set_state(weights)
 
+    def _set_epsilon(self, epsilon: float) -> None:
+        self.module.head.epsilon = epsilon
+
     def _initialize_weights(self) -> None:
         from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only
 
@@ -122,8 +125,7 @@ class SingleAgentEnvRunner(EnvRunner):
         self._lookback = stacking.lookback() if stacking else None  # frames before obs[0]
         obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
         rewards = np.empty((steps, n_envs), dtype=np.float32)
-        terminated = np.empty((steps, n_envs), dtype=bool)
-        truncated = np.empty((steps, n_envs), dtype=bool)
+        terminated, truncated = np.empty((2, steps, n_envs), dtype=bool)  # two [T, N] views
         outputs: dict[str, np.ndarray] = {}
         final_obs: dict[tuple[int, int], np.ndarray] = {}
         failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)
@@ -171,8 +173,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _check_finite(self, obs: np.ndarray, rewards: np.ndarray,
                       final_obs: dict[tuple[int, int], np.ndarray]) -> None:
-        """Raise NonFiniteEnvData for a NaN or infinite reward or observation in this sample:
-        one `np.isfinite` per [T, N] buffer, not one per step."""
+        """NonFiniteEnvData for a NaN or infinite reward or observation: one check per [T, N] buffer."""
         for field, values in (("reward", rewards), ("obs", obs)):
             at = first_non_finite(values)
             if at is not None:
@@ -232,8 +233,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _next_episode(self, i: int) -> None:
         """Sub-env i's next chunk starts a new episode."""
-        self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
-        self._running_returns[i] = 0.0
+        self._ids[i], self._t_started[i], self._running_returns[i] = SingleAgentEpisode.new_id(), 0, 0.0
 
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
                          ) -> list[SingleAgentEpisode]:
@@ -265,13 +265,13 @@ class SingleAgentEnvRunner(EnvRunner):
                        else {}),  # the LSTM's state per sub-env
                     "hooks": self.hooks.get_state() if self.hooks else None} if running else None
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
-                "module_rng": to_plain(self.module.rng) if hasattr(self.module, "rng") else None,
+                "module_rng": to_plain(self.module.rng),
                 "episodes": episodes, "envs": None if running else envs,
                 "env_to_module": self.env_to_module.get_state() if self.env_to_module else []}
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
-        if state["module_rng"] is not None and hasattr(self.module, "rng"):
+        if state["module_rng"] is not None:  # None in older checkpoints
             self.module.rng = from_plain(state["module_rng"])
         if self.env_to_module is not None:
             self.env_to_module.set_state(state.get("env_to_module"))  # none in older checkpoints

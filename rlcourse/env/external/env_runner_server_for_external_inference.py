@@ -212,9 +212,10 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     def set_weights(self, weights: dict, weights_seq_no: int | None = None,
                     env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         with self._lock:  # clients get new layers only with their weights_seq_no (state_message)
-            if epsilon is not None and (weights_seq_no is None or weights_seq_no > self.weights_seq_no):
-                self.head.epsilon = epsilon  # DQN's: clients get it with the weights (SET_STATE)
-            super().set_weights(weights, weights_seq_no, env_to_module_state)
+            super().set_weights(weights, weights_seq_no, env_to_module_state, epsilon)
+
+    def _set_epsilon(self, epsilon: float) -> None:
+        self.head.epsilon = epsilon  # DQN's: clients get it with the weights (SET_STATE)
 
     def _initialize_weights(self) -> None:
         from rlcourse.core.rl_module.rl_module import build_module  # torch, in this process only

@@ -160,7 +160,7 @@ def test_a_custom_dqn_module_acts_epsilon_greedily_on_runners(algo_factory):
     assert result["learners"]["default_policy"]["num_updates"] > 0
     runner_module = algo.env_runner_group.local_env_runner.module
     assert isinstance(runner_module.network, TorchNetwork)
-    assert runner_module.head.epsilon == pytest.approx(algo.current_epsilon())
+    assert runner_module.head.epsilon == pytest.approx(algo.runner_epsilon())
     obs = np.random.default_rng(0).uniform(-0.2, 0.2, (32, 4)).astype(np.float32)
     np.testing.assert_array_equal(runner_module.forward_inference(obs)["actions"],
                                   algo.compute_actions(obs))
@@ -253,8 +253,8 @@ def test_epsilon_travels_beside_the_weights_not_inside_them(algo_factory):
     assert all(k.startswith("q.") for k in algo._runner_weights())  # weights are only weights
     runner = algo.env_runner_group.local_env_runner
     assert isinstance(runner.module.head, EpsilonGreedy)
-    assert runner.module.head.epsilon == pytest.approx(algo.current_epsilon())
-    assert algo.current_epsilon() < 1.0
+    assert runner.module.head.epsilon == pytest.approx(algo.runner_epsilon())
+    assert algo.runner_epsilon() < 1.0
 
 
 def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_session,
@@ -274,7 +274,7 @@ def test_a_killed_runner_is_restarted_and_explores_with_the_current_epsilon(ray_
     assert result["env_runners"]["num_env_runner_restarts"] == 1
     assert result["env_runners"]["num_env_steps_sampled"] == 32  # both runners sample again
     assert result["learners"]["default_policy"]["num_updates"] > 0
-    epsilon = algo.current_epsilon()
+    epsilon = algo.runner_epsilon()
     assert epsilon < 1.0
     # (A lambda: cloudpickle ships it by value; runner actors cannot import this test module.)
     held = group.foreach_env_runner(lambda runner: (runner.module.head.epsilon, runner.weights_seq_no))

@@ -17,7 +17,6 @@ NEXT_OBS = "new_obs"
 TERMINATEDS = "terminateds"
 TRUNCATEDS = "truncateds"
 ACTION_LOGP = "action_logp"
-ACTION_DIST_INPUTS = "action_dist_inputs"
 
 
 def _column(values: np.ndarray) -> pa.Array:

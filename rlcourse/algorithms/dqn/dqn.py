@@ -124,8 +124,6 @@ class DQN(Algorithm):
         return off_policy.scheduled_value(self.config.epsilon,
                                           self.episode_stats.num_env_steps_sampled_lifetime)
 
-    current_epsilon = runner_epsilon
-
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
         # 1. Sample with epsilon-greedy actions and store every step in the replay buffer.
@@ -148,7 +146,7 @@ class DQN(Algorithm):
             self.sync_env_runner_weights()
         learner = off_policy.mean_learner_results(learner_results)
         self.num_env_steps_trained_lifetime += learner["num_env_steps_trained"]
-        env_runner_results["epsilon"] = self.current_epsilon()
+        env_runner_results["epsilon"] = self.runner_epsilon()
         return {"env_runners": env_runner_results, "learners": {DEFAULT_MODULE_ID: learner},
                 "replay_buffer": {"num_env_steps_stored": len(self.replay_buffer),
                                   "num_episodes_stored": self.replay_buffer.get_num_episodes()}}
@@ -158,7 +156,7 @@ class DQN(Algorithm):
         """Greedy actions; with `explore`, epsilon-greedy ones with the current epsilon."""
         actions = super().compute_actions(observations, explore=False, module_id=module_id)
         if explore:
-            actions = off_policy.epsilon_greedy(actions, self.current_epsilon(), self.action_space,
+            actions = off_policy.epsilon_greedy(actions, self.runner_epsilon(), self.action_space,
                                                 self._rng)
         return actions
 

@@ -52,7 +52,7 @@ class LearnerThread(threading.Thread):
         this process that samples further ahead only makes batches to drop, and slows the learner."""
         deadline = time.monotonic() + timeout_s
         while not self.inqueue.empty() and self.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.002)  # sleeping releases the lock to the learner thread
+            time.sleep(0.002)  # sleeping releases the GIL to the learner thread
 
     def run(self) -> None:
         # A learner in this process computes on one torch thread, as one in an actor of 1 CPU does:

@@ -22,6 +22,9 @@ from rlcourse.course.tuned_example import TunedExample, load_tuned_example, resu
 from rlcourse.course.tuned_examples_suite import print_table
 from rlcourse.tune.search_space import is_search_space
 
+# Iterations every trial runs before ASHA may stop it: learning must have begun (lesson 07, section 4).
+ASHA_GRACE_PERIOD = 4
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlcourse tune", description=__doc__.splitlines()[0])
@@ -29,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-samples", type=positive_int, default=1,
                         help="samples of the search space (each grid point this many times)")
     parser.add_argument("--scheduler", choices=["fifo", "asha"], default="fifo",
-                        help="asha: stop trials early that trail the others (Tune's ASHA)")
+                        help="asha: stop trials early that trail the others (Tune's ASHA), "
+                             f"after at least {ASHA_GRACE_PERIOD} iterations each")
     parser.add_argument("--storage-path", default=str(Path("~/ray_results").expanduser()),
                         help="where Tune writes results and checkpoints")
     parser.add_argument("--resume", action="store_true",
@@ -55,11 +59,12 @@ def build_tuner(example: TunedExample, args: argparse.Namespace) -> Any:
                              "--resume out to start it, or pass the --storage-path that holds it.")
         return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
     metric = next(iter(example.pass_criteria))
+    asha = ASHAScheduler(grace_period=ASHA_GRACE_PERIOD) if args.scheduler == "asha" else None
     return tune.Tuner(
         trainable, param_space=example.config,
         tune_config=tune.TuneConfig(
             metric=metric, mode="max", num_samples=args.num_samples, reuse_actors=True,
-            scheduler=ASHAScheduler(grace_period=2) if args.scheduler == "asha" else None),
+            scheduler=asha),
         run_config=tune.RunConfig(
             name=example.name, storage_path=args.storage_path, stop=example.stop, verbose=1,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1, checkpoint_at_end=True)))

@@ -45,8 +45,8 @@ QUESTIONS = {"05": [
       ),
     Q("A worker node dies during training. What brings its runner back on the head node?", 0, (
         ("Ray restarts the actor (`max_restarts`) where resources are free, and the algorithm "
-         "pushes the current weights into it", "The restart is Ray's, the state is pushed "
-         "back by the EnvRunnerGroup's health check."),
+         "pushes the current weights into it", "The restart is Ray's; the current weights come "
+         "with the restarted runner's next sample request."),
         ("The worker node restarts itself", "A lost node stays lost until someone starts it; the "
          "runner moves instead."),
         ("The learner re-samples the lost episodes", "Lost in-flight samples are simply not used; "
@@ -120,12 +120,13 @@ QUESTIONS = {"05": [
          "later in a run", "The two answer different questions."),
         ("The best one loads faster", "They are the same size and format.")),
       ),
-    Q("Why export the policy to one file that runs with torch alone before serving it?", 2, (
+    Q("Why export the policy to one file that runs with torch alone?", 2, (
         ("Torch alone acts faster than `forward_inference`", "It runs the same network; the gain is "
          "in what must be installed and loaded."),
-        ("Ray Serve cannot load checkpoints", "It can load anything Python can; the export is "
-         "about the server's needs."),
-        ("Acting needs only the network: no learner, optimizer, Ray or rlcourse on the server",
+        ("Ray Serve cannot load checkpoints", "It can: the lesson's deployment loads the "
+         "checkpoint's module. The export is for places without Ray or rlcourse."),
+        ("Acting needs only the network: a program outside Ray (a game, a robot, another server) "
+         "runs it with torch alone, no learner, optimizer, Ray or rlcourse",
          "A small file with one job, loaded in a moment.")),
       ),
 ]}

@@ -4,6 +4,11 @@ The lesson records three runs (`rlcourse.course.diagnosing.mystery_runs`), each 
 CartPole run with one of the bugs of `BUGS` put in, and shows only their metrics. The learner writes
 `diagnose(runs)` returning {run name: bug}. A wrong name is rejected with the run's own numbers for
 the metric that tells its bug apart from the others, never the bug's name.
+
+Review, what answer would still pass that should not? Elimination: a wrong name is answered with
+where to look, so trying the six bugs in turn passes within six runs of the checker per run; and
+`dict(diagnosing.MYSTERY)`, the answer key the lesson's runs are built from, read instead of the
+metrics. The checker sees only the names, not how they were found.
 """
 
 from collections.abc import Callable

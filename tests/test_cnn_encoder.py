@@ -34,7 +34,7 @@ def test_rllibs_default_filters_take_84x84_and_42x42_images_to_one_pixel(side):
 
 def test_vectors_and_other_images_without_conv_filters_keep_the_mlp():
     assert conv_layers((4,), {}) == [] and conv_layers((10, 10, 3), {}) == []
-    assert not hasattr(module((10, 10, 3)), "cnn")
+    assert module((10, 10, 3)).cnn is None
 
 
 @pytest.mark.parametrize("shape, filters, message", [

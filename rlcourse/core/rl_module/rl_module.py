@@ -137,6 +137,7 @@ class DefaultActorCriticModule(RLModule):
         self.info = space_info(self.observation_space, self.action_space)
         hiddens = list(self.model_config["fcnet_hiddens"])
         act = self.model_config["fcnet_activation"]
+        self.cnn: nn.Module | None = None
         if (uses_cnn(self.info.obs_shape, self.model_config)  # images: cnn_encoder.py
                 and (layers := conv_layers(self.info.obs_shape, self.model_config))):
             self.cnn, features = torch_cnn(self.observation_space, layers,
@@ -159,7 +160,7 @@ class DefaultActorCriticModule(RLModule):
 
     def _obs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         obs = batch["obs"]
-        if hasattr(self, "cnn"):  # [B, H, W, C] images, channels-first for torch's Conv2d
+        if self.cnn is not None:  # [B, H, W, C] images, channels-first for torch's Conv2d
             return self.cnn(obs.float().permute(0, 3, 1, 2))
         return obs.float().reshape(obs.shape[0], -1)  # not len(obs): torch.export keeps shape[0] free
 

@@ -105,7 +105,8 @@ def test_placement_strategy_puts_runners_in_a_placement_group(strategy, ray_sess
     table = ray.util.placement_group_table(group.placement_group)
     assert table["strategy"] == strategy and table["state"] == "CREATED"
     assert len(table["bundles"]) == 2
-    assert group.get_node_ids() == [ray.get_runtime_context().get_node_id()] * 2  # one node here
+    here = ray.get_runtime_context().get_node_id()
+    assert group.foreach_env_runner(lambda runner: runner.node_id) == [here] * 2  # one node here
     algo.train()
 
 

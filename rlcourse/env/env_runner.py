@@ -1,10 +1,11 @@
 """EnvRunner: what every runner shares (RLlib's `rllib/env/env_runner.py`): its module, seeding,
-weights, the frame of `sample()`, metrics, and the guards on sampling (non-finite data, timeouts)."""
+weights, the frame of `sample()`, metrics, and the guards on sampling (non-finite data, observation
+shapes, timeouts)."""
 
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,11 +20,15 @@ from rlcourse.env.sample_result import SampleResult
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.metrics.metrics_logger import MetricsLogger
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
 EPISODES_MODE_STEPS = 128  # env steps per round when sampling whole episodes
 
 
-def build_inference_module(config, observation_space: gym.Space, action_space: gym.Space,
-                           seed: int | None, worker_index: int = 0) -> InferenceModule:
+def build_inference_module(config: "AlgorithmConfig", observation_space: gym.Space,
+                           action_space: gym.Space, seed: int | None, worker_index: int = 0
+                           ) -> InferenceModule:
     """NumPy for the default module (no torch in this process); torch for a custom module class, on
     the runner's GPU if it has one. `worker_index` picks per-runner exploration (Ape-X's epsilons)."""
     head = config.get_action_head(action_space, worker_index)
@@ -54,6 +59,22 @@ def first_non_finite(values: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(k) for k in np.argwhere(~np.isfinite(values))[0])
 
 
+def raise_if_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception) -> None:
+    """Raise a clear error naming the env, space and shape for numpy's "wrong shape", "same shape"
+    (SYNC) or "could not broadcast" (ASYNC) errors about an observation; return for any other."""
+    if not (isinstance(error, ValueError) and any(
+            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
+        return
+    space, got = env.single_observation_space, f"numpy says: {error}"
+    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
+        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
+               if o is not None and np.shape(o) != space.shape]
+        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
+    raise ValueError(f"The {name} returned an observation that does not fit its "
+                     f"observation_space {space} ({got}). Return observations of the space's "
+                     "shape, or declare the space they have in the env's __init__.") from error
+
+
 class EnvRunner:
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
     `num_envs`) and writes `_sample_steps`, `_sample_episodes`, `_set_module_weights`,
@@ -67,7 +88,8 @@ class EnvRunner:
     # secrets that must not travel in the config, which checkpoints and Tune results store.
     driver_env_vars: tuple[str, ...] = ()
 
-    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
+                 worker_index: int = 0):
         self.config = config
         # Built alone (RLlib: `SingleAgentEnvRunner(config=config)`): own env creator and weights
         # (no env at all for a runner whose envs run elsewhere: env/external/).
@@ -82,7 +104,7 @@ class EnvRunner:
         self.seed = None if config.seed is None else config.seed + 10_000 * worker_index
         self.callbacks = config.callbacks_class() if config.callbacks_class else None
         self.metrics = MetricsLogger()  # what callbacks log here reaches train()'s results
-        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_ids).
+        # The Ray node this runner runs on, when it is an actor (see EnvRunnerGroup.get_node_names).
         self.node_id = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
         self.weights_seq_no = -1  # which weights version the modules hold; -1: none yet
         self._needs_reset = True

@@ -6,7 +6,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
@@ -23,19 +23,22 @@ from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.checkpoints import CheckpointError
 from rlcourse.utils.resources import current_placement_group, env_runner_options, make_placement_group
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
 STARTUP_TIMEOUT_S = 120
 
 
 class EnvRunnerGroup:
     """Creates the runners, samples from all of them at once, and keeps their weights in sync."""
 
-    def __init__(self, config, env_creator: EnvCreator, num_env_runners: int | None = None,
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator,
+                 num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  env_to_module: EnvToModulePipeline | None = None):
         self.config = config
         # Runners' new connector statistics are merged by `env_to_module`, and sent with the weights.
         self.env_to_module, self.env_to_module_state = env_to_module, None
-        self._beside_weights: dict[str, Any] = {}  # connector statistics' ref, epsilon (if any)
         n = config.num_env_runners if num_env_runners is None else num_env_runners
         # config.offline_data(output=...) names a runner that also records (offline/).
         runner_class = config.env_runner_cls or (
@@ -51,7 +54,10 @@ class EnvRunnerGroup:
         self._pings = [r.ping.remote() for r in self.remote_env_runners]
         self.health = EnvRunnerHealth(config, self.remote_env_runners, on_recreated) if n else None
         self.weights_seq_no = -1  # the version of the last weights sent; 0 = the initial ones
+        # What goes with the weights to the actors: the merged connector statistics (put once), epsilon.
         self._weights_ref: ray.ObjectRef | None = None
+        self._state_ref: ray.ObjectRef | None = None
+        self._epsilon: float | None = None
         self._weight_deliveries: list[ray.ObjectRef] = []  # set_weights calls not yet collected
         # Async sample requests (IMPALA, Ape-X): request -> runner; since when a runner owes one.
         self._in_flight: dict[ray.ObjectRef, int] = {}
@@ -64,13 +70,9 @@ class EnvRunnerGroup:
         for i, pid in enumerate(ray.get(self._pings, timeout=timeout_s)):
             self.health.note_pid(i, pid)
 
-    def get_node_ids(self) -> list[str | None]:
-        """The Ray node each runner actor runs on (None for a runner in this process)."""
-        return self.foreach_env_runner(lambda runner: runner.node_id)
-
     def get_node_names(self) -> list[str]:
         """Each runner's node name (`ray start --node-name`, else its IP; "driver": this process)."""
-        node_ids = self.get_node_ids()
+        node_ids = self.foreach_env_runner(lambda runner: runner.node_id)
         names = {node["NodeID"]: node["NodeName"] for node in ray.nodes()} if any(node_ids) else {}
         return [names.get(node_id, node_id) if node_id else "driver" for node_id in node_ids]
 
@@ -92,8 +94,7 @@ class EnvRunnerGroup:
 
     # -- weights ----------------------------------------------------------------------------
     def sync_weights(self, weights: dict[str, Any], weights_seq_no: int | None = None,
-                     env_to_module_state: list | None = None, epsilon: float | None = None
-                     ) -> None:
+                     env_to_module_state: list | None = None, epsilon: float | None = None) -> None:
         """Give every runner `weights` (one `ray.put`; each sample request carries it, so a restarted
         runner catches up), the merged connector statistics (or `env_to_module_state`) and
         `epsilon`. Versions only grow (IMPALA's count updates): restored weights count as new."""
@@ -105,9 +106,8 @@ class EnvRunnerGroup:
             self.local_env_runner.set_weights(weights, self.weights_seq_no, state, epsilon)
         if self.remote_env_runners:
             self._weights_ref = ray.put(weights)
-            self._beside_weights = {} if state is None else {"env_to_module_state": ray.put(state)}
-            if epsilon is not None:
-                self._beside_weights["epsilon"] = epsilon
+            self._state_ref = None if state is None else ray.put(state)
+            self._epsilon = epsilon
             # Take finished deliveries' answers (a runner that died fails or catches up next request).
             done, self._weight_deliveries = ray.wait(
                 self._weight_deliveries, num_returns=len(self._weight_deliveries), timeout=0)
@@ -116,7 +116,7 @@ class EnvRunnerGroup:
                     ray.get(ref)
             self._weight_deliveries += [
                 self.remote_env_runners[i].set_weights.remote(
-                    self._weights_ref, self.weights_seq_no, **self._beside_weights)
+                    self._weights_ref, self.weights_seq_no, self._state_ref, self._epsilon)
                 for i, healthy in enumerate(self.health.healthy) if healthy]
 
     def _merge_env_to_module_buffers(self, buffers: list | None) -> None:
@@ -132,7 +132,7 @@ class EnvRunnerGroup:
 
     def _request(self, i: int, **sample_kwargs: Any) -> ray.ObjectRef:
         return self.remote_env_runners[i].sample_and_get_metrics.remote(
-            self._weights_ref, self.weights_seq_no, **self._beside_weights, **sample_kwargs)
+            self._weights_ref, self.weights_seq_no, self._state_ref, self._epsilon, **sample_kwargs)
 
     # -- synchronous sampling ---------------------------------------------------------------
     def sample(self, num_timesteps: int | None = None, num_episodes: int | None = None,

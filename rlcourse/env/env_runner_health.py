@@ -3,9 +3,13 @@ FaultTolerantActorManager)."""
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 PROBE_RETRY_S = 0.2  # pause between health probes of a runner that Ray is restarting
 
@@ -21,7 +25,8 @@ class EnvRunnerHealth:
     background while the others go on (with `ignore_env_runner_failures`). Failed requests in a row
     (an env that always crashes or hangs) end the run: a restart would not help."""
 
-    def __init__(self, config, actors: list, on_recreated: Callable[[list[int]], None] | None):
+    def __init__(self, config: "AlgorithmConfig", actors: list,
+                 on_recreated: Callable[[list[int]], None] | None):
         self.config, self.actors = config, actors
         self.on_recreated = on_recreated  # called with the indices of restarted runners
         self.healthy = [True] * len(actors)

@@ -3,6 +3,7 @@ one forward pass per module per step; connectors, reward clipping, episode hooks
 are single-agent only (`AlgorithmConfig.validate()` refuses them here)."""
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -32,12 +33,16 @@ from rlcourse.env.multi_agent_episode import (
 from rlcourse.env.registry import EnvCreator
 from rlcourse.utils.serialization import from_plain, to_plain
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
 
 class MultiAgentEnvRunner(EnvRunner):
     """Collects multi-agent experience from `num_envs_per_env_runner` copies of the env, as NumPy
     MultiAgentEpisodes; an unfinished one is `cut()` and goes on in the next call."""
 
-    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
+                 worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
         self.envs = [self.env_creator(EnvContext(config.env_config, worker_index, i,
                                                  config.num_env_runners))

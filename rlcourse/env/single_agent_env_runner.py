@@ -2,6 +2,7 @@
 Python object per step), then slices them into SingleAgentEpisodes. Options cost nothing unless set."""
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -14,14 +15,19 @@ from rlcourse.env.env_runner import (
     EnvRunner,
     build_inference_module,
     first_non_finite,
+    raise_if_shape_error,
 )
 from rlcourse.env.env_runner_state import get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.serialization import from_plain, to_plain
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
-def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> gym.vector.VectorEnv:
+
+def make_vector_env(env_creator: EnvCreator, config: "AlgorithmConfig", worker_index: int = 0
+                    ) -> gym.vector.VectorEnv:
     """`num_envs_per_env_runner` sub-envs, each with its own EnvContext (and rebuilt when it fails,
     with `restart_failed_sub_environments`). SYNC steps them in this process, ASYNC each in its own."""
     contexts = [EnvContext(config.env_config, worker_index, i, config.num_env_runners)
@@ -38,26 +44,11 @@ def make_vector_env(env_creator: EnvCreator, config, worker_index: int = 0) -> g
     return vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP, copy=False)
 
 
-def raise_if_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception) -> None:
-    """Raise a clear error naming the env, space and shape for numpy's "wrong shape", "same shape"
-    (SYNC) or "could not broadcast" (ASYNC) errors about an observation; return for any other."""
-    if not (isinstance(error, ValueError) and any(
-            text in str(error) for text in ("wrong shape", "same shape", "could not broadcast"))):
-        return
-    space, got = env.single_observation_space, f"numpy says: {error}"
-    if isinstance(space, gym.spaces.Box):  # a SYNC vector env keeps what each sub-env returned
-        bad = [(i, np.shape(o)) for i, o in enumerate(getattr(env, "_env_obs", []))
-               if o is not None and np.shape(o) != space.shape]
-        got = f"sub-env {bad[0][0]} returned shape {bad[0][1]}" if bad else got
-    raise ValueError(f"The {name} returned an observation that does not fit its "
-                     f"observation_space {space} ({got}). Return observations of the space's "
-                     "shape, or declare the space they have in the env's __init__.") from error
-
-
 class SingleAgentEnvRunner(EnvRunner):
     """Collects experience from `num_envs_per_env_runner` sub-envs with the current weights."""
 
-    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
+                 worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
         self.env = make_vector_env(self.env_creator, config, worker_index)
         self.num_envs = self.env.num_envs
@@ -125,7 +116,8 @@ class SingleAgentEnvRunner(EnvRunner):
         self._lookback = stacking.lookback() if stacking else None  # frames before obs[0]
         obs = np.empty((steps + 1, *self._obs.shape), dtype=self._obs.dtype)
         rewards = np.empty((steps, n_envs), dtype=np.float32)
-        terminated, truncated = np.empty((2, steps, n_envs), dtype=bool)  # two [T, N] views
+        terminated = np.empty((steps, n_envs), dtype=bool)
+        truncated = np.empty((steps, n_envs), dtype=bool)
         outputs: dict[str, np.ndarray] = {}
         final_obs: dict[tuple[int, int], np.ndarray] = {}
         failed: set[tuple[int, int]] = set()  # (t, i): sub-env i raised in step t (and was rebuilt)

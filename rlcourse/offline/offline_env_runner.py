@@ -7,7 +7,7 @@ name, renamed when complete, so a killed run leaves only whole files.
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,6 +17,9 @@ from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.offline.columns import episodes_to_table
 from rlcourse.utils.validation import fail
+
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 
 def make_output_dir(config: Any, env_name: str) -> Path:
@@ -39,7 +42,8 @@ class OfflineSingleAgentEnvRunner(SingleAgentEnvRunner):
     """Records what it samples: every `sample()` call with `output_max_rows_per_file=None`, else
     full files of that many rows (the rest on `stop()` with `output_write_remaining_data`)."""
 
-    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
+                 worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
         self.output_dir = make_output_dir(config, self.env_name.lower())
         kind = "eval-" if config.in_evaluation else ""  # evaluation runners have their own files

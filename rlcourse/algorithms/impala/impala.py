@@ -80,7 +80,7 @@ class IMPALA(Algorithm):
     def get_default_config(cls) -> IMPALAConfig:
         return IMPALAConfig()
 
-    def setup(self, config) -> None:
+    def setup(self, config: IMPALAConfig) -> None:
         super().setup(config)
         self.learner_thread = LearnerThread(self.learner_group, self.learner_queue(),
                                             config.broadcast_interval)

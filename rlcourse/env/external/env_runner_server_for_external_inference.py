@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +33,9 @@ from rlcourse.env.external.server_side_inference import HEADS
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 
+if TYPE_CHECKING:
+    from rlcourse.algorithms.algorithm_config import AlgorithmConfig
+
 # The shared secret, in the driver's environment (runner actors get it through their Ray runtime
 # env, as Ray's own token does), so checkpoints and Tune results never hold it.
 TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"
@@ -50,7 +54,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
     num_envs = 1
     driver_env_vars = (TOKEN_ENV_VAR,)  # runner actors get the driver's token, never the config
 
-    def __init__(self, config, env_creator: EnvCreator | None = None, worker_index: int = 0):
+    def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
+                 worker_index: int = 0):
         super().__init__(config, env_creator, worker_index)
         if "token" in config.env_config:
             raise ValueError(f"env_config['token'] would be saved in checkpoints and Tune results: "

@@ -172,9 +172,9 @@ class ApexDQN(Algorithm):
                         raise RuntimeError(f"Replay shard {shard} failed; its replay memory is "
                                            "lost, so this run cannot go on.") from batches
                     learner_results.extend(self._learn(shard, batches))
-                for _, answer in self._collect(self._priority_updates):
-                    if isinstance(answer, Exception):  # a shard died: its replay memory is lost
-                        raise answer
+                for shard, answer in self._collect(self._priority_updates):
+                    if isinstance(answer, Exception):  # as in 4.: the run cannot go on
+                        raise RuntimeError(f"Replay shard {shard} died with its memory.") from answer
                 # 5. New weights to the runners, every max_weight_sync_delay env steps.
                 if learner_results and self._steps_since_sync >= cfg.max_weight_sync_delay:
                     self.sync_env_runner_weights()

@@ -17,6 +17,7 @@ class _Generations:
     """Mixin for a replay buffer: how often each slot was filled, to spot stale priority updates."""
 
     capacity: int
+    generations: np.ndarray  # set by _clear
     _slot_t: np.ndarray  # EpisodeReplayBuffer's: each slot's step in its episode (-1: free)
 
     def _clear(self) -> None:

@@ -65,6 +65,7 @@ class Learner:
         self.world_size = 1
         self.num_updates = 0
         self.offline_iterator: Any = None  # this learner's split of offline data (update_from_iterator)
+        self._store_socket: socket.socket | None = None  # rank 0's, until torch.distributed takes it
 
     def configure_optimizer(self) -> torch.optim.Optimizer:
         """Adam on all the module's weights at `config.lr` (SAC: a group per loss); fused: one
@@ -173,6 +174,11 @@ class Learner:
         results["num_env_steps_trained"] = int(batch[LOSS_MASK].sum()) if LOSS_MASK in batch else size
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
+
+    def update_from_batch(self, batch: dict[str, np.ndarray], **kwargs: Any) -> dict[str, Any]:
+        """One update on a batch of rows: the learners of replay and offline algorithms write it."""
+        raise NotImplementedError(f"{type(self).__name__} learns from episodes (update()), not from "
+                                  "a batch of rows.")
 
     def update_from_iterator(self, iterator: Any = None, **kwargs: Any) -> dict[str, Any]:
         """`update_from_batch` on the next batch of this learner's split of offline data (the

@@ -165,7 +165,8 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _check_finite(self, obs: np.ndarray, rewards: np.ndarray,
                       final_obs: dict[tuple[int, int], np.ndarray]) -> None:
-        """NonFiniteEnvData for a NaN or infinite reward or observation: one check per [T, N] buffer."""
+        """Raise NonFiniteEnvData for a NaN or infinite reward or observation in this sample:
+        one `np.isfinite` per [T, N] buffer, not one per step."""
         for field, values in (("reward", rewards), ("obs", obs)):
             at = first_non_finite(values)
             if at is not None:
@@ -225,7 +226,8 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _next_episode(self, i: int) -> None:
         """Sub-env i's next chunk starts a new episode."""
-        self._ids[i], self._t_started[i], self._running_returns[i] = SingleAgentEpisode.new_id(), 0, 0.0
+        self._ids[i], self._t_started[i] = SingleAgentEpisode.new_id(), 0
+        self._running_returns[i] = 0.0
 
     def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None
                          ) -> list[SingleAgentEpisode]:
@@ -263,7 +265,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
-        if state["module_rng"] is not None:  # None in older checkpoints
+        if state["module_rng"] is not None:
             self.module.rng = from_plain(state["module_rng"])
         if self.env_to_module is not None:
             self.env_to_module.set_state(state.get("env_to_module"))  # none in older checkpoints

@@ -76,6 +76,30 @@ def test_inference_state_holds_only_the_policy(vf_share_layers):
         other.set_state({**state, "pi.9.weight": np.zeros((2, 2), np.float32)})
 
 
+@pytest.mark.parametrize("algo, acting, training_only", [
+    ("DQN", ("q.",), "target_q."), ("SAC", ("pi.",), "qf."), ("LSTM", ("encoder.", "lstm.", "pi."), "vf.")])
+def test_every_default_module_sends_runners_only_its_acting_weights_and_checks_them(
+        algo, acting, training_only):
+    from rlcourse.algorithms.dqn.dqn import DQNConfig
+    from rlcourse.algorithms.sac.sac import SACConfig
+
+    config = {"DQN": DQNConfig(), "SAC": SACConfig(),
+              "LSTM": small_ppo().rl_module(model_config={"use_lstm": True})}[algo]
+    act_space = gym.spaces.Box(-1, 1, (1,)) if algo == "SAC" else gym.spaces.Discrete(2)
+    module, other = (build_module(config, gym.spaces.Box(-1, 1, (4,)), act_space) for _ in "ab")
+    state = module.get_state(inference_only=True)
+    assert state and all(k.startswith(acting) for k in state)
+    assert any(k.startswith(training_only) for k in module.get_state())
+    before = other.get_state()
+    other.set_state(state)  # a runner's weights: those it holds now equal, the rest untouched
+    for name, value in other.get_state().items():
+        np.testing.assert_array_equal(value, state[name] if name in state else before[name])
+    with pytest.raises(RuntimeError, match="do not fit"):
+        other.set_state({**state, f"{acting[-1]}9.weight": np.zeros((2, 2), np.float32)})
+    with pytest.raises(RuntimeError, match="do not fit"):  # one acting weight left out
+        other.set_state(dict(list(state.items())[1:]))
+
+
 @pytest.mark.parametrize("vf_share_layers", [True, False])
 def test_the_value_loss_trains_the_encoder_only_when_layers_are_shared(vf_share_layers):
     """RLlib's vf_share_layers: one encoder under both heads, or two networks."""

@@ -9,7 +9,6 @@ Checkpoints keep the target network `target_q`; runners get only `q` and run it 
 
 import copy
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -37,6 +36,8 @@ class QNetwork(nn.Module):
 
 class DefaultDQNModule(RLModule):
     """Online Q-network `q` and target network `target_q`, sized from the spaces and model_config."""
+
+    inference_prefixes = ("q.",)  # runners act with the online network only
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
@@ -68,16 +69,3 @@ class DefaultDQNModule(RLModule):
         """target <- tau * online + (1 - tau) * target (tau = 1: a hard copy)."""
         for target, online in zip(self.target_q.parameters(), self.q.parameters(), strict=True):
             target.lerp_(online, tau)
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """All weights, or only the online network's (what runners get)."""
-        if all(k.startswith("q.") for k in state):
-            self.q.load_state_dict({k[2:]: torch.tensor(v) for k, v in state.items()})
-        else:
-            super().set_state(state)
-
-    def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
-        state = super().get_state()
-        if inference_only:  # runners act with the online network only
-            state = {k: v for k, v in state.items() if k.startswith("q.")}
-        return state

@@ -16,7 +16,6 @@ import copy
 import math
 
 import gymnasium as gym
-import numpy as np
 import torch
 from torch import nn
 
@@ -24,7 +23,6 @@ from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.rl_module import RLModule, mlp
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # std in [2e-9, 7.4]: no collapse, no huge noise
-INFERENCE_PREFIXES = ("pi.",)  # what runners get
 SQUASH_EPS = 1e-6  # recorded actions on the bounds are read this far inside them
 
 
@@ -38,6 +36,8 @@ def squashed_gaussian_logp(u: torch.Tensor, mean: torch.Tensor, log_std: torch.T
 
 class DefaultSACModule(RLModule):
     """`pi` (mean and log-std), `qf` and `qf_twin` (if `twin_q`), their targets, and `log_alpha`."""
+
+    inference_prefixes = ("pi.",)  # runners act with the policy alone
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
@@ -135,16 +135,3 @@ class DefaultSACModule(RLModule):
         return {"actor": list(self.pi.parameters()),
                 "critic": [p for q in self.critics for p in q.parameters()],
                 "alpha": [self.log_alpha]}
-
-    def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
-        state = super().get_state()
-        if inference_only:  # runners act with the policy alone
-            state = {k: v for k, v in state.items() if k.startswith(INFERENCE_PREFIXES)}
-        return state
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """All weights, or only the policy's (what runners get)."""
-        if all(k.startswith(INFERENCE_PREFIXES) for k in state):
-            self.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, strict=False)
-        else:
-            super().set_state(state)

@@ -14,6 +14,8 @@ from rlcourse.core.rl_module.rl_module import DefaultActorCriticModule, mlp
 class DefaultLSTMModule(DefaultActorCriticModule):
     """The encoder, `lstm` and the `pi` / `vf` heads; its state is h and c stacked: [2, cell]."""
 
+    inference_prefixes = ("encoder.", "lstm.", "pi.")
+
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
         settings = lstm_settings(self.model_config)

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 
 _TORCH_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "linear": nn.Identity}
-INFERENCE_PREFIXES = ("cnn.", "encoder.", "lstm.", "pi.")  # the default module's weights a runner needs
 
 
 class RLModule(nn.Module):
@@ -30,6 +29,9 @@ class RLModule(nn.Module):
 
     # A checkpoint's frozen env-to-module connectors (RLModule.from_checkpoint), for raw observations.
     env_to_module: Any = None
+    # The names' prefixes of the weights a runner acts with (RLlib's modules name the converse, in
+    # `get_non_inference_attributes`); empty: every weight.
+    inference_prefixes: tuple[str, ...] = ()
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, model_config: dict):
         super().__init__()
@@ -87,11 +89,22 @@ class RLModule(nn.Module):
         return next(self.parameters(), torch.empty(0)).device
 
     def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
-        """Weights as NumPy arrays: what runners and checkpoints receive."""
-        return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
+        """Weights as NumPy arrays: all of them (checkpoints) or, `inference_only`, those a runner
+        acts with (`inference_prefixes`)."""
+        state = self.state_dict()
+        if inference_only and self.inference_prefixes:
+            state = {k: v for k, v in state.items() if k.startswith(self.inference_prefixes)}
+        return {k: v.detach().cpu().numpy().copy() for k, v in state.items()}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        self.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, strict=True)
+        """All weights, or only those a runner acts with: then every one of those must fit."""
+        partial = bool(self.inference_prefixes) and all(
+            k.startswith(self.inference_prefixes) for k in state)
+        missing, unexpected = self.load_state_dict({k: torch.tensor(v) for k, v in state.items()},
+                                                   strict=not partial)
+        if unexpected or any(k.startswith(self.inference_prefixes) for k in missing):
+            raise RuntimeError(f"These policy weights do not fit this module: unexpected "
+                               f"{unexpected}, missing {missing}.")
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, allowed: Iterable[Any] = ()) -> "RLModule":
@@ -132,6 +145,8 @@ class DefaultActorCriticModule(RLModule):
     """RLlib's default actor-critic MLP. `vf_share_layers=True` (IMPALA's default): one `encoder`
     under linear heads `pi` and `vf`; False (PPO's): `pi` and `vf` are separate MLPs. Images add a
     shared CNN (`cnn`) beneath. Runners get `cnn.*`, `encoder.*` and `pi.*` only."""
+
+    inference_prefixes = ("cnn.", "encoder.", "pi.")
 
     def setup(self) -> None:
         self.info = space_info(self.observation_space, self.action_space)
@@ -176,23 +191,6 @@ class DefaultActorCriticModule(RLModule):
         if embeddings is None:
             embeddings = self.encoder(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)
-
-    def get_state(self, inference_only: bool = False) -> dict[str, np.ndarray]:
-        state = super().get_state()
-        if inference_only:  # runners never need the value head
-            state = {k: v for k, v in state.items() if k.startswith(INFERENCE_PREFIXES)}
-        return state
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """All weights, or only the policy's (what a runner holding this module gets)."""
-        if not all(k.startswith(INFERENCE_PREFIXES) for k in state):
-            super().set_state(state)
-            return
-        missing, unexpected = self.load_state_dict({k: torch.tensor(v) for k, v in state.items()},
-                                                   strict=False)
-        if unexpected or any(k.startswith(INFERENCE_PREFIXES) for k in missing):
-            raise RuntimeError(f"These policy weights do not fit this module: unexpected "
-                               f"{unexpected}, missing {missing}.")
 
 
 def build_module(config: "AlgorithmConfig", observation_space: gym.Space,

@@ -122,11 +122,29 @@ def resets_twice(env, policy, seed):
     return total
 
 
+def capped_at_200_steps(env, policy, seed):  # CartPole-v0's limit, a habit from older tutorials
+    obs, _ = env.reset(seed=seed)
+    total = 0.0
+    for _ in range(200):
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += reward
+        if terminated or truncated:
+            break
+    return total
+
+
+def returns_a_dict(env, policy, seed):
+    return {"return": right(env, policy, seed)}
+
+
 @pytest.mark.parametrize(("wrong", "message"), [
-    (forgets_to_return, "returned None"),
-    (returns_the_rewards, "returned a list; return one number"),
+    (forgets_to_return, "returned is None: nothing was returned"),
+    (returns_the_rewards, "returned is a list, \\[1.0, 1.0.*Give one plain number"),
+    (returns_a_dict, "returned is a dict, \\{'return': .*Give one plain number"),
     (resets_twice, "reset the env 2 times"),
-], ids=["forgets-to-return", "returns-the-rewards", "resets-twice"])
+    (capped_at_200_steps, "returned before the episode ended \\(an env whose episodes last 1,000"),
+], ids=["forgets-to-return", "returns-the-rewards", "returns-a-dict", "resets-twice",
+        "capped-at-200-steps"])
 def test_run_episode_rejects_a_non_number_or_a_second_reset(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_run_episode(wrong)

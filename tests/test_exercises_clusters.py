@@ -45,6 +45,16 @@ def gpu_runners():  # the nodes have CPUs only
     return runners()().env_runners(num_gpus_per_env_runner=0.5)
 
 
+def impala_runners():  # the same settings on another algorithm's config
+    from rlcourse import IMPALAConfig
+
+    config = runners()()
+    return IMPALAConfig().environment(config.env).env_runners(
+        num_env_runners=config.num_env_runners, num_envs_per_env_runner=config.num_envs_per_env_runner,
+        num_cpus_per_env_runner=config.num_cpus_per_env_runner).resources(
+        placement_strategy=config.placement_strategy)
+
+
 @pytest.mark.parametrize(("answer", "hint"), [
     (runners(1), "at least one runner per node"),
     (runners(strategy=None), "prefers the driver's node"),
@@ -58,16 +68,19 @@ def gpu_runners():  # the nodes have CPUs only
     (runners(envs=1), "num_envs_per_env_runner=4"),
     (runners(env="Pendulum-v1"), "CartPole-v1"),
     (lambda: runners()().fault_tolerance(restart_failed_env_runners=False), "does not restart"),
-    (lambda: None, "return the PPOConfig itself"),
+    (lambda: None, "return a PPOConfig, the config itself"),
     (with_learners(1), r"1 learner\(s\) x 1 CPU.*num_learners=0"),
     (with_learners(2, 0.25), r"2 learner\(s\) x 0.25 CPU"),
     (no_restart_budget, "max_num_env_runner_restarts=0"),
     (cpu_as_custom_resource, "standard resources.*num_cpus_per_env_runner"),
     (gpu_runners, "CPUs only"),
+    (lambda: runners()().learners(num_gpus_per_learner=1), "num_gpus_per_learner=1.*CPUs only"),
+    (impala_runners, "return a PPOConfig"),
 ], ids=["one-runner", "no-placement-group", "pack", "strict-pack", "strict-spread", "pinned",
         "whole-cpus", "too-many-runners", "four-small-runners", "one-env-each", "wrong-env",
         "no-restarts", "returns-nothing", "a-learner-actor", "two-small-learners",
-        "no-restart-budget", "cpu-as-custom-resource", "gpu-runners"])
+        "no-restart-budget", "cpu-as-custom-resource", "gpu-runners", "gpu-for-the-local-learner",
+        "an-impala-config"])
 def test_survivable_placement_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_survivable_placement(answer, NODES, lost_node="worker-1")

@@ -55,6 +55,47 @@ class TakesNoConfig(Corridor):
         super().__init__(None)
 
 
+def outcome(env):
+    """step()'s five values once the position and step count have moved, as the spec says."""
+    terminated = env.position == env.length - 1
+    truncated = not terminated and env.steps >= env.max_episode_steps
+    return (np.array([env.position], dtype=np.float32), 1.0 if terminated else -0.1, terminated,
+            truncated, {})
+
+
+class ReadsANoneConfig(Corridor):
+    def __init__(self, config=None):
+        super().__init__({"length": config.get("length", 10),  # config=None: AttributeError
+                          "max_episode_steps": config.get("max_episode_steps", 50)})
+
+
+class CountsOnlyLeftSteps(Corridor):
+    """The step counter indented into the `left` branch: steps to the right never count."""
+
+    def step(self, action):
+        if action == 0:
+            self.position = max(0, self.position - 1)
+            self.steps += 1
+        else:
+            self.position += 1
+        return outcome(self)
+
+
+class PositionOnTheClass(Corridor):
+    """`type(self).position`: every sub-env shares one agent."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        type(self).position = 0
+        del self.position
+        return obs, info
+
+    def step(self, action):
+        type(self).position = max(0, self.position - 1) if action == 0 else self.position + 1
+        self.steps += 1
+        return outcome(self)
+
+
 class KeepsStepCount(Corridor):
     """reset() forgets to restart the step counter."""
 
@@ -169,10 +210,14 @@ def test_a_half_written_corridor_is_not_attempted_yet(capsys):
     (LeftWrapsAround, "not (in|within) (the )?observation.space|should be in cell 0"),
     (TruncatesAtTheGoalToo, "truncates only an episode that has not terminated"),
     (GoalRewardReplacesNothing, r"reward 0.9; the spec says 1.0 \(\+1 on reaching"),
+    (ReadsANoneConfig, r"ReadsANoneConfig\(\) raised AttributeError.*config = config or \{\}"),
+    (CountsOnlyLeftSteps, "one step to the right, then left: .*Count every step"),
+    (PositionOnTheClass, "after env B's reset.*not on the class"),
 ], ids=["no-super-reset", "float64", "ignores-env-config", "no-config-argument", "step-count",
         "reused-array", "timeout-terminates", "never-truncates", "numpy-bools", "old-gym-api",
         "rewards", "scalar-observation", "left-does-nothing", "swapped-actions", "no-wall-on-the-left",
-        "truncated-at-the-goal", "goal-reward-minus-step"])
+        "truncated-at-the-goal", "goal-reward-minus-step", "none-config", "counts-only-left-steps",
+        "position-on-the-class"])
 def test_typical_mistakes_get_a_hint(env_class, message):
     with pytest.raises(ExerciseError, match=message):
         check_env_implementation(env_class)

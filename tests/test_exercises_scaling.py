@@ -57,9 +57,13 @@ def mutates(throughputs):
     (table(speedup=lambda t, n: t[n] / min(t.values())), "divided by the slowest row"),
     (table(speedup=lambda t, n: max(1.0, t[n] / t[1])), "Do not cap it at 1"),
     (table(efficiency=lambda s, n: min(1.0, s / n) if s >= 1 else 1.0), "speed-up / number of runners"),
+    (lambda t: ({n: f"{t[n] / t[1]:.2f}x" for n in t}, reference_speedup_and_efficiency(t)[1]),
+     r"speedups\[1\] is a str, '1.00x'.*not formatted"),
+    (table(efficiency=lambda s, n: f"{s / n:.0%}"), r"efficiencies\[1\] is a str, '100%'"),
 ], ids=["upside-down", "row-before", "not-divided-by-one-runner", "percent", "runners-over-speedup",
         "efficiency-is-speedup", "typed-numbers", "mutates-input", "missing-rows", "one-dict",
-        "divided-by-the-slowest", "capped-at-one", "efficiency-of-a-slowdown-is-one"])
+        "divided-by-the-slowest", "capped-at-one", "efficiency-of-a-slowdown-is-one",
+        "formatted-speedups", "formatted-efficiencies"])
 def test_scaling_table_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_scaling_table(answer, MEASURED)
@@ -114,7 +118,11 @@ def test_a_right_vectorize_prediction_passes(capsys):
     (predictor(async_=lambda n, s: 2 * n / s), "one wait of 5 ms"),
     (lambda num_envs, step_latency_s, mode: 200.0 if mode == "SYNC" else 800.0,
      "Compute from the arguments"),
-], ids=["sync-overlaps", "sync-vector-steps", "async-adds-up", "async-wrong", "typed-numbers"])
+    (lambda num_envs, step_latency_s, mode: print(num_envs / step_latency_s),
+     r"predict_steps_per_s\(4, 0.005, 'SYNC'\) is None: nothing was returned"),
+    (lambda num_envs, step_latency_s, mode: {"SYNC": 1 / step_latency_s}, "is a dict"),
+], ids=["sync-overlaps", "sync-vector-steps", "async-adds-up", "async-wrong", "typed-numbers",
+        "prints-instead-of-returning", "returns-a-dict"])
 def test_vectorize_prediction_rejects_each_mistake_with_its_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_vectorize_prediction(answer)

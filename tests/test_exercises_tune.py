@@ -91,6 +91,12 @@ def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
     assert "Correct" in capsys.readouterr().out
 
 
+def columns_of_the_best_rows(df, varied):  # the right rows, but each value a column of them
+    best = reference_pick_best_config(df, varied)
+    rows = df[(df[list(varied)] == list(best.values())).all(axis=1)]
+    return {column: rows[column] for column in varied}
+
+
 @pytest.mark.parametrize(("answer", "hint"), [
     (max_of_max, "max of the curve"),
     (one_lucky_seed, "one lucky seed"),
@@ -107,9 +113,10 @@ def test_a_sort_by_trial_iteration_solution_with_idxmax_passes(capsys):
     (lambda df, varied: tuple(reference_pick_best_config(df, varied).values()), "as a dict"),
     (lambda df, varied: {"config/lr": 1e-3}, "(not the config|return one value)"),
     (lambda df, varied: df["no such column"], "raised KeyError"),
+    (columns_of_the_best_rows, r"your value for 'config/lr' is a Series.*\.iloc\[0\]"),
 ], ids=["max-of-max", "lucky-seed", "whole-curve-mean", "unsorted-last-row", "nan-mean",
         "nan-rows-dropped-first", "groupby-last", "errored-config-dropped", "early-stopped-dropped",
-        "first-row", "median", "one-column", "a-tuple", "typed-lr", "raises"])
+        "first-row", "median", "one-column", "a-tuple", "typed-lr", "raises", "columns-not-values"])
 def test_each_mistake_is_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_pick_best_config(answer)

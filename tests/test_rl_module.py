@@ -77,7 +77,8 @@ def test_inference_state_holds_only_the_policy(vf_share_layers):
 
 
 @pytest.mark.parametrize("algo, acting, training_only", [
-    ("DQN", ("q.",), "target_q."), ("SAC", ("pi.",), "qf."), ("LSTM", ("encoder.", "lstm.", "pi."), "vf.")])
+    ("DQN", ("q.",), "target_q."), ("SAC", ("pi.",), "qf."),
+    ("LSTM", ("encoder.", "lstm.", "pi."), "vf.")])
 def test_every_default_module_sends_runners_only_its_acting_weights_and_checks_them(
         algo, acting, training_only):
     from rlcourse.algorithms.dqn.dqn import DQNConfig

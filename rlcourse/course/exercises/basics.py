@@ -4,14 +4,14 @@ The learner writes `run_episode(env, policy, seed) -> float`: reset the env with
 `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
 rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
 only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset,
-acting on an old observation, actions not from the policy, and the last reward left out (one env
-terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports it). The
-stub (NotImplementedError) is reported as not attempted and the lesson goes on with
-`reference_run_episode`.
+acting on an old observation, actions not from the policy, the last reward left out (one env
+terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports it), a
+loop capped at a fixed number of steps (one env's episodes last 1,000), and a return value that is
+not one number. The stub (NotImplementedError) is reported as not attempted and the lesson goes on
+with `reference_run_episode`.
 
-Review, what answer would still pass that should not? A loop capped at a fixed number of steps
-larger than these episodes (CartPole with the leaning policy ends within a few hundred steps, the
-other envs after 7 and 6), and an answer that resets, then steps and sums correctly but also calls
+Review, what answer would still pass that should not? A loop capped at 1,000 steps or more (the
+longest episode here), and an answer that resets, then steps and sums correctly but also calls
 the policy on a copy of the observation (harmless).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, number, passed
 
 __all__ = ["check_run_episode"]
 
@@ -112,6 +112,9 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
         ("an env that terminates on the step its time limit truncates it (6 steps, both flags)",
          lambda: gym.wrappers.TimeLimit(_Drift(ends_after=6), max_episode_steps=6), lambda obs: 1,
          "Add every step's reward, the last one too: it ends the episode by both flags at once."),
+        ("an env whose episodes last 1,000 steps", lambda: gym.wrappers.TimeLimit(
+            _Drift(), max_episode_steps=1000), lambda obs: 0,
+         "Step until the episode ends, however long it lasts: no fixed number of steps."),
     ]
 
 
@@ -124,12 +127,9 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
     for name, make_env, policy, hint in _cases():
         for seed in (0, 7):
             env = _Watched(make_env())
-            got = call(run_episode, env, env.watch(policy), seed, where=name)
-            if got is None:
-                raise ExerciseError("run_episode returned None: `return` the sum of the rewards.")
-            if isinstance(got, str) or np.ndim(got) != 0:
-                raise ExerciseError(f"run_episode returned a {type(got).__name__}; return one number, "
-                                    "the sum of the episode's rewards (e.g. total += reward).")
+            got = number(call(run_episode, env, env.watch(policy), seed, where=name),
+                         "What run_episode returned", " Return the sum of the episode's rewards "
+                         "(e.g. total += reward).")
             if env.seeds[:1] != [seed]:
                 raise ExerciseError(f"Reset the env with the seed you are given: "
                                     f"env.reset(seed=seed) (it was reset with {env.seeds}).")
@@ -146,13 +146,13 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
                                     "policy(obs), one call per step (not env.action_space.sample()"
                                     " or a fixed action).")
             expected = reference_run_episode(make_env(), policy, seed)
-            if np.isclose(float(got), expected - env.last_reward) and env.last_reward:
+            if np.isclose(got, expected - env.last_reward) and env.last_reward:
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
                                     f"episode's return is {expected}: the last step's reward "
                                     f"({env.last_reward:g}) is missing. It comes with "
                                     "terminated or truncated: add each reward before checking "
                                     "whether the episode ended.")
-            if not np.isclose(float(got), expected):
+            if not np.isclose(got, expected):
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
                                     f"episode's return is {expected}. Hint: {hint}")
     passed("your loop resets with the seed, acts on each new observation, steps until the episode "

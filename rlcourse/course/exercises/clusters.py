@@ -55,9 +55,9 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
     on every node of `node_cpus` (node name -> CPUs) and can all run again on the other nodes once
     `lost_node` is gone. Returns `placement_config` when it is right."""
     config = call(placement_config)
-    if not hasattr(config, "num_env_runners"):
-        raise ExerciseError(f"placement_config() returned {config!r}; return the PPOConfig itself "
-                            "(PPOConfig().environment(...).env_runners(...)...).")
+    if type(config).__name__ != "PPOConfig":
+        raise ExerciseError(f"placement_config() returned {config!r:.80}; return a PPOConfig, the "
+                            "config itself (PPOConfig().environment(...).env_runners(...)...).")
     try:
         config.validate()
     except ValueError as e:
@@ -102,12 +102,12 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
         raise ExerciseError(f"custom_resources_per_env_runner asks for {next(iter(custom))!r}, "
                             f"which none of the nodes {sorted(node_cpus)} offers: the runners "
                             "could not start anywhere. Leave it empty.")
-    gpus = [(setting, getattr(config, setting)) for setting, used in (
-        ("num_gpus_per_env_runner", True), ("num_gpus_per_learner", config.num_learners > 0))
-        if used and getattr(config, setting) > 0]
-    if gpus:
-        raise ExerciseError(f"{gpus[0][0]}={gpus[0][1]:g}, but these nodes have CPUs only: the "
-                            "actors could not start anywhere. Leave it at 0.")
+    gpus = [(setting, getattr(config, setting)) for setting in ("num_gpus_per_env_runner",
+                                                                "num_gpus_per_learner")
+            if getattr(config, setting) > 0]
+    if gpus:  # (a learner in the driver's process, num_learners=0, would find no GPU either)
+        raise ExerciseError(f"{gpus[0][0]}={gpus[0][1]:g}, but these nodes have CPUs only: nothing "
+                            "could use a GPU here. Leave it at 0.")
     if not config.restart_failed_env_runners:
         raise ExerciseError("With fault_tolerance(restart_failed_env_runners=False) Ray does not "
                             "restart the runners of a lost node.")

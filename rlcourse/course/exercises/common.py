@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 SOLUTIONS = Path(__file__).with_name("solutions")
 
 
@@ -48,6 +50,20 @@ def call(fn: Callable, *args: Any, where: str = "", **kwargs: Any) -> Any:
     except Exception as e:
         raise ExerciseError(f"{_name(fn)} raised {type(e).__name__}: {e}"
                             f"{where and f' ({where})'}") from e
+
+
+def number(value: Any, what: str, hint: str = "") -> float:
+    """`value` as a float; a wrong answer, saying what `what` was instead, if it is not one number
+    (None from a function that only prints, a formatted string, a dict, a column of values)."""
+    if value is not None and not isinstance(value, str | bytes) and np.ndim(value) == 0:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    got = ("None: nothing was returned (a function that prints its answer must also `return` it)"
+           if value is None else f"a {type(value).__name__}, {' '.join(repr(value).split()):.80}")
+    text = " (not formatted text: 1.5, not '1.5x')" if isinstance(value, str) else ""
+    raise ExerciseError(f"{what} is {got}. Give one plain number{text}.{hint}")
 
 
 def _name(fn: Callable) -> str:

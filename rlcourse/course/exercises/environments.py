@@ -7,7 +7,9 @@ terminates the episode; every other step gives -0.1. After `max_episode_steps` s
 default 50) an episode that has not terminated is truncated.
 
 The checker walks every action in every direction (right to the goal, left back from a middle cell,
-left against the wall, left until the time limit) with several env_configs. A stub that still
+left against the wall, left until the time limit, with or without a step right first) with several
+env_configs, builds the env without a config (it may be None), and resets a second env beside the
+first (sub-envs keep their own state). A stub that still
 raises NotImplementedError is reported as not attempted, and the lesson goes on with
 `ReferenceCorridor`. One env_config makes the goal the last allowed step: the spec truncates only
 an episode that has not terminated, so `truncated = steps >= max_episode_steps` alone is wrong.
@@ -125,7 +127,8 @@ def _reset(env: gym.Env, where: str) -> None:
     _check_obs(env, obs, 0, f"{where}: reset()")
 
 
-def _step(env: gym.Env, action: int, cell: int, where: str) -> tuple[float, bool, bool]:
+def _step(env: gym.Env, action: int, cell: int, where: str, hint: str = ""
+          ) -> tuple[float, bool, bool]:
     """Step, check the result's form and the agent's cell; return (reward, terminated, truncated)."""
     result = env.step(np.int64(action))  # as a runner's vector env passes it, not a Python int
     if not isinstance(result, tuple) or len(result) != 5:
@@ -143,8 +146,8 @@ def _step(env: gym.Env, action: int, cell: int, where: str) -> tuple[float, bool
         _fail(f"{where}: the reward is a {type(reward).__name__}; return a plain number.")
     if not isinstance(info, dict):
         _fail(f"{where}: info must be a dict, got {info!r}.")
-    _check_obs(env, obs, cell, where, " (Actions arrive as numpy integers, np.int64(0) or "
-               "np.int64(1), as a runner passes them: compare with ==, never with `is`.)")
+    _check_obs(env, obs, cell, where, hint or " (Actions arrive as numpy integers, np.int64(0) "
+               "or np.int64(1), as a runner passes them: compare with ==, never with `is`.)")
     return float(reward), terminated, truncated
 
 
@@ -173,11 +176,28 @@ def _check_walk_right(env: gym.Env, length: int, max_steps: int, where: str) -> 
                   f"{expected} ({'+1 on reaching the last cell' if at_goal else '-0.1 per step'}).")
 
 
-def _check_walk_left(env: gym.Env, max_steps: int, where: str) -> None:
-    """Always left: the agent stays in cell 0 and the episode is truncated after max_steps."""
+def _check_without_config(env_class: type) -> None:
+    """`Corridor()` and `Corridor(None)`: the spec's defaults (config may be None)."""
+    for args, call in (((), f"{env_class.__name__}()"), ((None,), f"{env_class.__name__}(None)")):
+        try:
+            env = env_class(*args)
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            raise ExerciseError(f"{call} raised {type(e).__name__}: {e}. The spec's config may be "
+                                "None (the default, `def __init__(self, config=None)`): start with "
+                                "`config = config or {}`, then read it with config.get(...).") from e
+        _check_spaces(env, DEFAULT_LENGTH, call)
+
+
+def _check_walk_left(env: gym.Env, max_steps: int, where: str, first: int = LEFT) -> None:
+    """Left (after one step right, if `first` is RIGHT): the agent ends up in cell 0 and the
+    episode is truncated after max_steps steps, whichever way they went."""
     _reset(env, where)
+    where += ": one step to the right, then left" if first == RIGHT else ""
     for t in range(1, max_steps + 1):
-        reward, terminated, truncated = _step(env, LEFT, 0, f"{where}: step {t} to the left")
+        action, cell = (RIGHT, 1) if t == 1 and first == RIGHT else (LEFT, 0)
+        reward, terminated, truncated = _step(env, action, cell, f"{where}: step {t}")
         if terminated:
             _fail(f"{where}: walking left, terminated is True after {t} steps. Running out of time "
                   "is truncation (truncated=True), not termination: only the goal terminates.")
@@ -187,8 +207,19 @@ def _check_walk_left(env: gym.Env, max_steps: int, where: str) -> None:
         if not np.isclose(reward, STEP_REWARD):
             _fail(f"{where}: step {t} to the left gave reward {reward}; the spec says -0.1.")
     if not truncated:
-        _fail(f"{where}: walking left for max_episode_steps={max_steps} steps did not end the "
-              "episode. Return truncated=True once that many steps have passed since reset().")
+        _fail(f"{where}: {max_steps} steps (max_episode_steps) did not end the episode. Count "
+              "every step, to the left and to the right, and return truncated=True once that many "
+              "have passed since reset().")
+
+
+def _check_apart(env: gym.Env, other: gym.Env, where: str) -> None:
+    """Two envs (a vector env's sub-envs) keep their own state: resetting one leaves the other."""
+    _reset(env, where)
+    _step(env, RIGHT, 1, f"{where}: env A's first step to the right")
+    _reset(other, f"{where}, env B")
+    _step(env, RIGHT, 2, f"{where}: env A's second step to the right, after env B's reset()",
+          " Keep the position and the step count on the instance (self.position), not on the "
+          "class: every sub-env is its own corridor.")
 
 
 def _check_back_and_forth(env: gym.Env, where: str) -> None:
@@ -247,6 +278,7 @@ def _check(env_class: type) -> None:
               "one env per sub-env slot, each with its own EnvContext.")
     if not (isinstance(env_class, type) and issubclass(env_class, gym.Env)):
         _fail(f"Expected a subclass of gymnasium.Env, got {env_class!r}.")
+    _check_without_config(env_class)
     for env_config, length, max_steps in CONFIGS:
         where = f"with env_config={env_config}"
         env = _make(env_class, env_config)
@@ -261,6 +293,8 @@ def _check(env_class: type) -> None:
         # The same env object again, as a vector env reuses it: reset() must start afresh.
         _check_walk_left(env, max_steps, where)
         _check_walk_right(env, length, max_steps, f"{where}, after a truncated episode")
+        _check_walk_left(env, max_steps, where, first=RIGHT)
+        _check_apart(env, _make(env_class, env_config), where)
         env.close()
     passed(f"{env_class.__name__} passes gymnasium's check_env and behaves as the spec says for "
            f"{len(CONFIGS)} env_configs (including the defaults).")

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, number, passed
 
 __all__ = ["check_scaling_table", "check_vectorize_prediction", "reference_predict_steps_per_s",
            "reference_speedup_and_efficiency"]
@@ -48,7 +48,7 @@ def _close(a: float, b: float, rel: float = 0.02) -> bool:
 
 
 def _all_close(answer: Mapping[int, float], expected: Mapping[int, float]) -> bool:
-    return all(_close(float(answer[n]), value) for n, value in expected.items())
+    return all(_close(answer[n], value) for n, value in expected.items())
 
 
 def _table_answer(fn: Callable, throughputs: Mapping[int, float]):
@@ -74,6 +74,9 @@ def _check_table(throughputs: Mapping[int, float], speedups: Mapping[int, float]
                                 f"runner count in throughputs ({sorted(throughputs)}). Build the dicts "
                                 "from `throughputs`: the checker also calls your function with "
                                 "tables of its own, so typed-in numbers fail.")
+    speedups, efficiencies = ({n: number(answer[n], f"{name}[{n}]") for n in throughputs}
+                              for name, answer in (("speedups", speedups),
+                                                   ("efficiencies", efficiencies)))
     counts = sorted(throughputs)
     right_speedups, right_efficiencies = reference_speedup_and_efficiency(throughputs)
     if not _all_close(speedups, right_speedups):
@@ -99,7 +102,7 @@ def _check_table(throughputs: Mapping[int, float], speedups: Mapping[int, float]
         raise ExerciseError(f"Speed-up with N runners = throughputs[N] / throughputs[1]; on "
                             f"{dict(throughputs)}, for {counts[-1]} runners it is "
                             f"{right_speedups[counts[-1]]:.2f}, not "
-                            f"{float(speedups[counts[-1]]):.2f}. (Compute from `throughputs`: "
+                            f"{speedups[counts[-1]]:.2f}. (Compute from `throughputs`: "
                             "numbers typed from one measurement fail on another table.)")
     if not _all_close(efficiencies, right_efficiencies):
         if _all_close(efficiencies, {n: 100 * e for n, e in right_efficiencies.items()}):
@@ -147,8 +150,9 @@ def check_vectorize_prediction(predict_steps_per_s: Callable[[int, float, str], 
         sync = reference_predict_steps_per_s(num_envs, latency, "SYNC")
         parallel = reference_predict_steps_per_s(num_envs, latency, "ASYNC")
         where = f"num_envs={num_envs}, step_latency_s={latency}"
-        got_sync = float(call(predict_steps_per_s, num_envs, latency, "SYNC", where=where))
-        got_async = float(call(predict_steps_per_s, num_envs, latency, "ASYNC", where=where))
+        got_sync, got_async = (number(call(predict_steps_per_s, num_envs, latency, mode, where=where),
+                                      f"predict_steps_per_s({num_envs}, {latency}, {mode!r})")
+                               for mode in ("SYNC", "ASYNC"))
         same = (f" (Your function gives {got_sync:g} env steps/s for SYNC and for ASYNC: does it "
                 "read `mode`, the string \"SYNC\" or \"ASYNC\" in capitals?)"
                 if _close(got_sync, got_async, rel=0.01) else "")

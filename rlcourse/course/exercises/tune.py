@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, number, passed
 
 __all__ = ["check_pick_best_config", "reference_pick_best_config"]
 
@@ -215,6 +215,8 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
         if set(answer) != set(varied):
             raise ExerciseError(f"On the sweep with {what} the varied columns are {varied}: return "
                                 f"one value for each (you returned the keys {sorted(answer)}).")
+        answer = {k: number(v, f"On the sweep with {what}, your value for {k!r}", " (A column "
+                            "of rows? Take the one value: .iloc[0].)") for k, v in answer.items()}
         if _same(answer, expected):
             continue
         nan_configs = final_returns(df, list(varied)).loc[lambda f: f[RETURN].isna()]
@@ -223,12 +225,11 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
                                 "trial (its last return is NaN): a NaN mean, or a NaN in max(), "
                                 "wins by accident. Leave errored trials out (dropna on each "
                                 "trial's last return) before averaging.")
-        shown = {k: v.item() if hasattr(v, "item") else v for k, v in answer.items()}
         hints = [hint for config, hint in _mistakes(df, list(varied)) if _same(answer, config)]
         if hints:
-            raise ExerciseError(f"On the sweep with {what} you picked {shown}. Perhaps: "
+            raise ExerciseError(f"On the sweep with {what} you picked {answer}. Perhaps: "
                                 + "; or: ".join(hints) + ".")
-        raise ExerciseError(f"On the sweep with {what} you picked {shown}, which is not the config "
+        raise ExerciseError(f"On the sweep with {what} you picked {answer}, which is not the config "
                             "with the best mean over its seeds of their last reported returns.")
     passed("on every sweep (a lucky seed, an early peak, a slow start, errored trials, trials "
            "stopped early among shuffled rows, a seed far above its config's others, two varied "

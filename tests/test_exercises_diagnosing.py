@@ -96,6 +96,23 @@ def test_an_answer_that_is_not_a_dict_or_raises_is_rejected():
         check_diagnosis(broken, RUNS)
 
 
+def test_two_bugs_for_a_run_are_refused_and_changing_the_runs_changes_nothing():
+    unsure = {**MYSTERY, "B": [MYSTERY["B"], "value_loss_clipped"]}
+    with pytest.raises(ExerciseError, match="Run B: .* is not one of the bugs.*as a string"):
+        check_diagnosis(answering(unsure), RUNS)
+
+    def empties_the_runs(runs):
+        for run in runs.values():
+            run.drop(columns=list(run.columns), inplace=True)
+        return {**MYSTERY, "A": "value_loss_clipped"}
+
+    before = {name: run.copy() for name, run in RUNS.items()}
+    with pytest.raises(ExerciseError, match="per step"):  # the hint reads the run, still whole
+        check_diagnosis(empties_the_runs, RUNS)
+    for name, run in RUNS.items():
+        pd.testing.assert_frame_equal(run, before[name])
+
+
 def test_the_untouched_stub_is_not_attempted_and_the_lesson_goes_on(capsys):
     def diagnose(runs):
         raise NotImplementedError("TODO: name each run's bug")

@@ -29,11 +29,12 @@ def play(env, policy, cut_at=None):
 
 
 def loop(episode=play, refresh=True, final="send", keep_batch=False, each_step=False,
-         drop_last=False, send_at_end_only=False, count=lambda sent: sent, inclusive=False):
+         drop_last=False, send_at_end_only=False, count=lambda sent: sent, inclusive=False,
+         at_most=False):
     """A batching loop with one mistake switched on."""
     def simulate(connection, policy, env, steps_per_batch, max_env_steps):
         sent, batch, steps = 0, [], 0
-        while sent < max_env_steps:
+        while sent < max_env_steps + at_most:  # at_most: `<=` where `<` belongs
             if not keep_batch:
                 batch, steps = [], 0
             goal = 1 if each_step else steps_per_batch
@@ -121,6 +122,33 @@ def stale_first_observation():
     return episode
 
 
+def changed(change):
+    """play(), then `change(actions, logps)` -> the (actions, logps) sent."""
+    def episode(env, policy):
+        observations, actions, rewards, logps, terminated = play(env, policy)
+        return observations, *change(actions, rewards, logps), terminated
+    return episode
+
+
+def redraws(env, policy):
+    """Plays an episode, then asks the policy again for each step's action to send."""
+    observations, _, rewards, _, terminated = play(env, policy)
+    redrawn = [policy.act(obs) for obs in observations[:-1]]
+    return observations, [a for a, _ in redrawn], rewards, [p for _, p in redrawn], terminated
+
+
+def steps_with_what_act_returns(env, policy):
+    obs, _ = env.reset()
+    env.step(policy.act(obs))  # (action, logp): not unpacked
+    return play(env, policy)
+
+
+def forever(connection, policy, env, steps_per_batch, max_env_steps):
+    """Never counts what it sends: plays episodes until something stops it."""
+    while True:
+        connection.send({"type": "EPISODES", "episodes": [episode_entry(*play(env, policy))]})
+
+
 def steps_after_done(connection, policy, env, steps_per_batch, max_env_steps):
     """Resets only once, then steps on past the end of the first episode."""
     obs, _ = env.reset()
@@ -144,6 +172,17 @@ WRONG = [
     (loop(count=lambda sent: sent - 1), "return that"),
     (loop(inclusive=True), "more than it needed"),  # `<=` where `<` belongs: one episode too many
     (steps_after_done, "env.reset()"),
+    (loop(episode=changed(lambda a, r, p: (p, r, a))), "actions are not the ones env.step()"),
+    (loop(episode=changed(lambda a, r, p: (a[1:] + a[:1], r, p))),
+     "actions are not the ones env.step()"),
+    (loop(episode=changed(lambda a, r, p: (a, r, [2.718281828 ** x for x in p]))),
+     "action_logp are not the log-probabilities"),
+    (loop(episode=changed(lambda a, r, p: (a, r, [0.0] * len(p)))),
+     "action_logp are not the log-probabilities"),
+    (loop(episode=redraws), "actions are not the ones env.step()"),
+    (loop(episode=steps_with_what_act_returns), "returns two values: action, logp"),
+    (loop(at_most=True), "holds no episode.*not <="),
+    (forever, "began 2000 episodes"),
 ]
 
 
@@ -161,7 +200,9 @@ def test_the_reference_and_the_solution_are_correct(capsys):
     "no reset observation", "drops the last step", "stale first observation",
     "last batch as a request",
     "batch never cleared", "skips the requests", "one message at the end", "wrong count",
-    "steps a finished episode", "<= fills a batch past steps_per_batch"])
+    "steps a finished episode", "<= fills a batch past steps_per_batch", "actions and logps swapped",
+    "actions rotated", "probabilities not log", "zero logps", "sends a second draw",
+    "steps with the pair", "<= in the outer loop", "never stops"])
 def test_a_wrong_loop_is_rejected_with_its_hint(wrong, hint):
     with pytest.raises(ExerciseError, match=hint.replace("(", r"\(").replace(")", r"\)")):
         check_simulator_loop(wrong)

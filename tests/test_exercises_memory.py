@@ -66,6 +66,19 @@ def test_the_untouched_stub_is_not_attempted_and_the_reference_goes_on(capsys):
     assert first[:, 0].tolist() == [0, 2, 3] and padded[1, 1, 0] == 0
 
 
+def evened_out(values, chunk_lengths, states_in, max_seq_len):
+    """Each chunk cut into ceil(n / max_seq_len) pieces of (nearly) equal length: 7 -> 3 + 2 + 2."""
+    pieces, start = [], 0
+    for n in chunk_lengths:
+        pieces += np.array_split(np.arange(start, start + n), -(-n // max_seq_len))
+        start += n
+    padded = np.zeros((len(pieces), max_seq_len, *values.shape[1:]), values.dtype)
+    mask = np.zeros((len(pieces), max_seq_len), bool)
+    for i, piece in enumerate(pieces):
+        padded[i, :len(piece)], mask[i, :len(piece)] = values[piece], True
+    return padded, mask, states_in[[piece[0] for piece in pieces]]
+
+
 @pytest.mark.parametrize(("answer", "hint"), [
     (make_answer(across=True), "across the end of a chunk"),
     (make_answer(count=lambda n, size: n // size), "after a chunk's last full sequence"),
@@ -81,6 +94,9 @@ def test_the_untouched_stub_is_not_attempted_and_the_reference_goes_on(capsys):
     (lambda values, lengths, states, size: [values[i:i + size] for i in range(0, len(values), size)],
      "return three arrays"),
     (lambda values, lengths, states, size: (unpadded(values, lengths, size), 0, 0), "ragged"),
+    (evened_out, r"Case 5 \(chunk lengths \[7, 10\], max_seq_len=3\): padded, mask, first_states"),
+    (lambda *args: (lambda p, m, f: (p.astype(int), m, f))(*solution()(*args)),
+     "Case 1 .*: padded differ"),
 ])
 def test_wrong_answers_are_rejected_with_a_hint(answer, hint):
     with pytest.raises(ExerciseError, match=hint):

@@ -88,7 +88,7 @@ def reference_diagnosis(fn: Callable, runs: dict[str, pd.DataFrame]) -> dict[str
 def check_diagnosis(fn: Callable[[dict[str, pd.DataFrame]], dict[str, str]],
                     runs: dict[str, pd.DataFrame]) -> dict[str, str]:
     """Check `fn(runs)`, the bug of each mystery run; return the answer when right."""
-    answer = call(fn, dict(runs))
+    answer = call(fn, {name: run.copy() for name, run in runs.items()})  # theirs to change
     if not isinstance(answer, dict):
         raise ExerciseError(f"diagnose returned {type(answer).__name__}; return a dict "
                             f"{{run name: bug}}, e.g. {{'A': 'lr_too_high', ...}}.")
@@ -96,9 +96,10 @@ def check_diagnosis(fn: Callable[[dict[str, pd.DataFrame]], dict[str, str]],
         raise ExerciseError(f"diagnose named the runs {sorted(map(str, answer))}; name each of "
                             f"{sorted(MYSTERY)}, once.")
     for name in sorted(MYSTERY):
-        if answer[name] not in BUGS:
+        if not isinstance(answer[name], str) or answer[name] not in BUGS:
             raise ExerciseError(f"Run {name}: {answer[name]!r} is not one of the bugs: each run has "
-                                f"one of {sorted(BUGS)} (none of them is healthy).")
+                                f"one of {sorted(BUGS)} (none of them is healthy): name one, as "
+                                "a string.")
     for name in sorted(MYSTERY):
         guess, truth = answer[name], MYSTERY[name]
         if guess != truth:

@@ -7,9 +7,11 @@ batch that reaches `max_env_steps` as EPISODES, and return the env steps sent. T
 on its own recording stand-ins: an env whose observations say (episode, step) and whose episodes
 end at random lengths, terminated or truncated; a policy that notes which weights acted at each
 step; a connection that answers SET_STATE with ever newer weights. It checks every episode against
-the env's own record (whole, from its reset observation to its last, in order, each sent once),
-the batch sizes, the weights each step acted with, the last message and the count returned, on
-three cases (batches of several episodes, batches of one step, a budget smaller than one batch).
+the env's own record (whole, from its reset observation to its last, in order, each sent once, with
+the actions the env was stepped with and the log-probabilities the policy gave), the batch sizes,
+the weights each step acted with, the last message and the count returned, on four cases (batches
+of several episodes, batches of one step, a budget smaller than one batch, a budget met exactly).
+An empty batch, or far more episodes than the budget needs, stops the loop with a hint.
 
 Review, what answer would still pass that should not? One that sends extra fields the server
 refuses (the checker reads only the fields episode_entry writes, so it would not see them), and
@@ -25,6 +27,8 @@ from rlcourse.course.exercises.common import ExerciseError, call, exercise, pass
 from rlcourse.env.external import client
 
 __all__ = ["check_simulator_loop", "reference_simulate"]
+
+MAX_EPISODES = 2_000  # per case: ten times what the largest budget needs, so a loop that never stops
 
 
 def reference_simulate(connection, policy, env, steps_per_batch: int, max_env_steps: int) -> int:
@@ -60,7 +64,10 @@ class ExerciseEnv:
                         np.float32)
 
     def reset(self, seed=None, options=None):
-        self.episodes.append({"obs": [], "rewards": [], "terminated": None,
+        if len(self.episodes) >= MAX_EPISODES:
+            raise ExerciseError(f"simulate began {MAX_EPISODES} episodes, far more than "
+                                "max_env_steps needs: stop once that many env steps are sent.")
+        self.episodes.append({"obs": [], "actions": [], "rewards": [], "terminated": None,
                               "length": int(self.rng.integers(3, 31))})
         self.done = False
         self.episodes[-1]["obs"].append(self._obs())
@@ -70,7 +77,12 @@ class ExerciseEnv:
         if self.done:
             raise ExerciseError("env.step() after the episode ended: call env.reset() to begin the "
                                 "next episode.")
+        if not isinstance(action, int | np.integer) or action not in (0, 1):
+            raise ExerciseError(f"env.step() got the action {action!r}; it takes 0 or 1. "
+                                "policy.act(obs) returns two values: action, logp = "
+                                "policy.act(obs), then env.step(action).")
         e = self.episodes[-1]
+        e["actions"].append(int(action))
         e["rewards"].append(float(self.rng.uniform(0.5, 1.5)))
         obs = self._obs()
         e["obs"].append(obs)
@@ -80,15 +92,18 @@ class ExerciseEnv:
 
 
 class ExercisePolicy:
-    """Acts at random and notes, per step, the weights version it acted with."""
+    """Acts at random and notes, per step, the weights version it acted with and what it gave:
+    `chose[(episode, step)]` = (action, log-probability), the latest if asked twice."""
 
     def __init__(self, env: ExerciseEnv):
-        self.env, self.version, self.acted = env, 0, []
+        self.env, self.version, self.acted, self.chose = env, 0, [], {}
         self.rng = np.random.default_rng(1)
 
     def act(self, obs):
         self.acted.append((int(obs[0]), int(obs[1]), self.version))
-        return int(self.rng.integers(2)), -0.5
+        action, logp = int(self.rng.integers(2)), float(np.float32(-self.rng.uniform(0.1, 2.0)))
+        self.chose[int(obs[0]), int(obs[1])] = action, logp
+        return action, logp
 
     def set_state(self, state: dict) -> None:
         self.version = state["weights_seq_no"]
@@ -101,6 +116,9 @@ class ExerciseConnection:
         self.policy, self.messages = policy, []
 
     def _note(self, message: dict, how: str) -> None:
+        if isinstance(message, dict) and message.get("episodes") == []:
+            raise ExerciseError(f"message {len(self.messages)} holds no episode: stop once "
+                                "max_env_steps are sent (`while sent < max_env_steps`, not <=).")
         self.messages.append((how, json.loads(json.dumps(message)), len(self.policy.acted)))
 
     def send(self, message: dict) -> None:
@@ -115,9 +133,11 @@ def _fail(what: str, hint: str) -> None:
     raise ExerciseError(f"On {what}: {hint}")
 
 
-def _check_episode(sent: dict, env: ExerciseEnv, where: str) -> tuple[int, int]:
-    """(episode index, length) of one sent episode, checked against what the env did."""
-    if not isinstance(sent, dict) or not {"obs", "rewards", "terminated"} <= set(sent):
+def _check_episode(sent: dict, env: ExerciseEnv, policy: ExercisePolicy, where: str
+                   ) -> tuple[int, int]:
+    """(episode index, length) of one sent episode, checked against what the env and policy did."""
+    if not isinstance(sent, dict) or not {"obs", "actions", "rewards", "action_logp",
+                                          "terminated"} <= set(sent):
         _fail(where, "send each episode as episode_entry(observations, actions, rewards, logps, "
               "terminated).")
     obs = client.decode_array(sent["obs"])
@@ -141,6 +161,17 @@ def _check_episode(sent: dict, env: ExerciseEnv, where: str) -> tuple[int, int]:
     if not np.allclose(rewards, truth["rewards"]) or sent["terminated"] != truth["terminated"]:
         _fail(where, "an episode's rewards or its terminated flag are not what the env returned: "
               "keep each step's reward, and pass the env's own `terminated`.")
+    actions, logps = (client.decode_array(sent[k]) for k in ("actions", "action_logp"))
+    if actions.shape != rewards.shape or list(actions) != truth["actions"]:
+        _fail(where, "an episode's actions are not the ones env.step() was given: keep each step's "
+              "action, in order.")
+    chose = [policy.chose[index[0], t] for t in range(len(rewards))]
+    if [action for action, _ in chose] != truth["actions"]:
+        _fail(where, "the env was stepped with actions policy.act did not give last (a second "
+              "act() per step?): act once per step, and step with that action.")
+    if logps.shape != rewards.shape or not np.allclose(logps, [p for _, p in chose]):
+        _fail(where, "an episode's action_logp are not the log-probabilities policy.act returned "
+              "with its actions (the second value it returns): keep them as they are, in order.")
     return int(index[0]), len(rewards)
 
 
@@ -155,7 +186,7 @@ def _check_case(fn: Callable, steps_per_batch: int, max_env_steps: int, seed: in
         _fail(what, "nothing was sent: send each batch with connection.request(...).")
     if not all(isinstance(message.get("episodes"), list) for _, message, _ in messages):
         _fail(what, "each message is {'type': ..., 'episodes': [episode_entry(...), ...]}.")
-    batches = [[_check_episode(e, env, f"{what}, message {i}") for e in message["episodes"]]
+    batches = [[_check_episode(e, env, policy, f"{what}, message {i}") for e in message["episodes"]]
                for i, (_, message, _) in enumerate(messages)]
     ended = [i for i, e in enumerate(env.episodes) if len(e["rewards"]) == e["length"]]
     if missing := sorted(set(ended) - {index for batch in batches for index, _ in batch}):

@@ -17,7 +17,9 @@ reported as not attempted; the lesson goes on with `reference_self_play_mapping`
 
 Review, what answer would still pass that should not? One keyed on something that is stable for
 minutes but not across runs (the wall clock's hour mixed into the id's hash), and one that uses
-only part of the id (its first hex digit), which is still a fair, stable choice.
+only part of the id (its first hex digit), which is still a fair, stable choice; and one whose
+snapshot depends on main's side (on player_0 main meets only main_v0), since the sides and the
+snapshots are each checked alone.
 """
 
 import inspect

@@ -9,12 +9,13 @@ The learner writes
 (`chunk_lengths` of them each); the answer is rlcourse's `add_time_dim`
 (connectors/common/add_time_dim_to_batch_and_zero_pad.py): padded [S, max_seq_len, ...] with zeros
 after each sequence's real steps, mask [S, max_seq_len] True on the real steps, first_states [S, ...]
-the stored state of each sequence's first step. `check_add_time_dim` compares on four cases of its
+the stored state of each sequence's first step. `check_add_time_dim` compares on five cases of its
 own (chunks shorter than, equal to and longer than max_seq_len, a multiple of it, a chunk of one
-step, real values of 0, vector states) and names the mistake when one of the typical ones matches.
+step, chunks that a cut into equal parts would split differently, real values of 0, vector states)
+and names the mistake when one of the typical ones matches.
 Inputs are read-only. The stub is reported as not attempted; the lesson goes on with `add_time_dim`.
 
-Review, what answer would still pass that should not? One that recognises the checker's four cases
+Review, what answer would still pass that should not? One that recognises the checker's five cases
 and returns their arrays; one correct for 1-D values and states but not for images (the cases have
 values [N, 2] and states [N, 2, 3] only); any padding value other than 0 is refused, although the
 loss's mask would make it harmless.
@@ -106,9 +107,10 @@ def _same(got: Answer, want: Answer) -> bool:
 def _cases() -> list[tuple[np.ndarray, list[int], np.ndarray, int]]:
     rng = np.random.default_rng(12)
     cases = []
-    for lengths, size in (([5, 3], 2), ([4, 1, 7], 4), ([6], 3), ([2, 9, 3], 5)):
+    # The last: chunks of 7 and 10 cut into 3 + 3 + 1 and 3 + 3 + 3 + 1 steps, not evened out.
+    for lengths, size in (([5, 3], 2), ([4, 1, 7], 4), ([6], 3), ([2, 9, 3], 5), ([7, 10], 3)):
         n = sum(lengths)
-        values = rng.integers(-3, 4, (n, 2)).astype(np.float32)
+        values = rng.normal(size=(n, 2)).round(2).astype(np.float32)  # not whole: an int array fails
         values[1] = 0.0  # a real step that is all zeros
         states = rng.normal(size=(n, 2, 3)).astype(np.float32)
         cases.append((values, lengths, states, size))
@@ -125,7 +127,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
           reference=lambda fn: reference_add_time_dim)
 def check_add_time_dim(my_add_time_dim: Callable[[np.ndarray, list[int], np.ndarray, int], Answer]
                        ) -> Callable[[np.ndarray, list[int], np.ndarray, int], Answer]:
-    """Check `my_add_time_dim` against rlcourse's learner connector on four cases; raise
+    """Check `my_add_time_dim` against rlcourse's learner connector on five cases; raise
     ExerciseError with a hint if it differs. Returns `my_add_time_dim` when it is right."""
     for number, (values, lengths, states, size) in enumerate(_cases(), 1):
         got = call(my_add_time_dim, _read_only(values), tuple(lengths), _read_only(states), size,
@@ -155,6 +157,6 @@ def check_add_time_dim(my_add_time_dim: Callable[[np.ndarray, list[int], np.ndar
             "Hint: each chunk of n steps gives ceil(n / max_seq_len) sequences, real steps first "
             "and zeros after; the mask is True on real steps; first_states[i] = states_in at "
             "sequence i's first step.")
-    passed("your sequences, masks and first states match rlcourse's learner connector on 4 cases "
+    passed("your sequences, masks and first states match rlcourse's learner connector on 5 cases "
            "(chunk ends, a one-step chunk, real zeros among the steps).")
     return my_add_time_dim

@@ -1,5 +1,8 @@
 """Every lesson matches its source and has the parts each lesson promises (nbval runs them)."""
 
+import importlib
+import inspect
+import pkgutil
 import re
 import tomllib
 from pathlib import Path
@@ -7,6 +10,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
+
+import rlcourse
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNC = "run `make lessons-sync` (jupytext --sync, then outputs cleared)"
@@ -70,3 +75,30 @@ def test_every_source_path_named_in_a_lesson_or_the_readme_exists():
     assert len({path for _, path in named}) >= 15  # the concept table alone names more
     missing = sorted((doc, path) for doc, path in named if not (ROOT / path).is_file())
     assert not missing, f"paths that lead nowhere: {missing}"
+
+
+CLASS_ATTRIBUTE = re.compile(r"`([A-Z]\w+)\.(\w+)")
+
+
+def _defines(cls: type, attribute: str) -> bool:
+    """The class or a base has `attribute`, or one of their methods sets `self.attribute`."""
+    assigned = re.compile(rf"self\.{attribute}\b(\s*:[^=\n]+)?\s*=[^=]")
+    return hasattr(cls, attribute) or any(
+        assigned.search(inspect.getsource(base)) for base in cls.__mro__
+        if base.__module__.startswith("rlcourse"))
+
+
+def test_every_class_attribute_named_in_a_lesson_or_the_readme_is_there():
+    """'`RLModule.get_state`' in a lesson's table must lead to something the class defines."""
+    classes = {}
+    for module in pkgutil.walk_packages(rlcourse.__path__, "rlcourse."):
+        for name, value in vars(importlib.import_module(module.name)).items():
+            if isinstance(value, type) and value.__module__.startswith("rlcourse"):
+                classes.setdefault(name, value)
+    texts = {name: "\n".join(cell.source for cell in notebook.cells) for name, notebook in lessons()}
+    texts["README.md"] = (ROOT / "README.md").read_text()
+    named = {(doc, *ref) for doc, text in texts.items() for ref in CLASS_ATTRIBUTE.findall(text)}
+    assert len({(cls, attribute) for _, cls, attribute in named if cls in classes}) >= 20
+    missing = sorted(f"{doc}: {cls}.{attribute}" for doc, cls, attribute in named
+                     if cls in classes and not _defines(classes[cls], attribute))
+    assert not missing, f"names that lead nowhere: {missing}"

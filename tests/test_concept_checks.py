@@ -110,3 +110,9 @@ def test_the_lesson_cell_displays_the_widget_and_the_static_form_and_the_book_ke
         new_code_cell('concept_checks("07")', outputs=[new_output("display_data", data=bundle)])])
     page = book.book_page(notebook).cells[-1]
     assert page.outputs[0].data == {"text/html": bundle["text/html"]}
+
+
+def test_the_discounted_return_question_takes_the_lessons_rounding_and_refuses_near_misses():
+    question = QUESTIONS["01"][0]
+    assert question.matches(2.71, question.value) and question.matches(2.7, question.value)
+    assert not any(question.matches(x, question.value) for x in (3.0, 2.439, 0.81, 2.69, 1.9, 271.0))

@@ -5,7 +5,7 @@ from rlcourse.course.concept_question import Question as Q
 
 QUESTIONS = {"01": [
     N("An episode gives rewards 1, 1, 1 and ends. With the discount factor gamma = 0.9, what is the "
-      "return from its first step?", 2.71, 0.005,
+      "return from its first step?", 2.71, 0.011,  # 2.7 too: the lesson prints returns to one decimal
       "1 + 0.9 * 1 + 0.81 * 1: each reward is discounted once per step it lies in the future, and the "
       "first one not at all.", (
         (3.0, "That is the undiscounted sum: the second reward is worth gamma times its value from the "

@@ -54,8 +54,10 @@ def check_survivable_placement(placement_config: Callable, node_cpus: Mapping[st
     """`placement_config()` must return a config of two runners with four CartPoles each that start
     on every node of `node_cpus` (node name -> CPUs) and can all run again on the other nodes once
     `lost_node` is gone. Returns `placement_config` when it is right."""
+    from rlcourse import PPOConfig
+
     config = call(placement_config)
-    if type(config).__name__ != "PPOConfig":
+    if not isinstance(config, PPOConfig):
         raise ExerciseError(f"placement_config() returned {config!r:.80}; return a PPOConfig, the "
                             "config itself (PPOConfig().environment(...).env_runners(...)...).")
     try:

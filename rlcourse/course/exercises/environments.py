@@ -178,16 +178,16 @@ def _check_walk_right(env: gym.Env, length: int, max_steps: int, where: str) -> 
 
 def _check_without_config(env_class: type) -> None:
     """`Corridor()` and `Corridor(None)`: the spec's defaults (config may be None)."""
-    for args, call in (((), f"{env_class.__name__}()"), ((None,), f"{env_class.__name__}(None)")):
+    for args, built in (((), f"{env_class.__name__}()"), ((None,), f"{env_class.__name__}(None)")):
         try:
             env = env_class(*args)
         except NotImplementedError:
             raise
         except Exception as e:
-            raise ExerciseError(f"{call} raised {type(e).__name__}: {e}. The spec's config may be "
+            raise ExerciseError(f"{built} raised {type(e).__name__}: {e}. The spec's config may be "
                                 "None (the default, `def __init__(self, config=None)`): start with "
                                 "`config = config or {}`, then read it with config.get(...).") from e
-        _check_spaces(env, DEFAULT_LENGTH, call)
+        _check_spaces(env, DEFAULT_LENGTH, built)
 
 
 def _check_walk_left(env: gym.Env, max_steps: int, where: str, first: int = LEFT) -> None:

@@ -28,7 +28,7 @@ from rlcourse.env.external import client
 
 __all__ = ["check_simulator_loop", "reference_simulate"]
 
-MAX_EPISODES = 2_000  # per case: ten times what the largest budget needs, so a loop that never stops
+MAX_EPISODES = 2_000  # per case: over ten times what the largest budget can need (400 steps / 3)
 
 
 def reference_simulate(connection, policy, env, steps_per_batch: int, max_env_steps: int) -> int:

@@ -75,6 +75,17 @@ def drops_the_last_reward_on_truncation(env, policy, seed):
             return total
 
 
+def skips_the_first_reward(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    obs, _, terminated, truncated, _ = env.step(policy(obs))  # a "warm-up" step, reward dropped
+    total, done = 0.0, terminated or truncated
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += reward
+        done = terminated or truncated
+    return total
+
+
 def test_the_right_loop_passes_and_is_returned(capsys):
     assert check_run_episode(right) is right
     assert "Correct" in capsys.readouterr().out
@@ -88,10 +99,12 @@ def test_the_right_loop_passes_and_is_returned(capsys):
     (acts_on_the_first_observation, "old observation"),
     (lambda env, policy, seed: 1 / 0, "raised ZeroDivisionError"),
     (random_actions, "asked the policy for 0 actions"),
-    (drops_the_last_reward_on_truncation, "last step's reward \\(0.5\\) is missing"),
+    (drops_the_last_reward_on_truncation, "the last step's reward \\(1.5\\) is missing"),
+    (skips_the_first_reward, "the first step's reward \\(0.5\\) is missing"),
 ], ids=["stops-only-on-terminated", "counts-steps-not-rewards", "ignores-the-seed",
         "returns-after-one-step", "acts-on-the-first-observation", "raises",
-        "random-actions", "drops-the-last-reward-on-truncation"])
+        "random-actions", "drops-the-last-reward-on-truncation",
+        "skips-the-first-reward"])
 def test_run_episode_rejects_each_mistake_with_its_hint(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_run_episode(wrong)
@@ -139,7 +152,7 @@ def returns_a_dict(env, policy, seed):
 
 @pytest.mark.parametrize(("wrong", "message"), [
     (forgets_to_return, "returned is None: nothing was returned"),
-    (returns_the_rewards, "returned is a list, \\[1.0, 1.0.*Give one plain number"),
+    (returns_the_rewards, "returned is a list, \\[0.5, 1.5.*Give one plain number"),
     (returns_a_dict, "returned is a dict, \\{'return': .*Give one plain number"),
     (resets_twice, "reset the env 2 times"),
     (capped_at_200_steps, "returned before the episode ended \\(an env whose episodes last 1,000"),

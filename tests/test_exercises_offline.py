@@ -41,6 +41,17 @@ def make_wis(*, ratio=lambda t, b: t - b, cumulative=True, normalize="all", disc
     return my_wis
 
 
+def discount_inside_the_weights(rewards, behavior_logp, target_logp, gamma):
+    """Padded arrays, with gamma ** t multiplied into p_t before w_t is taken: it cancels."""
+    horizon = max(map(len, rewards))
+    r, p = np.zeros((len(rewards), horizon)), np.zeros((len(rewards), horizon))
+    for i, (rew, b, t) in enumerate(zip(rewards, behavior_logp, target_logp, strict=True)):
+        r[i, :len(rew)], p[i, :len(rew)] = rew, np.exp(np.cumsum(t - b))
+        p[i, len(rew):] = p[i, len(rew) - 1]
+    p = p * gamma ** np.arange(horizon)
+    return float(np.mean(np.sum(p / p.mean(0) * r, axis=1)))
+
+
 def test_right_answers_pass_and_are_returned(capsys):
     loop = make_wis()
     assert check_wis(loop) is loop
@@ -56,11 +67,13 @@ def test_right_answers_pass_and_are_returned(capsys):
     (make_wis(normalize="survivors"), "episodes that reach step t only"),
     (make_wis(discount_from=1), "discounts start at gamma"),
     (make_wis(gamma_used=1.0), "do not discount"),
+    (discount_inside_the_weights, "put gamma \\*\\* t into p_t before dividing by w_t"),
     (make_wis(gamma_used=0.99), "gamma=0.99"),
     (lambda rewards, b, t, gamma: np.mean([np.sum(gamma ** np.arange(len(r)) * r)
                                            for r in rewards]), "behaviour policy's"),
 ], ids=["no-normalization", "no-behaviour-probabilities", "inverted", "not-cumulative",
-        "survivors-only", "discount-off-by-one", "no-discount", "lesson-gamma", "behaviour-return"])
+        "survivors-only", "discount-off-by-one", "no-discount", "discount-in-p", "lesson-gamma",
+        "behaviour-return"])
 def test_typical_mistakes_are_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_wis(answer)

@@ -56,6 +56,13 @@ def lessons_target(rows, target):
     return reference_time_to_return(rows, 200.0)  # the lesson's TARGET, not the argument
 
 
+def within_one_of_the_target(rows, target):
+    for steps, seconds, value in rows:
+        if value >= target - 1:  # "close enough"
+            return int(steps), float(seconds)
+    return None
+
+
 @pytest.mark.parametrize(("wrong", "hint"), [
     (last_row_at_target, "first row at the target, not the last one"),
     (strictly_above, "is >=, not >"),
@@ -66,11 +73,15 @@ def lessons_target(rows, target):
     (sorts_the_rows, "in place"),
     (best_row, "not the row with the best return"),
     (lessons_target, "use the target argument"),
+    (within_one_of_the_target, r"a return of [\d.]+, below the target [\d.]+: a row counts only when"),
 ], ids=["last-row", "strictly-above", "nan-reached", "swapped", "final-row", "index", "sorts",
-        "best-row", "lessons-target"])
+        "best-row", "lessons-target", "within-one"])
 def test_a_typical_mistake_is_named(wrong, hint):
-    with pytest.raises(ExerciseError, match=hint):
+    """Each gets its own hint, and only it: where two mistakes give the same answer on the failing
+    case, the learner's answers on the other cases tell which one the code makes."""
+    with pytest.raises(ExerciseError, match=hint) as wrong_answer:
         check_time_to_return(wrong)
+    assert "; or: " not in str(wrong_answer.value)
 
 
 def test_right_answers_pass(capsys):

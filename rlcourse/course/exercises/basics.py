@@ -4,8 +4,9 @@ The learner writes `run_episode(env, policy, seed) -> float`: reset the env with
 `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
 rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
 only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset,
-acting on an old observation, actions not from the policy, the last reward left out (one env
-terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports it), a
+acting on an old observation, actions not from the policy, the first or the last reward left out
+(one env terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports
+it; the hint names which reward is missing where the two differ, and both where they do not), a
 loop capped at a fixed number of steps (one env's episodes last 1,000), and a return value that is
 not one number. The stub (NotImplementedError) is reported as not attempted and the lesson goes on
 with `reference_run_episode`.
@@ -33,7 +34,7 @@ class _Watched(gym.Wrapper):
         super().__init__(env)
         self.ended, self.seeds, self.latest = False, [], None
         self.steps, self.actions = 0, 0  # env steps taken, and actions the policy chose
-        self.last_reward = 0.0
+        self.first_reward = self.last_reward = 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.ended = False
@@ -49,6 +50,8 @@ class _Watched(gym.Wrapper):
                                 "by truncation, without terminating it.")
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.ended, self.latest, self.last_reward = terminated or truncated, obs, float(reward)
+        if not self.steps:
+            self.first_reward = self.last_reward
         self.steps += 1
         return obs, reward, terminated, truncated, info
 
@@ -102,16 +105,18 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
     def lean(obs):  # push the cart the way the pole leans: a decent CartPole policy
         return int(obs[2] > 0)
 
+    # The 6-step env comes first: its first reward (0.5) and last (1.5) differ, so a hint can say
+    # which one a loop leaves out.
     return [
-        ("CartPole with a simple policy", lambda: gym.make("CartPole-v1"), lean,
-         "Sum the rewards of every step until the episode ends."),
-        ("an env that only ends by its time limit (7 steps, rewards 0.5 and 1.5)",
-         lambda: gym.wrappers.TimeLimit(_Drift(), max_episode_steps=7), lambda obs: 0,
-         "Add up the rewards themselves (they are not always 1), and stop on truncation too."),
         # gymnasium's TimeLimit sets both flags when an episode terminates on its last allowed step.
         ("an env that terminates on the step its time limit truncates it (6 steps, both flags)",
          lambda: gym.wrappers.TimeLimit(_Drift(ends_after=6), max_episode_steps=6), lambda obs: 1,
          "Add every step's reward, the last one too: it ends the episode by both flags at once."),
+        ("an env that only ends by its time limit (7 steps, rewards 0.5 and 1.5)",
+         lambda: gym.wrappers.TimeLimit(_Drift(), max_episode_steps=7), lambda obs: 0,
+         "Add up the rewards themselves (they are not always 1), and stop on truncation too."),
+        ("CartPole with a simple policy", lambda: gym.make("CartPole-v1"), lean,
+         "Sum the rewards of every step until the episode ends."),
         ("an env whose episodes last 1,000 steps", lambda: gym.wrappers.TimeLimit(
             _Drift(), max_episode_steps=1000), lambda obs: 0,
          "Step until the episode ends, however long it lasts: no fixed number of steps."),
@@ -146,10 +151,16 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
                                     "policy(obs), one call per step (not env.action_space.sample()"
                                     " or a fixed action).")
             expected = reference_run_episode(make_env(), policy, seed)
-            if np.isclose(got, expected - env.last_reward) and env.last_reward:
+            missing = [which for which, reward in (("first", env.first_reward),
+                                                   ("last", env.last_reward))
+                       if reward and np.isclose(got, expected - reward)]
+            if missing:
+                which = " or the ".join(missing)
+                reward = env.last_reward if missing == ["last"] else env.first_reward
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
-                                    f"episode's return is {expected}: the last step's reward "
-                                    f"({env.last_reward:g}) is missing. It comes with "
+                                    f"episode's return is {expected}: the {which} step's reward "
+                                    f"({reward:g}) is missing. Add the reward of every step, from "
+                                    "the first step after reset to the one that comes with "
                                     "terminated or truncated: add each reward before checking "
                                     "whether the episode ended.")
             if not np.isclose(got, expected):

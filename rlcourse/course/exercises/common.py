@@ -7,8 +7,10 @@ rlcourse's own implementation so that the rest of the lesson runs on. A right an
 as it is; a wrong one raises `ExerciseError` with a hint.
 """
 
+import contextlib
 import functools
-from collections.abc import Callable
+import io
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,32 @@ def number(value: Any, what: str, hint: str = "") -> float:
            if value is None else f"a {type(value).__name__}, {' '.join(repr(value).split()):.80}")
     text = " (not formatted text: 1.5, not '1.5x')" if isinstance(value, str) else ""
     raise ExerciseError(f"{what} is {got}. Give one plain number{text}.{hint}")
+
+
+def narrowed(hints: list[str], fn: Callable, cases: Iterable[tuple[tuple, list[tuple[Any, str]]]],
+             same: Callable[[Any, Any], bool]) -> list[str]:
+    """Of several `hints` that explain one wrong answer, those that `fn`'s answers on the other
+    `cases` ((arguments, [(a mistake's answer, its hint)])) leave possible: a mistake is ruled out
+    by a case where `fn` answers otherwise than it would. None may be left (two mistakes at once,
+    or one the checker does not know): the caller then gives its general hint rather than a wrong
+    one. `fn`'s prints are hidden, and a case it fails on is skipped."""
+    left = list(hints)
+    for args, mistakes in cases:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                answer = fn(*args)
+        except Exception:  # only narrows the hints: the wrong answer is already found
+            continue
+        left = [hint for hint in left
+                if all(_safely(same, answer, wrong) for wrong, h in mistakes if h == hint)]
+    return left
+
+
+def _safely(same: Callable[[Any, Any], bool], answer: Any, wrong: Any) -> bool:
+    try:
+        return bool(same(answer, wrong))
+    except (TypeError, ValueError):
+        return False
 
 
 def _name(fn: Callable) -> str:

@@ -88,7 +88,8 @@ def _mistakes(rewards: Arrays, behavior_logp: Arrays, target_logp: Arrays, gamma
          "weighted IS, a valid estimator but not this one. Per decision, r_t is weighted by p_t, "
          "the product of the ratios up to step t only."),
         (estimate(p / p.mean(0), np.ones_like(discounts)),
-         "you do not discount: weight r_t by gamma ** t."),
+         "you do not discount, or you put gamma ** t into p_t before dividing by w_t, where it "
+         "cancels: the estimate is sum_t gamma ** t * (p_t / w_t) * r_t."),
         (estimate(p / p.mean(0), gamma * discounts),
          "your discounts start at gamma: the first reward counts fully, gamma ** 0 = 1."),
         (estimate(p / p.mean(0), LESSON_GAMMA ** np.arange(r.shape[1])),

@@ -5,7 +5,8 @@ The learner writes `time_to_return(rows, target)`: `rows` holds one row per trai
 is (env steps, seconds) of the first row whose return is at least `target`, or None if none is.
 The lesson's wall-time ratio between rlcourse and RLlib is computed with it. The checker builds its
 own runs, each with a trap: NaN returns before any episode ends, a return that reaches the target
-and falls back, a target met exactly, a target never reached, and a single row. Random values in
+and falls back, a return just below the target and then one exactly at it, a target never
+reached, and a single row. Random values in
 every case, so an answer typed from a printout fails; the target is never the lesson's (200 or 150).
 Each typical mistake is named.
 
@@ -13,11 +14,11 @@ Review, what answer would still pass that should not? A list [steps, seconds] in
 (the lesson only indexes it), and seconds returned as an int when they happen to be whole.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from rlcourse.course.exercises.common import ExerciseError, call, exercise, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, narrowed, passed
 from rlcourse.course.side_by_side import first_reaching
 
 __all__ = ["check_time_to_return", "reference_time_to_return"]
@@ -44,13 +45,13 @@ def checker_cases(seed: int = 0) -> list[tuple[str, np.ndarray, float]]:
     target = float(rng.integers(100, 300))
     rising = list(np.linspace(20, target * 1.5, 12) + rng.normal(0, 1, 12))
     nan_first = [np.nan, np.nan, *rising]
-    fell_back = [20.0, 60.0, target + 5, target - 30, target + 40, target + 60]
-    exact = [10.0, target / 2, target, target + 1]
+    fell_back = [20.0, 60.0, target + 5, target - 30, target + 60, target + 40]
+    exact = [10.0, target / 2, target - 0.5, target, target + 1]
     never = list(np.linspace(10, target - 1, 8))
     return [("a steady rise", _run(rng, rising), target),
             ("NaN returns before the first episode ends", _run(rng, nan_first), target),
             ("a return that reached the target, then fell back", _run(rng, fell_back), target),
-            ("a return exactly at the target", _run(rng, exact), target),
+            ("a return just below the target, then exactly at it", _run(rng, exact), target),
             ("a target never reached", _run(rng, never), target),
             ("a single row", _run(rng, [target + 1]), target)]
 
@@ -92,14 +93,29 @@ def _mistakes(rows: np.ndarray, target: float) -> list[tuple[Answer, str]]:
          "the last row"),
         ((int(reached[0]), float(rows[reached[0], 1])) if len(reached) else None, "return the "
          "row's env steps (its column 0), not its index"),
-        (_row(rows, int(np.nanargmax(returns))) if np.isfinite(returns).any() else None, "take "
-         "the first row at the target, not the row with the best return"),
+        (_row(rows, int(np.nanargmax(returns))) if len(reached) else None, "take the first row "
+         "at the target, not the row with the best return"),
     ]
     for lesson in LESSON_TARGETS:
         if lesson != target:
             mistakes.append((reference_time_to_return(rows, lesson), f"the target here is "
                              f"{target:g}, not the lesson's {lesson:g}: use the target argument"))
     return mistakes
+
+
+def _judged() -> Iterator[tuple[tuple, list[tuple[Answer, str]]]]:
+    """Each case as `narrowed` reads it: (arguments, each mistake's answer and hint)."""
+    for _, rows, target in checker_cases():
+        yield (rows.copy(), target), _mistakes(rows, target)
+
+
+def _below_target(rows: np.ndarray, target: float, answer: Answer) -> list[str]:
+    """The hint for an answer that is a row whose return is below the target (no other mistake)."""
+    for i in np.flatnonzero(rows[:, 2] < target):
+        if _same(answer, _row(rows, i)):
+            return [f"the row you gave has a return of {rows[i, 2]:g}, below the target "
+                    f"{target:g}: a row counts only when its return >= target, exactly"]
+    return []
 
 
 @exercise("time_to_return", stub="time_to_return", fallback="rlcourse's first_reaching",
@@ -114,6 +130,9 @@ def check_time_to_return(fn: Callable[[np.ndarray, float], Answer]) -> Callable:
         if not _same(answer, expected):
             hints = [hint for wrong, hint in _mistakes(rows, target)
                      if not _same(wrong, expected) and _same(answer, wrong)]
+            if len(hints) > 1:
+                hints = narrowed(hints, fn, _judged(), _same)
+            hints = hints or _below_target(rows, target, answer)
             raise ExerciseError(
                 f"On {what} (target {target:g}) time_to_return gave {answer!r}; expected {expected!r}"
                 f" (env steps, seconds). " + (f"Hint: {'; or: '.join(hints)}." if hints else

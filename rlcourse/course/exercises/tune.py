@@ -4,8 +4,9 @@ The learner writes `pick_best_config(df, varied)`: from every reported iteration
 concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
 whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
 one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
-ends best, an errored trial (NaN) in a losing config and one in the winning config (so neither
-dropping NaN rows first nor dropping the errored trial's whole config picks right), trials stopped
+ends best, an errored trial (NaN) that had done well in a losing config and one in the winning
+config (so neither dropping NaN rows first nor dropping the errored trial's whole config picks
+right, and each picks wrong on a sweep of its own), trials stopped
 early among shuffled rows (so neither dropping them nor a trial's first or last row picks right),
 one seed far above its config's others (the mean, not the median), and two varied settings. Random
 values in each case, so an answer typed from a printout fails.
@@ -15,13 +16,13 @@ so an answer that breaks near-ties differently passes. Sorting by another column
 the iterations would pick the same rows, but these sweeps have no such column.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rlcourse.course.exercises.common import ExerciseError, call, exercise, number, passed
+from rlcourse.course.exercises.common import ExerciseError, call, exercise, narrowed, number, passed
 
 __all__ = ["check_pick_best_config", "reference_pick_best_config"]
 
@@ -111,8 +112,10 @@ def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
             "quick": ({"lr": c}, [(s(100), s(110)), (s(105), s(112)), (s(98), s(108))]),
             "slow": ({"lr": d}, [("slow", s(160)), ("slow", s(170)), ("slow", s(150))])}),
          ["config/lr"]),
-        ("an errored trial (NaN)", _sweep(rng, {
-            "errored": ({"lr": a}, [(20, s(60)), ("nan", s(70)), (20, s(62))]),
+        # The errored trial had done well before it failed: counted with its last number (NaN
+        # rows dropped first), its config wins; left out, its config's other seeds lose.
+        ("an errored trial (NaN) that had done well", _sweep(rng, {
+            "errored": ({"lr": a}, [(20, s(60)), ("nan", s(220)), (20, s(62))]),
             "fine": ({"lr": b}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
         # The errored trial had reached little: counted with its last number, its config loses; its
         # config dropped whole, the other wins. Left out, its config's other seeds win.
@@ -178,6 +181,10 @@ def _mistakes(df: pd.DataFrame, varied: list[str]) -> list[tuple[dict, str]]:
         (best_mean(df.groupby("trial_id").head(1)), "a trial's first row is not its last "
          "iteration either; sort by training_iteration and take each trial's last row"),
     ]
+    for _, row in finals[finals[RETURN].isna()].iterrows():
+        mistakes.append((_as_config(row, varied), "an errored trial's last return is NaN, and a "
+                         "NaN mean (or a NaN in max()) wins by accident: leave errored trials out "
+                         "(dropna on each trial's last return) before averaging"))
     if errored:
         mistakes += [
             (best_mean(final_returns(df.dropna(subset=[RETURN]), varied)), "an errored trial's "
@@ -200,6 +207,12 @@ def _same(answer: Any, expected: dict[str, Any]) -> bool:
     return all(np.isclose(float(answer[k]), float(v)) for k, v in expected.items())
 
 
+def _judged(seed: int) -> Iterator[tuple[tuple, list[tuple[dict, str]]]]:
+    """Each sweep as `narrowed` reads it: (arguments, each mistake's pick and hint)."""
+    for _, df, varied in checker_cases(seed):
+        yield (df.copy(), list(varied)), _mistakes(df, list(varied))
+
+
 @exercise("pick_best_config", stub="pick_best_config",
           fallback="rlcourse's reference_pick_best_config",
           reference=lambda fn, seed=0: reference_pick_best_config)
@@ -219,13 +232,9 @@ def check_pick_best_config(pick_best_config: Callable, seed: int = 0) -> Callabl
                             "of rows? Take the one value: .iloc[0].)") for k, v in answer.items()}
         if _same(answer, expected):
             continue
-        nan_configs = final_returns(df, list(varied)).loc[lambda f: f[RETURN].isna()]
-        if any(_same(answer, _as_config(row, list(varied))) for _, row in nan_configs.iterrows()):
-            raise ExerciseError(f"On the sweep with {what} you picked the config of the errored "
-                                "trial (its last return is NaN): a NaN mean, or a NaN in max(), "
-                                "wins by accident. Leave errored trials out (dropna on each "
-                                "trial's last return) before averaging.")
         hints = [hint for config, hint in _mistakes(df, list(varied)) if _same(answer, config)]
+        if len(hints) > 1:
+            hints = narrowed(hints, pick_best_config, _judged(seed), _same)
         if hints:
             raise ExerciseError(f"On the sweep with {what} you picked {answer}. Perhaps: "
                                 + "; or: ".join(hints) + ".")

@@ -207,3 +207,13 @@ def test_a_checkpoint_keeps_the_spaces_and_the_runner_class():
     document["observation_space"]["low"] = "x"
     with pytest.raises(CheckpointError, match="observation_space is not a Box"):
         config_from_json(document, "test")
+
+
+def test_its_state_is_its_step_count_and_a_bad_one_is_named(runner):
+    state = runner.get_state()
+    assert state == {"num_env_steps_lifetime": 0} and runner.check_state(state, "runner") is None
+    for bad in ({"num_env_steps_lifetime": -1}, {"num_env_steps_lifetime": 1.5}, {}):
+        assert "runner.num_env_steps_lifetime" in runner.check_state(bad, "runner")
+    assert runner.check_state([], "runner") == "runner must be a dict."
+    runner.set_state({"num_env_steps_lifetime": 7})
+    assert runner.get_state() == {"num_env_steps_lifetime": 7}

@@ -2,6 +2,7 @@
 weights, the frame of `sample()`, metrics, and the guards on sampling (non-finite data, observation
 shapes, timeouts)."""
 
+import abc
 import math
 import os
 import time
@@ -14,7 +15,7 @@ import ray
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
 from rlcourse.core.rl_module.numpy_mlp import InferenceModule, NumpyMLP
-from rlcourse.env.env_runner_state import check_runner_state
+from rlcourse.env.env_runner_state import check_step_count
 from rlcourse.env.registry import EnvCreator, env_name
 from rlcourse.env.sample_result import SampleResult
 from rlcourse.utils.checkpoints import CheckpointError
@@ -75,11 +76,10 @@ def raise_if_shape_error(name: str, env: gym.vector.VectorEnv, error: Exception)
                      "shape, or declare the space they have in the env's __init__.") from error
 
 
-class EnvRunner:
+class EnvRunner(abc.ABC):
     """The shared part of a runner. A subclass builds its envs and module(s) in `__init__` (setting
-    `num_envs`) and writes `_sample_steps`, `_sample_episodes`, `_set_module_weights`,
-    `_initialize_weights`, `get_spaces`, `get_state`, `set_state` (plain data) and `stop`, and
-    `_set_epsilon` where it acts epsilon-greedily (DQN's runners)."""
+    `num_envs`) and writes the abstract methods below, and `_set_epsilon` where it acts
+    epsilon-greedily (DQN's runners)."""
 
     num_envs: int  # sub-envs stepped side by side
     env_to_module: Any = None  # the connector pipeline, where the runner has one
@@ -129,11 +129,50 @@ class EnvRunner:
         raise NotImplementedError(f"{type(self).__name__} has no epsilon-greedy action head: only "
                                   "DQN's single-agent runners take an epsilon.")
 
+    # -- what each runner writes (RLlib's EnvRunner declares its own abstract methods) ----------
+
+    @abc.abstractmethod
+    def _sample_steps(self, steps: int, explore: bool, deadline: float | None) -> list:
+        """Episode chunks of `steps` env steps per sub-env, episodes running on across calls."""
+
+    @abc.abstractmethod
+    def _sample_episodes(self, num_episodes: int, explore: bool, deadline: float | None) -> list:
+        """`num_episodes` whole episodes, started afresh."""
+
+    @abc.abstractmethod
+    def _set_module_weights(self, weights: dict) -> None:
+        """Load inference-only weights into the module(s)."""
+
+    @abc.abstractmethod
+    def _initialize_weights(self) -> None:
+        """A standalone runner's first weights: from a freshly built module."""
+
+    @abc.abstractmethod
+    def get_spaces(self) -> Any:
+        """(observation space, action space) of what the module(s) act on."""
+
+    @abc.abstractmethod
+    def get_state(self) -> dict:
+        """What continues sampling here, as plain data (for checkpoints)."""
+
+    @abc.abstractmethod
+    def set_state(self, state: dict) -> None:
+        """Take a `get_state()` back (already checked by `check_state`)."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Close the envs and whatever else the runner opened."""
+
+    @abc.abstractmethod
+    def _check_state(self, state: dict, where: str) -> None:
+        """Raise CheckpointError for what a saved state holds beyond its step count."""
+
     def check_state(self, state: dict, where: str) -> str | None:
         """Why a saved `get_state()` would be refused (env_runner_state.py), or None: returned, not
         raised, so that a runner actor's answer reads as plainly as this process's."""
         try:
-            check_runner_state(self, state, where)
+            check_step_count(state, where)
+            self._check_state(state, where)
         except CheckpointError as e:
             return str(e)
         return None

@@ -6,7 +6,8 @@ checked in the runner's process before it takes any, so an edited checkpoint is 
 naming the field (connectors check theirs: ConnectorV2)."""
 
 import contextlib
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -21,6 +22,9 @@ from rlcourse.utils.state_values import (
     check_numbers,
     decode,
 )
+
+if TYPE_CHECKING:
+    from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 EPISODE_KEYS = {"obs", "ids", "t_started", "running_returns", "envs", "hooks"}  # no hooks: older
 HOOK_KEYS = {"custom_data", "observations", "actions", "rewards"}
@@ -100,19 +104,25 @@ def _check_attribute(saved: Any, current: Any, where: str) -> None:
         check_like(saved, current, where)
 
 
-def check_runner_state(runner: Any, state: Any, where: str) -> None:
-    """A single- or multi-agent runner's saved state, against `runner` (which it leaves as it is)."""
+def check_step_count(state: Any, where: str) -> None:
+    """What every runner saves: a dict with its lifetime env-step count."""
     if not isinstance(state, dict):
         raise CheckpointError(f"{where} must be a dict.")
     check_counter(state.get("num_env_steps_lifetime"), f"{where}.num_env_steps_lifetime")
-    if hasattr(runner, "modules"):  # a MultiAgentEnvRunner: one random generator per module
-        rngs = state.get("module_rngs")
-        if not isinstance(rngs, dict) or not set(rngs) <= set(runner.modules):
-            raise CheckpointError(f"{where}.module_rngs must be a dict of this runner's modules "
-                                  f"{sorted(runner.modules)}.")
-        for mid, rng in rngs.items():
-            check_generator(rng, f"{where}.module_rngs[{mid!r}]")
-        return
+
+
+def check_module_rngs(state: dict, module_ids: Iterable[str], where: str) -> None:
+    """A MultiAgentEnvRunner's: one random generator per module."""
+    rngs, module_ids = state.get("module_rngs"), sorted(module_ids)
+    if not isinstance(rngs, dict) or not set(rngs) <= set(module_ids):
+        raise CheckpointError(f"{where}.module_rngs must be a dict of this runner's modules "
+                              f"{module_ids}.")
+    for mid, rng in rngs.items():
+        check_generator(rng, f"{where}.module_rngs[{mid!r}]")
+
+
+def check_runner_state(runner: "SingleAgentEnvRunner", state: dict, where: str) -> None:
+    """A SingleAgentEnvRunner's saved state, against `runner` (which it leaves as it is)."""
     if state.get("module_rng") is not None:
         check_generator(state["module_rng"], f"{where}.module_rng")
     if runner.env_to_module is not None:
@@ -142,7 +152,7 @@ def check_runner_state(runner: Any, state: Any, where: str) -> None:
         _check_episodes(runner, episodes, len(envs), f"{where}.episodes")
 
 
-def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:
+def _check_episodes(runner: "SingleAgentEnvRunner", episodes: Any, n: int, where: str) -> None:
     """The running episodes: one per sub-env, the observations the module acts on next."""
     # "module_state": a stateful module's state per sub-env (use_lstm), saved with its episodes.
     if not isinstance(episodes, dict) or set(episodes) - {"module_state"} not in (
@@ -157,7 +167,7 @@ def _check_episodes(runner: Any, episodes: Any, n: int, where: str) -> None:
         check_counter(t, f"{where}.t_started[{i}]")
     check_numbers(episodes["running_returns"], f"{where}.running_returns")
     obs = decode(episodes["obs"], f"{where}.obs")
-    if getattr(runner, "_obs", None) is not None:  # after the connectors: as this runner's own
+    if runner._obs is not None:  # sampled before: as its own observations (after the connectors)
         check_like(obs, runner._obs, f"{where}.obs")
     else:
         check_array(obs, f"{where}.obs", rows=n)

@@ -24,6 +24,7 @@ from rlcourse.env.env_runner import (
     build_inference_module,
     first_non_finite,
 )
+from rlcourse.env.env_runner_state import check_module_rngs
 from rlcourse.env.multi_agent_env import MultiAgentEnv, names
 from rlcourse.env.multi_agent_episode import (
     ModuleID,
@@ -248,6 +249,9 @@ class MultiAgentEnvRunner(EnvRunner):
         """Step count and the modules' random generators; episodes restart after a restore."""
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime,
                 "module_rngs": {mid: to_plain(m.rng) for mid, m in self.modules.items()}}
+
+    def _check_state(self, state: dict, where: str) -> None:
+        check_module_rngs(state, self.modules, where)
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]

@@ -17,7 +17,7 @@ from rlcourse.env.env_runner import (
     first_non_finite,
     raise_if_shape_error,
 )
-from rlcourse.env.env_runner_state import get_env_state, set_env_state
+from rlcourse.env.env_runner_state import check_runner_state, get_env_state, set_env_state
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.serialization import from_plain, to_plain
@@ -66,7 +66,7 @@ class SingleAgentEnvRunner(EnvRunner):
             self.frame_stacking = self.env_to_module.frame_stacking
         self.module = build_inference_module(config, self.observation_space, self.action_space,
                                              self.seed, worker_index)
-        self.hooks = None
+        self.hooks, self._obs = None, None  # _obs: the newest observations, set by _reset
         if self.callbacks is not None:
             from rlcourse.callbacks.callbacks import overrides_episode_hooks
             from rlcourse.env.episode_hooks import EpisodeHooks
@@ -262,6 +262,9 @@ class SingleAgentEnvRunner(EnvRunner):
                 "module_rng": to_plain(self.module.rng),
                 "episodes": episodes, "envs": None if running else envs,
                 "env_to_module": self.env_to_module.get_state() if self.env_to_module else []}
+
+    def _check_state(self, state: dict, where: str) -> None:
+        check_runner_state(self, state, where)
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]

@@ -57,6 +57,8 @@ def layer(state: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarr
 class NumpyMLP:
     """A default module's runner network, forward only; weights come from `set_state`."""
 
+    is_stateful = False  # NumpyLSTM's is
+
     def __init__(self, info: SpaceInfo, model_config: dict):
         self.info = info
         self.activation = NUMPY_ACTIVATIONS[model_config["fcnet_activation"]]
@@ -192,6 +194,8 @@ class Network(Protocol):
     stateful one (NumpyLSTM) has `is_stateful = True`, `get_initial_state()` and `step(obs, state)`
     -> (action_dist_inputs, next state) instead of `action_dist_inputs`."""
 
+    is_stateful: bool
+
     def set_state(self, state: dict[str, np.ndarray]) -> None: ...
 
     def action_dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
@@ -205,7 +209,7 @@ class InferenceModule:
         self.network = network
         self.head = head
         self.rng = np.random.default_rng(seed)
-        self.is_stateful = bool(getattr(network, "is_stateful", False))
+        self.is_stateful = network.is_stateful
         self.state: np.ndarray | None = None  # [sub-envs, *state shape] for a stateful network
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:

@@ -275,11 +275,8 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         """Only the step count: queued episodes are not saved (simulators send new ones)."""
         return {"num_env_steps_lifetime": self._num_env_steps_lifetime}
 
-    def check_state(self, state: dict, where: str) -> str | None:
-        count = state.get("num_env_steps_lifetime") if isinstance(state, dict) else None
-        if type(count) is not int or count < 0:
-            return f"{where}.num_env_steps_lifetime must be an int >= 0."
-        return None
+    def _check_state(self, state: dict, where: str) -> None:
+        """Nothing beyond the step count (EnvRunner.check_state checks it) is saved."""
 
     def set_state(self, state: dict) -> None:
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]

@@ -33,8 +33,9 @@ def act(network: numpy_mlp.NumpyMLP, head: Any, obs: np.ndarray, rng: np.random.
     """The module's action for one observation and its log-probability, as client.py's Policy
     computes them: the episode recorded is the one the client would have sent."""
     bounds = (head.low, head.high) if isinstance(head, numpy_mlp.SquashedGaussian) else ()
+    epsilon = head.epsilon if isinstance(head, numpy_mlp.EpsilonGreedy) else 0.0
     return head_action(HEADS[type(head)], network.action_dist_inputs(obs[None])[0], rng, explore,
-                       getattr(head, "epsilon", 0.0), bounds)
+                       epsilon, bounds)
 
 
 def _reward(message: dict, where: str) -> float:

@@ -424,7 +424,7 @@ def test_sample_from_is_accepted_and_every_nested_grid_value_is_checked():
 
 
 def test_number_ranges_are_printed_finite_and_model_config_names_its_form():
-    with pytest.raises(ConfigError, match=r"lr=inf .*use a finite number > 0\.0\.$"):
+    with pytest.raises(ConfigError, match=r"lr=inf .*use a finite number > 0\.0\. e\.g\. 3e-4\.$"):
         valid_config().training(lr=float("inf")).validate()
     with pytest.raises(ConfigError, match=r"seed=-1 .*whole number in \[0, 2\*\*32 - 1\]"):
         valid_config().debugging(seed=-1).validate()

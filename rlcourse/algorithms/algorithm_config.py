@@ -41,7 +41,6 @@ DEFAULTS = {
     "training": dict(gamma=0.99, lr=3e-4, train_batch_size_per_learner=4000,
                      minibatch_size=128,  # None: the whole batch in one step
                      num_epochs=10, grad_clip=None, learner_connector=None),  # fn(spaces) -> connector
-    "rl_module": dict(model_config=None, rl_module_class=None),  # model_config: see __init__
     "evaluation": dict(evaluation_interval=None, evaluation_duration=10,
                        evaluation_duration_unit="episodes", evaluation_config={"explore": False},
                        evaluation_num_env_runners=0, evaluation_parallel_to_training=False,
@@ -52,7 +51,7 @@ DEFAULTS = {
                             num_consecutive_sub_env_failures_tolerance=10,
                             env_runner_health_probe_timeout_s=30.0),
     "reporting": dict(metrics_num_episodes_for_smoothing=100), "debugging": dict(seed=None),
-    "callbacks": dict(callbacks_class=None),
+    "rl_module": dict(model_config=None, rl_module_class=None), "callbacks": dict(callbacks_class=None),
     "multi_agent": dict(policies=None,  # None: the single-agent setup
                         policy_mapping_fn=None, policies_to_train=None),
     "offline_data": dict(input_=None,  # Parquet paths or a ray.data.Dataset (RLlib: "sampler")
@@ -70,12 +69,13 @@ class AlgorithmConfig:
     what they build (`algo_class`, `get_default_learner_class()`, ...), as RLlib's configs do."""
 
     default_model_config: dict = DEFAULT_MODEL_CONFIG  # rl_module(model_config=) changes keys
+    learning_rates: tuple[str, ...] = ("lr",)  # the settings validate() checks as rates (SAC: 3)
 
     def __init__(self) -> None:
         register_with_tune()  # where Tune is imported: tune.Tuner("PPO", param_space=config)
         for settings in DEFAULTS.values():
             self.__dict__.update(copy.deepcopy(settings))
-        self.model_config = copy.deepcopy(self.default_model_config)
+        self.model_config = copy.deepcopy(self.default_model_config)  # not DEFAULTS' None
 
     # -- what it builds, looked up when used (RLlib's names), so runners never import a Learner --
 

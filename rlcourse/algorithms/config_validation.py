@@ -124,8 +124,8 @@ def validate_config(config: "AlgorithmConfig") -> None:
     for setting, (low, high, low_open, hint) in NUMBERS.items():
         if is_set(setting):
             check_number(config, setting, low, high, low_open, hint)
-    if config.lr is not None or not hasattr(config, "actor_lr"):  # SAC: lr=None, lrs of its own
-        check_number(config, "lr", 0.0, low_open=True)
+    for setting in config.learning_rates:
+        check_number(config, setting, 0.0, low_open=True, hint="e.g. 3e-4.")
     for setting, meaning in BOOLS.items():
         check_bool(config, setting, meaning)
     for setting, (allowed, fix) in CHOICES.items():
@@ -213,15 +213,15 @@ def _check_learners(config: "AlgorithmConfig") -> None:
                                               > config.train_batch_size_per_learner):
         fail(config, "minibatch_size", f"it is larger than train_batch_size_per_learner="
              f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
-    if config.num_learners > 1 and not hasattr(config, "replay_buffer_config") and (
-            config.input_ is None):
-        _check_episode_chunks(config)  # (replayed and recorded rows are split evenly)
 
 
-def _check_episode_chunks(config: "AlgorithmConfig") -> None:
-    """Learners get whole episode chunks (learner_group.py's shard_episodes): an iteration gives at
-    least one per sub-env, and one more per episode limit (a gymnasium id's max_episode_steps) its
-    sub-env's share of the batch spans. Fewer than num_learners can leave a learner with nothing."""
+def check_episode_chunks(config: "AlgorithmConfig") -> None:
+    """For algorithms whose learners get whole episode chunks (PPO, IMPALA: learner_group.py's
+    shard_episodes; replayed and recorded rows are split evenly): an iteration gives at least one
+    per sub-env, and one more per episode limit (a gymnasium id's max_episode_steps) its sub-env's
+    share of the batch spans. Fewer than num_learners can leave a learner with nothing."""
+    if config.num_learners <= 1:
+        return
     sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
     steps_per_sub_env = -(-config.total_train_batch_size // sub_envs)
     spec = gym.registry.get(config.env) if isinstance(config.env, str) else None

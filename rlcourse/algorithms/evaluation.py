@@ -8,7 +8,8 @@ import numpy as np
 
 from rlcourse.algorithms.evaluation_config import evaluation_config_of
 from rlcourse.env.env_runner_group import EnvRunnerGroup
-from rlcourse.utils.metrics.metrics_logger import EpisodeStats, episode_metrics
+from rlcourse.env.multi_agent_episode import MultiAgentEpisode
+from rlcourse.utils.metrics.metrics_logger import EpisodeStats
 
 if TYPE_CHECKING:
     from rlcourse.algorithms.algorithm import Algorithm
@@ -53,3 +54,19 @@ def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[st
     if algo.callbacks:
         algo.callbacks.on_evaluate_end(algorithm=algo, evaluation_metrics=result)
     return result
+
+
+def episode_metrics(episodes: list) -> dict:
+    """What a runner reports, for exactly these whole `episodes` (what evaluation counts); for
+    MultiAgentEpisodes also each agent's and each module's returns."""
+    metrics = {"episode_returns": [e.get_return() for e in episodes],
+               "episode_lens": [len(e) for e in episodes],
+               "num_env_steps_sampled": sum(len(e) for e in episodes), "custom_metrics": {}}
+    if episodes and isinstance(episodes[0], MultiAgentEpisode):
+        agents, modules = {}, {}
+        for episode in episodes:
+            for agent_id, ret in episode.get_agent_returns().items():
+                agents.setdefault(agent_id, []).append(ret)
+                modules.setdefault(episode.module_for(agent_id), []).append(ret)
+        metrics.update(agent_episode_returns=agents, module_episode_returns=modules)
+    return metrics

@@ -107,6 +107,7 @@ class ApexDQN(Algorithm):
         return ApexDQNConfig()
 
     def setup(self, config: ApexDQNConfig) -> None:
+        self.replay_shards: list[ray.actor.ActorHandle] = []  # stop() ends them, even mid-setup
         super().setup(config)  # each runner was built with its own epsilon (get_action_head)
         self.epsilons = per_worker_epsilons(config.num_env_runners)
         self.replay_shards = [
@@ -126,8 +127,7 @@ class ApexDQN(Algorithm):
         self._replay_requests: dict[ray.ObjectRef, int] = {}  # replay batch request -> shard
         self._priority_updates: dict[ray.ObjectRef, int] = {}  # update_priorities -> shard
         self._update_credit = 0.0  # replay batches owed to training_intensity
-        self._steps_since_sync = 0
-        self._sampled_lifetime = 0
+        self._steps_since_sync = self._sampled_lifetime = 0
         self._rng = np.random.default_rng(config.seed)  # compute_actions(explore=True)
 
     def compute_actions(self, observations: np.ndarray, explore: bool = False,
@@ -286,7 +286,7 @@ class ApexDQN(Algorithm):
 
     def stop(self) -> None:
         """Stop runners and learners, then end the replay shards (their memory goes with them)."""
-        shards, self.replay_shards = getattr(self, "replay_shards", []), []
+        shards, self.replay_shards = self.replay_shards, []
         if shards and (self._ray_session is None or self._same_ray()):
             for shard in shards:
                 ray.kill(shard)

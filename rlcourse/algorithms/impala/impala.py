@@ -10,7 +10,12 @@ from rlcourse.algorithms import off_policy
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
-from rlcourse.algorithms.config_validation import check_bool, check_int, check_number
+from rlcourse.algorithms.config_validation import (
+    check_bool,
+    check_episode_chunks,
+    check_int,
+    check_number,
+)
 from rlcourse.algorithms.impala.circular_buffer import CircularBuffer
 from rlcourse.algorithms.impala.learner_thread import LearnerThread
 from rlcourse.algorithms.trained_module import trained_module
@@ -65,6 +70,7 @@ class IMPALAConfig(AlgorithmConfig):
         check_number(self, "entropy_coeff", 0.0)
         check_int(self, "broadcast_interval", 1)
         check_int(self, "learner_queue_size", 1)
+        check_episode_chunks(self)
         if self.minibatch_size is not None and self.minibatch_size != self.train_batch_size_per_learner:
             fail(self, "minibatch_size", "IMPALA cannot split a batch: V-trace runs backwards through "
                  "whole fragments. Leave minibatch_size=None (one step per train batch).")
@@ -75,6 +81,7 @@ class IMPALA(Algorithm):
     through a queue; one `train()` samples at least a train batch and waits for an update."""
 
     supports_lstm = True  # impala_learner.py runs the module over sequences
+    learner_thread: LearnerThread | None = None  # started by setup()
 
     @classmethod
     def get_default_config(cls) -> IMPALAConfig:
@@ -152,6 +159,6 @@ class IMPALA(Algorithm):
         self._batch, self._batch_version = [], np.inf
 
     def stop(self) -> None:
-        if getattr(self, "learner_thread", None) is not None:
+        if self.learner_thread is not None:
             self.learner_thread.stop()
         super().stop()

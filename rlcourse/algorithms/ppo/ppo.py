@@ -6,7 +6,7 @@ from typing import Any
 from rlcourse.algorithms.algorithm import Algorithm
 from rlcourse.algorithms.algorithm_config import AlgorithmConfig
 from rlcourse.algorithms.config_setters import NotProvided, setter
-from rlcourse.algorithms.config_validation import check_bool, check_number
+from rlcourse.algorithms.config_validation import check_bool, check_episode_chunks, check_number
 from rlcourse.core import ALL_MODULES
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
 
@@ -60,6 +60,7 @@ class PPOConfig(AlgorithmConfig):
         for setting in ("vf_loss_coeff", "entropy_coeff", "kl_coeff"):
             check_number(self, setting, 0.0)
         check_bool(self, "use_kl_loss", "True or False")
+        check_episode_chunks(self)
 
 
 class PPO(Algorithm):

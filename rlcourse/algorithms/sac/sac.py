@@ -27,6 +27,7 @@ class SACConfig(AlgorithmConfig):
     # Not RLlib's [256, 256]: [128, 128] (benchmarks/sac_pendulum.py measures its updates/s).
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
     discrete_instead = "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO"  # named in validate()
+    learning_rates = ("actor_lr", "critic_lr", "alpha_lr")  # and lr=None: one rate per loss
 
     @property
     def algo_class(self) -> type["SAC"]:
@@ -99,8 +100,6 @@ class SACConfig(AlgorithmConfig):
         if self.lr is not None:
             fail(self, "lr", "SAC learns with three learning rates: set actor_lr, critic_lr and "
                  "alpha_lr instead, and lr=None.")
-        for setting in ("actor_lr", "critic_lr", "alpha_lr"):
-            check_number(self, setting, 0.0, low_open=True, hint="e.g. 3e-4.")
         check_number(self, "initial_alpha", 0.0, low_open=True,
                      hint="alpha is the entropy's weight; 1.0 starts with much exploration.")
         if self.target_entropy != "auto" and not is_number(self.target_entropy):

@@ -143,22 +143,6 @@ COUNTS = ("num_episodes", "num_env_steps_sampled", "num_sub_env_restarts")  # ea
 PER_ID_RETURNS = ("agent_episode_returns", "module_episode_returns")  # multi-agent
 
 
-def episode_metrics(episodes: list) -> dict:
-    """What a runner reports, for exactly these whole `episodes` (evaluation counts these); for
-    MultiAgentEpisodes also each agent's and each module's returns."""
-    metrics = {"episode_returns": [e.get_return() for e in episodes],
-               "episode_lens": [len(e) for e in episodes],
-               "num_env_steps_sampled": sum(len(e) for e in episodes), "custom_metrics": {}}
-    if episodes and hasattr(episodes[0], "get_agent_returns"):
-        agents, modules = {}, {}
-        for episode in episodes:
-            for agent_id, ret in episode.get_agent_returns().items():
-                agents.setdefault(agent_id, []).append(ret)
-                modules.setdefault(episode.module_for(agent_id), []).append(ret)
-        metrics.update(agent_episode_returns=agents, module_episode_returns=modules)
-    return metrics
-
-
 class EpisodeStats:
     """Returns and lengths of the last `window` finished episodes (RLlib smooths over 100), and
     the custom metrics callbacks logged on the runners (`custom`, reduced as they were logged)."""

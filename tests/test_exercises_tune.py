@@ -141,12 +141,11 @@ def test_the_stub_is_not_attempted(capsys):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("answer", [max_of_max, one_lucky_seed, mean_of_whole_curve,
                                     numpy_mean_with_nan, nan_rows_dropped_first, groupby_last,
-                                    errored_config_dropped, first_row_per_trial, median_over_seeds])
+                                    errored_config_dropped, first_row_per_trial, median_over_seeds,
+                                    last_row_unsorted, only_trials_that_ran_every_iteration])
 def test_a_mistake_that_other_sweeps_tell_apart_gets_its_one_hint(answer, seed):
     """Where two mistakes pick the same config on the sweep that fails, the learner's picks on the
-    other sweeps rule one out: the hint names only the mistake the code makes. (Keeping only
-    trials that ran every iteration and taking an unsorted last row pick alike on every sweep,
-    so those two are named together.)"""
+    other sweeps rule one out: the hint names only the mistake the code makes."""
     with pytest.raises(ExerciseError) as wrong:
         check_pick_best_config(answer, seed=seed)
     assert "Perhaps: " in str(wrong.value) and "; or: " not in str(wrong.value), str(wrong.value)

@@ -4,12 +4,12 @@ The learner writes `pick_best_config(df, varied)`: from every reported iteration
 concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
 whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
 one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
-ends best, an errored trial (NaN) that had done well in a losing config and one in the winning
-config (so neither dropping NaN rows first nor dropping the errored trial's whole config picks
-right, and each picks wrong on a sweep of its own), trials stopped
-early among shuffled rows (so neither dropping them nor a trial's first or last row picks right),
-one seed far above its config's others (the mean, not the median), and two varied settings. Random
-values in each case, so an answer typed from a printout fails.
+ends best (rows shuffled: a trial's last row is not its end), an errored trial (NaN) that had done
+well in a losing config and one in the winning config (so neither dropping NaN rows first nor
+dropping the errored trial's whole config picks right, and each picks wrong on a sweep of its own),
+trials stopped early among shuffled rows (so neither dropping them nor a trial's first or last row
+picks right), one seed far above its config's others (the mean, not the median), and two varied
+settings. Random values in each case, so an answer typed from a printout fails.
 
 Review, what answer would still pass that should not? The best mean always leads by more than 5,
 so an answer that breaks near-ties differently passes. Sorting by another column that grows with
@@ -108,9 +108,9 @@ def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
             "peaked": ({"lr": a}, [("peak", s(400), s(40)), ("peak", s(380), s(35)),
                                    ("peak", s(390), s(45))]),
             "steady": ({"lr": b}, [(20, s(100)), (20, s(95)), (20, s(105))])}), ["config/lr"]),
-        ("a slow start that ends best", _sweep(rng, {
+        ("a slow start that ends best, rows out of order", _shuffled(rng, _sweep(rng, {
             "quick": ({"lr": c}, [(s(100), s(110)), (s(105), s(112)), (s(98), s(108))]),
-            "slow": ({"lr": d}, [("slow", s(160)), ("slow", s(170)), ("slow", s(150))])}),
+            "slow": ({"lr": d}, [("slow", s(160)), ("slow", s(170)), ("slow", s(150))])})),
          ["config/lr"]),
         # The errored trial had done well before it failed: counted with its last number (NaN
         # rows dropped first), its config wins; left out, its config's other seeds lose.

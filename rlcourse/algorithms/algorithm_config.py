@@ -69,7 +69,7 @@ class AlgorithmConfig:
     what they build (`algo_class`, `get_default_learner_class()`, ...), as RLlib's configs do."""
 
     default_model_config: dict = DEFAULT_MODEL_CONFIG  # rl_module(model_config=) changes keys
-    learning_rates: tuple[str, ...] = ("lr",)  # the settings validate() checks as rates (SAC: 3)
+    learning_rate_settings: tuple[str, ...] = ("lr",)  # one per optimizer parameter group
 
     def __init__(self) -> None:
         register_with_tune()  # where Tune is imported: tune.Tuner("PPO", param_space=config)

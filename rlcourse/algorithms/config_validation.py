@@ -124,7 +124,7 @@ def validate_config(config: "AlgorithmConfig") -> None:
     for setting, (low, high, low_open, hint) in NUMBERS.items():
         if is_set(setting):
             check_number(config, setting, low, high, low_open, hint)
-    for setting in config.learning_rates:
+    for setting in config.learning_rate_settings:
         check_number(config, setting, 0.0, low_open=True, hint="e.g. 3e-4.")
     for setting, meaning in BOOLS.items():
         check_bool(config, setting, meaning)

@@ -27,7 +27,8 @@ class SACConfig(AlgorithmConfig):
     # Not RLlib's [256, 256]: [128, 128] (benchmarks/sac_pendulum.py measures its updates/s).
     default_model_config = {"fcnet_hiddens": [128, 128], "fcnet_activation": "relu"}
     discrete_instead = "DQN (rlcourse.algorithms.dqn.DQNConfig) or PPO"  # named in validate()
-    learning_rates = ("actor_lr", "critic_lr", "alpha_lr")  # and lr=None: one rate per loss
+    # One per parameter group of sac_learner.py, in PARAMETER_GROUPS' order; lr stays None.
+    learning_rate_settings = ("actor_lr", "critic_lr", "alpha_lr")
 
     @property
     def algo_class(self) -> type["SAC"]:

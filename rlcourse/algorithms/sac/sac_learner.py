@@ -84,10 +84,6 @@ class SACLearner(DQNLearner):
                                  for name, lr in zip(PARAMETER_GROUPS, self.learning_rates(),
                                                      strict=True)], fused=True)
 
-    def learning_rates(self) -> list[float]:
-        cfg = self.config
-        return [cfg.actor_lr, cfg.critic_lr, cfg.alpha_lr]  # in PARAMETER_GROUPS' order
-
     def compute_loss(self, batch: dict[str, torch.Tensor]
                      ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The sum of the three losses, and `td_error` (one per row) for the priorities."""

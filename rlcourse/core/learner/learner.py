@@ -73,8 +73,9 @@ class Learner:
         return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
 
     def learning_rates(self) -> list[float]:
-        """This config's learning rate of each of the optimizer's parameter groups, in order."""
-        return [self.config.lr]
+        """This config's learning rate of each of the optimizer's parameter groups, in order: the
+        settings `config.learning_rate_settings` names (`lr`; SAC's three)."""
+        return [getattr(self.config, setting) for setting in self.config.learning_rate_settings]
 
     def open_store_socket(self) -> tuple[str, int]:
         """Listen on the node's address (not every interface: the store is unauthenticated) for

@@ -86,6 +86,64 @@ def skips_the_first_reward(env, policy, seed):
     return total
 
 
+def counts_the_last_reward_twice(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done, reward = 0.0, False, 0.0
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += reward
+        done = terminated or truncated
+    return total + reward  # "and the final reward"
+
+
+def overwrites_the_total(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total = reward
+        done = terminated or truncated
+    return total
+
+
+def mean_reward(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    rewards, done = [], False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        rewards.append(reward)
+        done = terminated or truncated
+    return sum(rewards) / len(rewards)
+
+
+def old_gym_reset(env, policy, seed):
+    obs = env.reset(seed=seed)  # older gym: the observation alone
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += reward
+        done = terminated or truncated
+    return total
+
+
+def old_gym_step(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, done, _ = env.step(policy(obs))  # older gym: four values
+        total += reward
+    return total
+
+
+def steps_outside_the_loop(env, policy, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        action = policy(obs)
+    obs, reward, terminated, truncated, _ = env.step(action)  # dedented by mistake
+    return total + reward
+
+
 def test_the_right_loop_passes_and_is_returned(capsys):
     assert check_run_episode(right) is right
     assert "Correct" in capsys.readouterr().out
@@ -93,7 +151,7 @@ def test_the_right_loop_passes_and_is_returned(capsys):
 
 @pytest.mark.parametrize(("wrong", "message"), [
     (only_terminated, "after the episode had ended"),
-    (counts_steps, "Add up the rewards themselves"),
+    (counts_steps, "that is the number of steps \\(7\\). Add up the rewards themselves"),
     (no_seed, "Reset the env with the seed"),
     (one_step, "returned before the episode ended"),
     (acts_on_the_first_observation, "old observation"),
@@ -101,10 +159,17 @@ def test_the_right_loop_passes_and_is_returned(capsys):
     (random_actions, "asked the policy for 0 actions"),
     (drops_the_last_reward_on_truncation, "the last step's reward \\(1.5\\) is missing"),
     (skips_the_first_reward, "the first step's reward \\(0.5\\) is missing"),
+    (counts_the_last_reward_twice, "the last step's reward \\(1.5\\) is counted twice"),
+    (overwrites_the_total, "the last step's reward alone.*not total = reward"),
+    (mean_reward, "the mean reward per step"),
+    (old_gym_reset, "returns both.*obs, info = env.reset"),
+    (old_gym_step, "too many values to unpack.*five values"),
+    (steps_outside_the_loop, "10,000 actions without stepping the env"),
 ], ids=["stops-only-on-terminated", "counts-steps-not-rewards", "ignores-the-seed",
         "returns-after-one-step", "acts-on-the-first-observation", "raises",
         "random-actions", "drops-the-last-reward-on-truncation",
-        "skips-the-first-reward"])
+        "skips-the-first-reward", "last-reward-twice", "overwrites-the-total", "mean-reward",
+        "old-gym-reset", "old-gym-step", "step-outside-the-loop"])
 def test_run_episode_rejects_each_mistake_with_its_hint(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_run_episode(wrong)

@@ -52,6 +52,15 @@ def discount_inside_the_weights(rewards, behavior_logp, target_logp, gamma):
     return float(np.mean(np.sum(p / p.mean(0) * r, axis=1)))
 
 
+def padded_with_one(rewards, behavior_logp, target_logp, gamma):
+    """p_t set to 1 after an episode's end (instead of its last value)."""
+    horizon = max(map(len, rewards))
+    r, p = np.zeros((len(rewards), horizon)), np.ones((len(rewards), horizon))
+    for i, (rew, b, t) in enumerate(zip(rewards, behavior_logp, target_logp, strict=True)):
+        r[i, :len(rew)], p[i, :len(rew)] = rew, np.exp(np.cumsum(t - b))
+    return float(np.mean(np.sum(p / p.mean(0) * r * gamma ** np.arange(horizon), axis=1)))
+
+
 def test_right_answers_pass_and_are_returned(capsys):
     loop = make_wis()
     assert check_wis(loop) is loop
@@ -67,13 +76,14 @@ def test_right_answers_pass_and_are_returned(capsys):
     (make_wis(normalize="survivors"), "episodes that reach step t only"),
     (make_wis(discount_from=1), "discounts start at gamma"),
     (make_wis(gamma_used=1.0), "do not discount"),
+    (padded_with_one, "pad p_t with 1. An ended episode keeps its last p_t"),
     (discount_inside_the_weights, "put gamma \\*\\* t into p_t before dividing by w_t"),
     (make_wis(gamma_used=0.99), "gamma=0.99"),
     (lambda rewards, b, t, gamma: np.mean([np.sum(gamma ** np.arange(len(r)) * r)
                                            for r in rewards]), "behaviour policy's"),
 ], ids=["no-normalization", "no-behaviour-probabilities", "inverted", "not-cumulative",
-        "survivors-only", "discount-off-by-one", "no-discount", "discount-in-p", "lesson-gamma",
-        "behaviour-return"])
+        "survivors-only", "discount-off-by-one", "no-discount", "padded-with-one", "discount-in-p",
+        "lesson-gamma", "behaviour-return"])
 def test_typical_mistakes_are_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_wis(answer)

@@ -56,6 +56,22 @@ def lessons_target(rows, target):
     return reference_time_to_return(rows, 200.0)  # the lesson's TARGET, not the argument
 
 
+def argmax_unguarded(rows, target):
+    i = int(np.argmax(np.nan_to_num(rows[:, 2], nan=-np.inf) >= target))  # 0 when none reaches it
+    return int(rows[i, 0]), float(rows[i, 1])
+
+
+def as_a_dict(rows, target):
+    answer = reference_time_to_return(rows, target)
+    return answer and {"steps": answer[0], "seconds": answer[1]}
+
+
+def as_a_series(rows, target):
+    import pandas as pd
+    df = pd.DataFrame(rows, columns=["steps", "seconds", "return"])
+    return df.loc[df["return"] >= target, ["steps", "seconds"]].iloc[0]  # IndexError: never
+
+
 def within_one_of_the_target(rows, target):
     for steps, seconds, value in rows:
         if value >= target - 1:  # "close enough"
@@ -74,8 +90,11 @@ def within_one_of_the_target(rows, target):
     (best_row, "not the row with the best return"),
     (lessons_target, "use the target argument"),
     (within_one_of_the_target, r"a return of [\d.]+, below the target [\d.]+: a row counts only when"),
+    (argmax_unguarded, "no row reaches the target here, so the answer is None"),
+    (as_a_dict, "gave a dict: return a tuple"),
+    (as_a_series, "gave a Series: return a tuple"),
 ], ids=["last-row", "strictly-above", "nan-reached", "swapped", "final-row", "index", "sorts",
-        "best-row", "lessons-target", "within-one"])
+        "best-row", "lessons-target", "within-one", "argmax-unguarded", "dict", "series"])
 def test_a_typical_mistake_is_named(wrong, hint):
     """Each gets its own hint, and only it: where two mistakes give the same answer on the failing
     case, the learner's answers on the other cases tell which one the code makes."""

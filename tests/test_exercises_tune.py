@@ -56,6 +56,16 @@ def errored_config_dropped(df, varied):  # the errored trial's seeds all thrown 
     return as_dict(varied, last[clean].groupby(varied)[RETURN].mean().idxmax())
 
 
+def errored_counted_as_zero(df, varied):
+    last = last_rows(df).fillna({RETURN: 0.0})
+    return as_dict(varied, last.groupby(varied)[RETURN].mean().idxmax())
+
+
+def sum_over_seeds(df, varied):
+    last = last_rows(df).dropna(subset=[RETURN])
+    return as_dict(varied, last.groupby(varied)[RETURN].sum().idxmax())
+
+
 def only_trials_that_ran_every_iteration(df, varied):  # early-stopped trials left out
     last = df[df["training_iteration"] == df["training_iteration"].max()]
     return as_dict(varied, last.dropna(subset=[RETURN]).groupby(varied)[RETURN].mean().idxmax())
@@ -109,6 +119,8 @@ def columns_of_the_best_rows(df, varied):  # the right rows, but each value a co
     (only_trials_that_ran_every_iteration, "stopped early"),
     (first_row_per_trial, "first row"),
     (median_over_seeds, "not the median"),
+    (errored_counted_as_zero, "NaN counted as a return of 0"),
+    (sum_over_seeds, "a sum over seeds favours the config with more of them"),
     (lr_only, "return one value for each"),
     (lambda df, varied: tuple(reference_pick_best_config(df, varied).values()), "as a dict"),
     (lambda df, varied: {"config/lr": 1e-3}, "(not the config|return one value)"),
@@ -116,7 +128,8 @@ def columns_of_the_best_rows(df, varied):  # the right rows, but each value a co
     (columns_of_the_best_rows, r"your value for 'config/lr' is a Series.*\.iloc\[0\]"),
 ], ids=["max-of-max", "lucky-seed", "whole-curve-mean", "unsorted-last-row", "nan-mean",
         "nan-rows-dropped-first", "groupby-last", "errored-config-dropped", "early-stopped-dropped",
-        "first-row", "median", "one-column", "a-tuple", "typed-lr", "raises", "columns-not-values"])
+        "first-row", "median", "nan-as-zero", "sum", "one-column", "a-tuple", "typed-lr", "raises",
+        "columns-not-values"])
 def test_each_mistake_is_named(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_pick_best_config(answer)
@@ -142,7 +155,8 @@ def test_the_stub_is_not_attempted(capsys):
 @pytest.mark.parametrize("answer", [max_of_max, one_lucky_seed, mean_of_whole_curve,
                                     numpy_mean_with_nan, nan_rows_dropped_first, groupby_last,
                                     errored_config_dropped, first_row_per_trial, median_over_seeds,
-                                    last_row_unsorted, only_trials_that_ran_every_iteration])
+                                    last_row_unsorted, only_trials_that_ran_every_iteration,
+                                    errored_counted_as_zero, sum_over_seeds])
 def test_a_mistake_that_other_sweeps_tell_apart_gets_its_one_hint(answer, seed):
     """Where two mistakes pick the same config on the sweep that fails, the learner's picks on the
     other sweeps rule one out: the hint names only the mistake the code makes."""

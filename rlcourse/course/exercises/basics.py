@@ -1,19 +1,22 @@
 """Lesson 01's exercise: the reinforcement-learning loop, written by hand.
 
-The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act with
-`policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of the
-rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
+The learner writes `run_episode(env, policy, seed) -> float`: reset the env with `seed`, then act
+with `policy(observation)` until the episode ends (terminated *or* truncated), and return the sum of
+the rewards. `check_run_episode` runs it on envs chosen so that each typical mistake shows: stopping
 only on `terminated`, counting steps instead of adding rewards, not passing the seed to reset,
 acting on an old observation, actions not from the policy, the first or the last reward left out
 (one env terminates on the very step its time limit truncates it, as gymnasium's TimeLimit reports
-it; the hint names which reward is missing where the two differ, and both where they do not), a
-loop capped at a fixed number of steps (one env's episodes last 1,000), and a return value that is
-not one number. The stub (NotImplementedError) is reported as not attempted and the lesson goes on
-with `reference_run_episode`.
+it; the hint names which reward is missing where the two differ, and both where they do not), a loop
+capped at a fixed number of steps (one env's episodes last 1,000), and a return value that is not
+one number. Named too: a reward counted twice, a total overwritten, a mean, counted steps, older
+gym's reset (obs alone) and step (four values), and a loop that never steps. The stub
+(NotImplementedError) is reported as not attempted and the lesson goes on with
+`reference_run_episode`.
 
 Review, what answer would still pass that should not? A loop capped at 1,000 steps or more (the
 longest episode here), and an answer that resets, then steps and sums correctly but also calls
-the policy on a copy of the observation (harmless).
+the policy on a copy of the observation (harmless). Refused though right in value: a policy
+called twice per step (e.g. to print the action), and a reset after the episode "to clean up".
 """
 
 from collections.abc import Callable
@@ -25,6 +28,9 @@ import numpy as np
 from rlcourse.course.exercises.common import ExerciseError, call, exercise, number, passed
 
 __all__ = ["check_run_episode"]
+
+
+MAX_ACTIONS_WITHOUT_A_STEP = 10_000  # a loop that never steps would otherwise run forever
 
 
 class _Watched(gym.Wrapper):
@@ -59,6 +65,14 @@ class _Watched(gym.Wrapper):
         """`policy`, refusing an observation other than the one reset() or step() returned last."""
 
         def watched(obs):
+            if isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], dict):
+                raise ExerciseError("The policy was given (observation, info): gymnasium's "
+                                    "env.reset() returns both (older gym returned only the "
+                                    "observation). Unpack them: obs, info = env.reset(seed=seed).")
+            if self.actions - self.steps >= MAX_ACTIONS_WITHOUT_A_STEP:
+                raise ExerciseError(f"run_episode asked the policy for {self.actions - self.steps:,} "
+                                    "actions without stepping the env: is env.step(...) inside the "
+                                    "loop, indented like the policy call?")
             if self.latest is not None and not np.array_equal(obs, self.latest):
                 raise ExerciseError("The policy was given an old observation. Act on the newest one: "
                                     "`obs, reward, terminated, truncated, info = env.step(...)` must "
@@ -111,7 +125,8 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
         # gymnasium's TimeLimit sets both flags when an episode terminates on its last allowed step.
         ("an env that terminates on the step its time limit truncates it (6 steps, both flags)",
          lambda: gym.wrappers.TimeLimit(_Drift(ends_after=6), max_episode_steps=6), lambda obs: 1,
-         "Add every step's reward, the last one too: it ends the episode by both flags at once."),
+         "Add up every step's reward once, the last one too (it ends the episode by both flags "
+         "at once), and return the plain sum: no discount, no mean."),
         ("an env that only ends by its time limit (7 steps, rewards 0.5 and 1.5)",
          lambda: gym.wrappers.TimeLimit(_Drift(), max_episode_steps=7), lambda obs: 0,
          "Add up the rewards themselves (they are not always 1), and stop on truncation too."),
@@ -123,6 +138,39 @@ def _cases() -> list[tuple[str, Callable[[], gym.Env], Callable, str]]:
     ]
 
 
+def _reward_mistake(got: float, expected: float, env: _Watched) -> str | None:
+    """The typical mistake that gives `got` for this episode, named, or None."""
+    if got == env.steps:
+        return (f"that is the number of steps ({env.steps}). Add up the rewards themselves: they "
+                "are not always 1.")
+    missing = [which for which, reward in (("first", env.first_reward), ("last", env.last_reward))
+               if reward and np.isclose(got, expected - reward)]
+    if missing:
+        reward = env.last_reward if missing == ["last"] else env.first_reward
+        return (f"the {' or the '.join(missing)} step's reward ({reward:g}) is missing. Add the "
+                "reward of every step, from the first step after reset to the one that comes with "
+                "terminated or truncated: add each reward before checking whether the episode ended.")
+    if np.isclose(got, expected + env.last_reward):
+        return (f"the last step's reward ({env.last_reward:g}) is counted twice. Add each reward "
+                "once, right after its env.step(), and nothing after the loop.")
+    if np.isclose(got, env.last_reward):
+        return ("that is the last step's reward alone. Add every step's reward to a running "
+                "total: total += reward, not total = reward.")
+    if np.isclose(got, expected / env.steps):
+        return "that is the mean reward per step. Return the sum of the rewards, not their mean."
+    return None
+
+
+def _unpack_hint(error: ExerciseError) -> ExerciseError:
+    """`error` with the five values of gymnasium's step (and two of reset) named, where the
+    learner's code unpacked the wrong number of them (older gym's API)."""
+    if isinstance(error.__cause__, ValueError) and "values to unpack" in str(error.__cause__):
+        return ExerciseError(f"{error}. gymnasium's env.step() returns five values, obs, reward, "
+                             "terminated, truncated, info (older gym returned four), and "
+                             "env.reset() two: obs, info.")
+    return error
+
+
 @exercise("run_episode", stub="run_episode", fallback="rlcourse's reference_run_episode",
           reference=lambda run_episode: reference_run_episode)
 def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) -> Callable:
@@ -132,9 +180,12 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
     for name, make_env, policy, hint in _cases():
         for seed in (0, 7):
             env = _Watched(make_env())
-            got = number(call(run_episode, env, env.watch(policy), seed, where=name),
-                         "What run_episode returned", " Return the sum of the episode's rewards "
-                         "(e.g. total += reward).")
+            try:
+                answer = call(run_episode, env, env.watch(policy), seed, where=name)
+            except ExerciseError as error:
+                raise _unpack_hint(error) from error.__cause__
+            got = number(answer, "What run_episode returned", " Return the sum of the episode's "
+                         "rewards (e.g. total += reward).")
             if env.seeds[:1] != [seed]:
                 raise ExerciseError(f"Reset the env with the seed you are given: "
                                     f"env.reset(seed=seed) (it was reset with {env.seeds}).")
@@ -151,21 +202,11 @@ def check_run_episode(run_episode: Callable[[gym.Env, Callable, int], float]) ->
                                     "policy(obs), one call per step (not env.action_space.sample()"
                                     " or a fixed action).")
             expected = reference_run_episode(make_env(), policy, seed)
-            missing = [which for which, reward in (("first", env.first_reward),
-                                                   ("last", env.last_reward))
-                       if reward and np.isclose(got, expected - reward)]
-            if missing:
-                which = " or the ".join(missing)
-                reward = env.last_reward if missing == ["last"] else env.first_reward
-                raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
-                                    f"episode's return is {expected}: the {which} step's reward "
-                                    f"({reward:g}) is missing. Add the reward of every step, from "
-                                    "the first step after reset to the one that comes with "
-                                    "terminated or truncated: add each reward before checking "
-                                    "whether the episode ended.")
             if not np.isclose(got, expected):
+                mistake = _reward_mistake(got, expected, env)
                 raise ExerciseError(f"On {name} with seed {seed}, run_episode returned {got}; the "
-                                    f"episode's return is {expected}. Hint: {hint}")
+                                    f"episode's return is {expected}"
+                                    + (f": {mistake}" if mistake else f". Hint: {hint}"))
     passed("your loop resets with the seed, acts on each new observation, steps until the episode "
            "ends, and adds up the rewards.")
     return run_episode

@@ -69,6 +69,7 @@ def _mistakes(rewards: Arrays, behavior_logp: Arrays, target_logp: Arrays, gamma
     _, p_target_only, _ = _padded(rewards, target_logp)
     _, p_inverted, _ = _padded(rewards, [-x for x in log_ratios])
     _, p_step, _ = _padded(rewards, log_ratios, cumulative=False)
+    p_one = np.where(alive > 0, p, 1.0)  # padded with 1 after an episode's end
     return [
         (estimate(p), "you weight by p_t but do not normalize: that is ordinary (per-decision) "
          "importance sampling, unbiased but with a variance that grows with the episode. Divide "
@@ -104,6 +105,9 @@ def _mistakes(rewards: Arrays, behavior_logp: Arrays, target_logp: Arrays, gamma
          "you average p_t over the episodes that reach step t only (as RLlib does): on an env "
          "paying 1 per step every policy then gets the behaviour's return. An ended episode keeps "
          "its last p_t (and earns 0): w_t is the mean over all episodes."),
+        (estimate(p_one / p_one.mean(0)), "after an episode ends you pad p_t with 1. An ended "
+         "episode keeps its last p_t (the product of all its ratios), so that w_t still weighs "
+         "how likely the whole episode was under pi_e."),
         (estimate(np.ones_like(r)), "that is the recorded (behaviour policy's) mean return, with "
          "no importance weights: weight each r_t by p_t / w_t."),
     ]

@@ -113,8 +113,11 @@ def _below_target(rows: np.ndarray, target: float, answer: Answer) -> list[str]:
     """The hint for an answer that is a row whose return is below the target (no other mistake)."""
     for i in np.flatnonzero(rows[:, 2] < target):
         if _same(answer, _row(rows, i)):
+            if not (rows[:, 2] >= target).any():
+                return [f"no row reaches the target here, so the answer is None (the row you gave "
+                        f"has a return of {rows[i, 2]:g}; np.argmax of an all-False mask is 0)"]
             return [f"the row you gave has a return of {rows[i, 2]:g}, below the target "
-                    f"{target:g}: a row counts only when its return >= target, exactly"]
+                    f"{target:g}: a row counts only when its return is >= the target itself"]
     return []
 
 
@@ -126,6 +129,10 @@ def check_time_to_return(fn: Callable[[np.ndarray, float], Answer]) -> Callable:
         readonly = rows.copy()
         readonly.flags.writeable = False
         answer = call(fn, readonly, target, where=what)
+        if answer is not None and not isinstance(answer, tuple | list | np.ndarray):
+            raise ExerciseError(f"On {what} time_to_return gave a {type(answer).__name__}: return "
+                                "a tuple (env steps, seconds), e.g. (int(row[0]), float(row[1])), "
+                                "or None.")
         expected = reference_time_to_return(rows, target)
         if not _same(answer, expected):
             hints = [hint for wrong, hint in _mistakes(rows, target)

@@ -4,12 +4,13 @@ The learner writes `pick_best_config(df, varied)`: from every reported iteration
 concatenated `metrics_dataframe`s of a ResultGrid), the config (the values of the `varied` columns)
 whose seeds have the best mean *last reported* return. The checker builds its own sweeps, each with
 one trap: a config with one lucky seed, a config that peaked early and fell, a slow starter that
-ends best (rows shuffled: a trial's last row is not its end), an errored trial (NaN) that had done
-well in a losing config and one in the winning config (so neither dropping NaN rows first nor
-dropping the errored trial's whole config picks right, and each picks wrong on a sweep of its own),
-trials stopped early among shuffled rows (so neither dropping them nor a trial's first or last row
-picks right), one seed far above its config's others (the mean, not the median), and two varied
-settings. Random values in each case, so an answer typed from a printout fails.
+ends best (rows shuffled: a trial's last row is not its end), errored trials (NaN) in a losing
+config, in the winning config and in a config far ahead (so neither dropping NaN rows first, nor
+counting NaN as 0, nor dropping the errored trial's whole config picks right, and each picks wrong
+on a sweep where the others do not), trials stopped early among shuffled rows (so neither dropping
+them nor a trial's first or last row picks right), one seed far above its config's others (the mean,
+not the median), and two varied settings with one config run on more seeds (the mean, not the sum).
+Random values in each case, so an answer typed from a printout fails.
 
 Review, what answer would still pass that should not? The best mean always leads by more than 5,
 so an answer that breaks near-ties differently passes. Sorting by another column that grows with
@@ -122,6 +123,10 @@ def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
         ("an errored trial in the best config", _sweep(rng, {
             "errored": ({"lr": c}, [(20, s(120)), ("nan", s(30)), (20, s(118))]),
             "fine": ({"lr": d}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
+        # Far ahead even with its errored trial counted as 0: only dropping its whole config loses.
+        ("an errored trial in a config far ahead", _sweep(rng, {
+            "errored": ({"lr": a}, [(20, s(160)), ("nan", s(30)), (20, s(158))]),
+            "fine": ({"lr": d}, [(20, s(100)), (20, s(98)), (20, s(102))])}), ["config/lr"]),
         # Two seeds stopped early (low), one ran on (high): dropping the stopped trials picks
         # "stopped", and so does taking a trial's first or last row (see _shuffled).
         ("trials stopped early, rows out of order", _shuffled(rng, _sweep(rng, {
@@ -135,7 +140,7 @@ def checker_cases(seed: int = 0) -> list[tuple[str, pd.DataFrame, list[str]]]:
         ("two varied settings", _sweep(rng, {
             "a4": ({"lr": a, "num_epochs": 4}, [(20, s(90)), (20, s(95))]),
             "a8": ({"lr": a, "num_epochs": 8}, [(20, s(130)), (20, s(125))]),
-            "b4": ({"lr": b, "num_epochs": 4}, [(20, s(110)), (20, s(112))]),
+            "b4": ({"lr": b, "num_epochs": 4}, [(20, s(110)), (20, s(112)), (20, s(108))]),
             "b8": ({"lr": b, "num_epochs": 8}, [(20, s(40)), (20, s(200))])}),
          ["config/lr", "config/num_epochs"]),
     ]
@@ -178,6 +183,14 @@ def _mistakes(df: pd.DataFrame, varied: list[str]) -> list[tuple[dict, str]]:
          "largest one)"),
         (dict(zip(varied, _tuple(finals.groupby(varied)[RETURN].median().idxmax()), strict=True)),
          "the exercise asks for the mean over each config's seeds, not the median"),
+        # Listed on sweeps without an errored trial too (where it picks right), so that those
+        # sweeps tell it from the sum: `narrowed` rules out a mistake only where it is listed.
+        (best_mean(finals.fillna({RETURN: 0.0})), "an errored trial's NaN counted as a return of 0 "
+         "(fillna(0), or a sum divided by the number of seeds) pulls its config's mean down; leave "
+         "the errored trial out of the mean instead"),
+        (dict(zip(varied, _tuple(finals.groupby(varied)[RETURN].sum().idxmax()), strict=True)),
+         "a sum over seeds favours the config with more of them (an errored trial left out "
+         "leaves its config one short); take the mean"),
         (best_mean(df.groupby("trial_id").head(1)), "a trial's first row is not its last "
          "iteration either; sort by training_iteration and take each trial's last row"),
     ]

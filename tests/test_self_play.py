@@ -204,10 +204,11 @@ FRESH_SEED = 100_000  # seeds of games no evaluation in training plays (those us
 LEARNING_ITERATIONS = 150  # 1.2 M env steps, about 2 minutes on a busy 2-core machine
 # Training stops early once an evaluation (200 games) reaches STOP_WIN_RATE; the kept policy must then
 # win MIN_WIN_RATE of 400 fresh games. The greedy policy wins about 0 before training; the heuristic
-# takes every win and blocks every threat it sees, so 0.65 is well-learned play. Seeds 0-4 (one busy
-# 2-core machine) stopped after 65-90 iterations (50-69 s) and won 0.78-0.85 of the fresh games.
+# takes every win and blocks every threat it sees, so 0.65 is well-learned play. Six runs (seed 0, two
+# at once on this 2-core machine) stopped after 15-45 iterations (44-100 s) and won 0.715-0.80 of the
+# fresh games. Stopping at 0.78 took 40-75 iterations for 0.79-0.86: a wider margin, at twice the time.
 # Issue 17's goal, 0.8, is benchmarks/self_play_win_rate.py's (200 iterations, three seeds).
-STOP_WIN_RATE = 0.78
+STOP_WIN_RATE = 0.72
 MIN_WIN_RATE = 0.65
 
 

@@ -2,6 +2,7 @@
 differ between runners, observations of the wrong shape, and a batch too small for its learners."""
 
 import pickle
+import re
 import sys
 
 import fault_envs
@@ -12,6 +13,7 @@ import ray.cloudpickle
 from fault_envs import BadValueEnv, CountingEnv
 from helpers import small_ppo
 
+from rlcourse.algorithms.impala.impala import IMPALAConfig
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.env.multi_agent_env import MultiAgentEnv
 from rlcourse.env.registry import register_env
@@ -216,11 +218,33 @@ def test_more_learners_than_episode_chunks_is_refused_at_build(env, runners, env
               .env_runners(num_env_runners=runners, num_envs_per_env_runner=envs)
               .training(train_batch_size_per_learner=batch, minibatch_size=4, num_epochs=1)
               .learners(num_learners=2, num_cpus_per_learner=0.5))
+    validates_unless_refused(config, refused, "num_envs_per_env_runner=2")
+
+
+@pytest.mark.parametrize(("fragment", "refused"), [
+    ("auto", True),   # one request of 200 steps fills the batch: one chunk (was refused rightly)
+    (201, True),      # the same
+    (150, False),     # two requests of 150 steps fill it: two chunks (was refused)
+    (50, False),      # four chunks (was refused)
+])
+def test_impala_counts_a_chunk_per_sample_request(fragment, refused):
+    """IMPALA fills a batch from requests of rollout_fragment_length steps per sub-env, each a
+    chunk, so one never-ending sub-env still feeds two learners."""
+    config = (IMPALAConfig().environment(CountingEnv, env_config={"never_ends": True})
+              .env_runners(num_env_runners=1, num_envs_per_env_runner=1,
+                           rollout_fragment_length=fragment)
+              .training(train_batch_size_per_learner=100)
+              .learners(num_learners=2, num_cpus_per_learner=0.5))
+    validates_unless_refused(config, refused, "rollout_fragment_length <= 100")
+
+
+def validates_unless_refused(config, refused: bool, fix: str) -> None:
+    """Two learners and at most one chunk per iteration: refused, naming `fix`; else validated."""
     if not refused:
         config.validate()
         return
     with pytest.raises(ConfigError, match=r"num_learners=2 in config.learners.*whole episode chunks"
-                                          r".*only 1 per iteration.*num_envs_per_env_runner=2"):
+                                          r".*only 1 per iteration.*" + re.escape(fix)):
         config.validate()
 
 

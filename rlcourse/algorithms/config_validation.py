@@ -10,13 +10,7 @@ import gymnasium as gym
 
 from rlcourse.algorithms.evaluation_config import check_evaluation
 from rlcourse.callbacks.callbacks import Callbacks, callbacks_problem, overrides_episode_hooks
-from rlcourse.core.rl_module.default_model_config import (
-    ACTIVATIONS,
-    CONV_DEFAULTS,
-    DEFAULT_MODEL_CONFIG,
-    check_lstm_settings,
-    lstm_settings,
-)
+from rlcourse.core.rl_module.default_model_config import check_model_config
 from rlcourse.core.rl_module.multi_rl_module_spec import check_multi_agent_settings
 from rlcourse.env.registry import env_name, probe_spaces
 from rlcourse.utils.validation import fail
@@ -186,6 +180,9 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
         value = getattr(config, setting)
         if value is not None and not (isinstance(value, type) and issubclass(value, base)):
             fail(config, setting, fix)
+    if missing := getattr(config.env_runner_cls, "__abstractmethods__", None):
+        fail(config, "env_runner_cls", f"{config.env_runner_cls.__name__} leaves EnvRunner's "
+             f"{', '.join(sorted(missing))} unwritten (see rlcourse/env/env_runner.py): write them.")
     custom = config.custom_resources_per_env_runner
     if not (isinstance(custom, dict) and all(isinstance(k, str) and is_number(v) and v >= 0
                                              for k, v in custom.items())):
@@ -215,27 +212,33 @@ def _check_learners(config: "AlgorithmConfig") -> None:
              f"{config.train_batch_size_per_learner}; use a minibatch_size <= the batch.")
 
 
-def check_episode_chunks(config: "AlgorithmConfig") -> None:
+def check_episode_chunks(config: "AlgorithmConfig", fragment: int | None = None) -> None:
     """For algorithms whose learners get whole episode chunks (PPO, IMPALA: learner_group.py's
-    shard_episodes; replayed and recorded rows are split evenly): an iteration gives at least one
-    per sub-env, and one more per episode limit (a gymnasium id's max_episode_steps) its sub-env's
-    share of the batch spans. Fewer than num_learners can leave a learner with nothing."""
-    if config.num_learners <= 1:
+    shard_episodes): fewer chunks per iteration than num_learners leave a learner with nothing.
+    Each episode limit (a gymnasium id's max_episode_steps) ends a chunk, and so does each sample."""
+    n, total = config.num_learners, config.total_train_batch_size
+    if n <= 1:
         return
-    sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
-    steps_per_sub_env = -(-config.total_train_batch_size // sub_envs)
     spec = gym.registry.get(config.env) if isinstance(config.env, str) else None
     limit = spec.max_episode_steps if spec else None  # (None: a class, or rlcourse's registry)
-    chunks = sub_envs * (-(-steps_per_sub_env // limit) if limit else 1)
-    if chunks >= config.num_learners:
-        return
-    episodes = f"episodes of up to {limit} steps" if limit else "episodes that outlast the batch"
-    fail(config, "num_learners", f"the {config.num_learners} learners each get whole episode "
-         f"chunks, and {steps_per_sub_env} steps in each of {sub_envs} sub-env(s) may give only "
-         f"{chunks} per iteration ({episodes}), leaving a learner with no steps. Use more sub-envs "
-         f"(num_env_runners x num_envs_per_env_runner >= {config.num_learners}, e.g. config."
-         f"env_runners(num_envs_per_env_runner={config.num_learners})) or fewer learners"
-         + (", or a larger train_batch_size_per_learner." if limit else "."))
+    if fragment is None:  # PPO: each sub-env samples its share of the batch at once
+        sub_envs = max(1, config.num_env_runners) * config.num_envs_per_env_runner
+        per_sub_env = -(-total // sub_envs)
+        chunks = sub_envs * (-(-per_sub_env // limit) if limit else 1)
+        steps = f"{per_sub_env} steps in each of {sub_envs} sub-env(s)"
+        fix = (f"more sub-envs (num_env_runners x num_envs_per_env_runner >= {n}, e.g. config."
+               f"env_runners(num_envs_per_env_runner={n}))"
+               + (", a larger train_batch_size_per_learner" if limit else ""))
+    else:  # IMPALA: requests of `fragment` steps per sub-env fill the batch
+        chunks = max(config.num_envs_per_env_runner, -(-total // min(fragment, limit or fragment)))
+        steps = f"{total} steps sampled {fragment} per sub-env and request"
+        fix = (f"a rollout_fragment_length <= {total // n} (config.env_runners("
+               "rollout_fragment_length=...))")
+    if chunks < n:
+        episodes = f"episodes of up to {limit} steps" if limit else "episodes that outlast the batch"
+        fail(config, "num_learners", f"the {n} learners each get whole episode chunks, and {steps} "
+             f"may give only {chunks} per iteration ({episodes}), leaving a learner with no steps. "
+             f"Use {fix} or fewer learners.")
 
 
 def _check_offline_data(config: "AlgorithmConfig") -> None:
@@ -251,28 +254,13 @@ def _check_offline_data(config: "AlgorithmConfig") -> None:
 
 
 def _check_rl_module(config: "AlgorithmConfig") -> None:
-    if config.rl_module_class is not None:
-        from rlcourse.core.rl_module.rl_module import RLModule  # torch: only for a class of one's own
-        if not (isinstance(config.rl_module_class, type)
-                and issubclass(config.rl_module_class, RLModule)):
-            fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
+    if config.rl_module_class is None:
+        check_model_config(config)  # the default modules' settings (a class of one's own reads any)
         return
-    known = {**lstm_settings(DEFAULT_MODEL_CONFIG), **CONV_DEFAULTS}
-    unknown = sorted(set(config.model_config) - set(known))
-    if unknown:  # (a module class of your own may read any keys: that case returned above)
-        fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
-             f"are {sorted(known)}. For other architectures, pass your own rl_module_class.")
-    hiddens = config.model_config.get("fcnet_hiddens")
-    if not (isinstance(hiddens, list | tuple) and hiddens and all(
-            is_int(h) and h > 0 for h in hiddens)):
-        fail(config, "model_config", "fcnet_hiddens must be a non-empty list of positive layer "
-             "sizes, e.g. [256, 256].")
-    if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
-        fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
-    if not isinstance(config.model_config.get("vf_share_layers", False), bool):
-        fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
-             "the hidden layers) or False (two separate networks).")
-    check_lstm_settings(config)
+    from rlcourse.core.rl_module.rl_module import RLModule  # torch: only for a class of one's own
+    if not (isinstance(config.rl_module_class, type)
+            and issubclass(config.rl_module_class, RLModule)):
+        fail(config, "rl_module_class", "pass a subclass of rlcourse.RLModule.")
 
 
 def _check_multi_agent(config: "AlgorithmConfig") -> None:

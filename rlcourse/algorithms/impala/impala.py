@@ -70,7 +70,7 @@ class IMPALAConfig(AlgorithmConfig):
         check_number(self, "entropy_coeff", 0.0)
         check_int(self, "broadcast_interval", 1)
         check_int(self, "learner_queue_size", 1)
-        check_episode_chunks(self)
+        check_episode_chunks(self, fragment=self.get_rollout_fragment_length())
         if self.minibatch_size is not None and self.minibatch_size != self.train_batch_size_per_learner:
             fail(self, "minibatch_size", "IMPALA cannot split a batch: V-trace runs backwards through "
                  "whole fragments. Leave minibatch_size=None (one step per train batch).")

@@ -33,6 +33,29 @@ def lstm_settings(model_config: dict) -> dict:
     return {**LSTM_DEFAULTS, **model_config}
 
 
+def _is_whole(value: Any, minimum: int) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
+
+
+def check_model_config(config: Any) -> None:
+    """Check an AlgorithmConfig's model_config for the default modules: known keys, layer sizes,
+    activation, vf_share_layers, then the recurrent settings."""
+    known = {**lstm_settings(DEFAULT_MODEL_CONFIG), **CONV_DEFAULTS}
+    if unknown := sorted(set(config.model_config) - set(known)):
+        fail(config, "model_config", f"the default model has no settings {unknown}; its settings "
+             f"are {sorted(known)}. For other architectures, pass your own rl_module_class.")
+    hiddens = config.model_config.get("fcnet_hiddens")
+    if not (isinstance(hiddens, list | tuple) and hiddens and all(_is_whole(h, 1) for h in hiddens)):
+        fail(config, "model_config", "fcnet_hiddens must be a non-empty list of positive layer "
+             "sizes, e.g. [256, 256].")
+    if config.model_config.get("fcnet_activation") not in ACTIVATIONS:
+        fail(config, "model_config", f"fcnet_activation must be one of {sorted(ACTIVATIONS)}.")
+    if not isinstance(config.model_config.get("vf_share_layers", False), bool):
+        fail(config, "model_config", "vf_share_layers must be True (policy and value heads share "
+             "the hidden layers) or False (two separate networks).")
+    check_lstm_settings(config)
+
+
 def check_lstm_settings(config: Any) -> None:
     """Check an AlgorithmConfig's use_lstm, lstm_cell_size and max_seq_len, and what they need
     of the algorithm and its batches."""
@@ -40,8 +63,7 @@ def check_lstm_settings(config: Any) -> None:
     if not isinstance(settings["use_lstm"], bool):
         fail(config, "model_config", "use_lstm must be True (an LSTM after the encoder) or False.")
     for key in ("lstm_cell_size", "max_seq_len"):
-        if not (isinstance(settings[key], numbers.Integral) and not isinstance(settings[key], bool)
-                and settings[key] >= 1):
+        if not _is_whole(settings[key], 1):
             fail(config, "model_config", f"{key} must be a whole number >= 1 (RLlib's default: "
                  f"{lstm_settings({})[key]}), got {settings[key]!r}.")
     if not settings["use_lstm"]:

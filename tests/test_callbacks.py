@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 from fault_envs import CountingEnv
-from helpers import small_ppo
+from helpers import small_impala, small_ppo
 
+from rlcourse.algorithms.dqn.dqn import DQN, DQNConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -147,6 +148,27 @@ def test_custom_metrics_from_remote_runners_are_reduced_across_them(ray_session,
     # Evaluation runners log the same metrics, under result["evaluation"], counted afresh.
     assert "evaluation" not in results[0]
     assert 4 <= results[1]["evaluation"]["env_runners"]["episodes_counted"] < total
+
+
+class UsesTheBuiltAlgorithm(Callbacks):
+    """What on_algorithm_init is for: use the whole algorithm, the subclass's own parts too."""
+
+    def on_algorithm_init(self, *, algorithm, **kwargs):
+        self.module = algorithm.get_module("default_policy")  # IMPALA's takes its learner's lock
+        if isinstance(algorithm, DQN):
+            self.buffered = len(algorithm.replay_buffer)  # built in DQN's setup
+
+
+@pytest.mark.parametrize("config", [
+    small_impala().environment("CartPole-v1"),
+    DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0),
+], ids=["IMPALA", "DQN"])
+def test_on_algorithm_init_runs_once_the_subclass_is_built(config, algo_factory):
+    """It ran inside Algorithm.setup, before IMPALA's learner thread or DQN's replay buffer."""
+    algo = algo_factory(config.callbacks(UsesTheBuiltAlgorithm))
+    if isinstance(algo, DQN):
+        assert algo.callbacks.buffered == 0
+    assert algo.callbacks.module.state_dict().keys() == algo.get_module().state_dict().keys()
 
 
 def test_a_custom_metric_named_like_a_built_in_one_is_refused(algo_factory):

@@ -61,6 +61,8 @@ class Algorithm(Checkpointable):
         self.offline_data: OfflineData | None = None  # what an offline algorithm reads (setup)
         try:
             self.setup(config)
+            if self.callbacks:  # after the subclass's setup too (IMPALA's thread, DQN's buffer)
+                self.callbacks.on_algorithm_init(algorithm=self)
         except BaseException:
             self.stop()  # never leave half-built actors behind
             raise
@@ -125,8 +127,6 @@ class Algorithm(Checkpointable):
                         s[module_id] if self.module_spec else s for s in runner_spaces])
         # Read directly: no learner thread runs yet (IMPALA's _runner_weights takes its lock).
         self.sync_env_runner_weights(weights=self.learner_group.get_weights(inference_only=True))
-        if self.callbacks:
-            self.callbacks.on_algorithm_init(algorithm=self)
 
     def _module_spaces(self) -> dict[str, tuple]:
         """{module_id: (observation_space, action_space)}; one module for a single-agent algorithm."""

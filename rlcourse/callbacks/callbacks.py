@@ -13,7 +13,7 @@ class Callbacks:
     keyword arguments only: name the ones you use and end with `**kwargs`."""
 
     def on_algorithm_init(self, *, algorithm: Any, **kwargs: Any) -> None:
-        """After the Algorithm has built its runners and learners."""
+        """Once the Algorithm is built: runners, learners and its own parts (a replay buffer...)."""
 
     def on_episode_start(self, *, episode: Any, env_runner: Any, metrics_logger: Any, env: Any,
                          env_index: int, rl_module: Any, **kwargs: Any) -> None:

@@ -19,7 +19,7 @@ from external_helpers import (
     start_runner,
 )
 
-from rlcourse.env.env_runner import SampleTimeoutError
+from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
 from rlcourse.env.external import client, client_session
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     EnvRunnerServerForExternalInference,
@@ -155,6 +155,10 @@ def test_settings_are_checked(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(ConfigError, match="env_runner_cls"):
         external_config().env_runners(env_runner_cls=dict).validate()
+    half_written = type("HalfWritten", (EnvRunner,), {"stop": lambda self: None})
+    with pytest.raises(ConfigError, match=r"env_runner_cls.*HalfWritten leaves EnvRunner's "
+                                          r"_check_state, _initialize_weights, .*set_state unwritten"):
+        external_config().env_runners(env_runner_cls=half_written).validate()
     with pytest.raises(ConfigError, match="observation_space and action_space"):
         external_config().environment(action_space=None).validate()
     taken = start_runner()

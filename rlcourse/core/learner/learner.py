@@ -68,9 +68,10 @@ class Learner:
         self._store_socket: socket.socket | None = None  # rank 0's, until torch.distributed takes it
 
     def configure_optimizer(self) -> torch.optim.Optimizer:
-        """Adam on all the module's weights at `config.lr` (SAC: a group per loss); fused: one
-        kernel for all parameters instead of a Python loop over them."""
-        return torch.optim.Adam(self.module.parameters(), lr=self.config.lr, fused=True)
+        """Adam on all the module's weights at the one rate `learning_rates()` reads (`config.lr`;
+        SAC: a group per loss); fused: one kernel for all parameters instead of a Python loop."""
+        (lr,) = self.learning_rates()
+        return torch.optim.Adam(self.module.parameters(), lr=lr, fused=True)
 
     def learning_rates(self) -> list[float]:
         """This config's learning rate of each of the optimizer's parameter groups, in order: the

@@ -190,9 +190,9 @@ def gaussian_logp(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) ->
 
 
 class Network(Protocol):
-    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`). A
-    stateful one (NumpyLSTM) has `is_stateful = True`, `get_initial_state()` and `step(obs, state)`
-    -> (action_dist_inputs, next state) instead of `action_dist_inputs`."""
+    """What an InferenceModule runs: NumpyMLP, or a custom torch module's (`TorchNetwork`). Each
+    declares `is_stateful`; a stateful one (NumpyLSTM) has `get_initial_state()` and `step(obs,
+    state)` -> (action_dist_inputs, next state) instead of `action_dist_inputs`."""
 
     is_stateful: bool
 

@@ -108,6 +108,15 @@ def test_rllibs_packed_formats_are_refused_as_settings():
     (rows(obs=[np.zeros(4 - k % 2, np.float32) for k in range(8)]),
      r"column 'obs': lists of 3 to 4 values.*lists of one length"),
     (rows(rewards=np.r_[np.ones(5), np.nan, 1, 1]), r"column 'rewards', row 5: a non-finite"),
+    (rows(terminateds=[False, None] + [False] * 5 + [True]),  # was taken, as objects
+     r"column 'terminateds', row 1: no value \(null\)"),
+    (rows(terminateds=[None] + [False] * 6 + [True]),  # crashed: len(False)
+     r"column 'terminateds', row 0: no value \(null\)"),
+    (rows(rewards=list(np.ones((8, 1), np.float32))),  # was taken: CQL's targets broadcast
+     r"column 'rewards': values of shape \(1,\), where each row needs one number"),
+    (rows(truncateds=list(np.zeros((8, 3), bool))),
+     r"column 'truncateds': values of shape \(3,\)"),
+    (rows(rewards=["1"] * 8), r"column 'rewards': holds string"),
     (rows(n=1).slice(0, 0), r"hold no rows"),
     (rows(obs=[base64.b64encode(b"pickled").decode()] * 8),
      r"column 'obs': holds string.*pickled.*never unpickles.*output_compress_columns=\[\]"),

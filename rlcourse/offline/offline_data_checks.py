@@ -9,7 +9,17 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 
-from rlcourse.offline.columns import ACTIONS, AGENT_ID, EPS_ID, MODULE_ID, NEXT_OBS, OBS
+from rlcourse.offline.columns import (
+    ACTIONS,
+    AGENT_ID,
+    EPS_ID,
+    MODULE_ID,
+    NEXT_OBS,
+    OBS,
+    REWARDS,
+    TERMINATEDS,
+    TRUNCATEDS,
+)
 from rlcourse.utils.validation import ConfigError
 
 IDS = {EPS_ID, AGENT_ID, MODULE_ID}  # strings by nature; every other column holds numbers
@@ -67,16 +77,16 @@ def check_schema(schema: pa.Schema, columns: tuple[str, ...], where: str) -> Non
 def stacked(values: np.ndarray, name: str, where: str) -> np.ndarray:
     """A column of one list per row (an object array of arrays) as one [rows, ...] array; a null
     row or lists of different lengths fail, naming the column."""
-    if (name in IDS or values.dtype != object or not len(values)
-            or not isinstance(values[0], np.ndarray | list | None)):
+    if name in IDS or values.dtype != object or not len(values):
         return values
-    lengths = [-1 if value is None else len(value) for value in values]
-    if max(lengths) < 0:  # nulls only (Arrow's null type): not a list column
-        return values
-    if -1 in lengths:
+    nulls = [row for row, value in enumerate(values) if value is None]
+    if nulls and len(nulls) < len(values):  # (nulls only: Arrow's null type, no data column)
         raise OfflineDataError(
-            f"{where}, column {name!r}, row {lengths.index(-1)}: no value (null); each row needs "
+            f"{where}, column {name!r}, row {nulls[0]}: no value (null); each row needs "
             f"one {name}. Drop those rows (e.g. with ray.data's filter) before training.")
+    if not isinstance(values[0], np.ndarray | list):  # (bools with a null come as objects too)
+        return values
+    lengths = [len(value) for value in values]
     if min(lengths) != max(lengths):
         raise OfflineDataError(
             f"{where}, column {name!r}: lists of {min(lengths)} to {max(lengths)} values; each row "
@@ -107,6 +117,14 @@ def check_rows(rows: dict[str, np.ndarray], observation_space: gym.Space, action
         raise OfflineDataError(
             f"{where}, column 'actions': actions of shape {actions.shape[1:]}, but the env's "
             f"action_space is {action_space}. Train on the env the data was recorded in.")
+    for name in (REWARDS, TERMINATEDS, TRUNCATEDS):
+        if name in rows and (rows[name].ndim != 1 or rows[name].dtype.kind not in "biuf"):
+            found = (f"values of shape {rows[name].shape[1:]}" if rows[name].ndim != 1
+                     else f"{rows[name].dtype} values")
+            raise OfflineDataError(
+                f"{where}, column {name!r}: {found}, where each row needs one number (or bool). "
+                "Write the column as one plain value per row, as config.offline_data(output=...) "
+                "records it.")
     for name, values in rows.items():
         if values.dtype.kind == "f" and not np.isfinite(values).all():
             row = int(np.flatnonzero((~np.isfinite(values.reshape(len(values), -1))).any(axis=1))[0])

@@ -14,6 +14,7 @@ from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.callbacks.callbacks import Callbacks
 from rlcourse.connectors.env_to_module import FlattenObservations
 from rlcourse.core.rl_module.default_model_config import DEFAULT_MODEL_CONFIG
+from rlcourse.tune.search_space import candidates
 from rlcourse.utils.validation import ConfigError
 
 
@@ -421,6 +422,17 @@ def test_sample_from_is_accepted_and_every_nested_grid_value_is_checked():
     with pytest.raises(ConfigError, match=r"model_config=.*can take .*'fcnet_hiddens': '64'"):
         valid_config().rl_module(
             model_config={"fcnet_hiddens": tune.grid_search([[32], "64"])}).to_dict()
+
+
+@pytest.mark.parametrize("space, drawn", [
+    (tune.randint(32, 128), [32, 127]),       # upper bound excluded
+    (tune.qrandint(32, 128, 32), [32, 128]),  # multiples of q, upper bound included (was 127)
+    (tune.qrandint(30, 130, 32), [32, 128]),  # bounds rounded in to multiples of q
+    (tune.uniform(0, 1), [0.0, 1.0]),
+])
+def test_a_ranges_checked_bounds_are_values_tune_draws(space, drawn):
+    assert candidates(space) == drawn
+    assert all(min(drawn) <= space.sample() <= max(drawn) for _ in range(200))
 
 
 def test_number_ranges_are_printed_finite_and_model_config_names_its_form():

@@ -51,6 +51,9 @@ def candidates(space: Any) -> list[Any]:
             raise ValueError("the search space is empty: give it at least one value.")
         return list(values)
     if hasattr(space, "lower") and hasattr(space, "upper"):
+        q = getattr(space.sampler, "q", 1)
+        if type(space).__name__ == "Integer" and q != 1:  # qrandint: multiples of q in [a, b]
+            return [-(-space.lower // q) * q, space.upper // q * q]
         if type(space).__name__ == "Integer":  # tune.randint(a, b) draws from [a, b)
             return [space.lower, space.upper - 1]
         return [float(space.lower), float(space.upper)]

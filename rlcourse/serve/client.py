@@ -4,6 +4,7 @@ returns the actions, over one keep-alive connection. Needs neither Ray nor torch
 import contextlib
 import http.client
 import json
+import threading
 import urllib.parse
 from types import TracebackType
 from typing import Any, Self
@@ -43,8 +44,10 @@ class PolicyClient:
         if port == 0:  # urlsplit reads ":0" as 0, which http.client would replace by 80
             raise ValueError(f"url {url!r}: its port is no TCP port; give one in 1..65535, e.g. "
                              "http://127.0.0.1:8000/")
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s={timeout_s!r}: give the seconds to wait for an answer, > 0.")
+        if not (isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool)
+                and 0 < timeout_s <= threading.TIMEOUT_MAX):  # (inf: every request would crash)
+            raise ValueError(f"timeout_s={timeout_s!r}: give the seconds to wait for an answer, a "
+                             "finite number > 0.")
         self.path = parts.path or "/"
         self._connection = http.client.HTTPConnection(parts.hostname, port or 80,
                                                       timeout=timeout_s)

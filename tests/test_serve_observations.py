@@ -12,6 +12,7 @@ from rlcourse.serve.observations import MAX_BYTES, MAX_ROWS, BadRequest, observa
 pytestmark = pytest.mark.timeout(60)
 BOX = gym.spaces.Box(low=np.float32([-1, -np.inf]), high=np.float32([1, np.inf]), dtype=np.float32)
 DISCRETE = gym.spaces.Discrete(5, start=10)
+FRAMES = gym.spaces.Box(low=0, high=255, shape=(2,), dtype=np.uint8)
 
 
 def test_one_observation_and_a_batch_become_batches_of_the_space_dtype():
@@ -20,6 +21,7 @@ def test_one_observation_and_a_batch_become_batches_of_the_space_dtype():
     assert batch.shape == (2, 2) and batch.dtype == np.float32
     assert observations(12, DISCRETE).tolist() == [12]
     assert observations([10, 14.0], DISCRETE).tolist() == [10, 14]
+    assert observations([3, 255.0], FRAMES).tolist() == [[3, 255]]
 
 
 @pytest.mark.parametrize("value, space, status, message", [
@@ -41,6 +43,7 @@ def test_one_observation_and_a_batch_become_batches_of_the_space_dtype():
     (2**63, DISCRETE, 400, "row 0 is 9223372036854775808, outside"),
     ([10, 10**30], DISCRETE, 400, "row 1 is 1e+30, outside"),  # not "objects": JSON allows it
     ([0.0, 10**400], BOX, 400, "beyond float64's range"),
+    ([3.5, 7.0], FRAMES, 400, "fractions; observations of Box(0, 255, (2,), uint8) are integers"),
 ])
 def test_each_bad_observation_is_refused_with_what_is_wrong(value, space, status, message):
     with pytest.raises(BadRequest) as refused, warnings.catch_warnings():

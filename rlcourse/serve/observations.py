@@ -77,9 +77,13 @@ def observations(value: object, space: gym.Space) -> np.ndarray:
     return _discrete(batch, space) if isinstance(space, gym.spaces.Discrete) else _box(batch, space)
 
 
-def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:
+def _whole_numbers(batch: np.ndarray, space: gym.Space) -> None:
     if not np.all(batch == np.round(batch)):
         raise BadRequest(400, f"field 'obs' holds fractions; observations of {space} are integers.")
+
+
+def _discrete(batch: np.ndarray, space: gym.spaces.Discrete) -> np.ndarray:
+    _whole_numbers(batch, space)
     low, high = int(space.start), int(space.start + space.n - 1)
     outside = (batch < low) | (batch > high)  # before the cast to int64, which 1e300 would wrap
     if outside.any():
@@ -93,6 +97,8 @@ def _box(batch: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
         obs = batch.astype(space.dtype if np.issubdtype(space.dtype, np.floating) else np.float32)
     if not np.all(np.isfinite(obs)):
         raise BadRequest(400, f"field 'obs' holds values beyond {obs.dtype}'s range.")
+    if not np.issubdtype(space.dtype, np.floating):  # e.g. uint8 frames
+        _whole_numbers(obs, space)
     outside = ((obs < space.low) | (obs > space.high)).reshape(len(obs), -1)
     if outside.any():
         row, column = np.argwhere(outside)[0]

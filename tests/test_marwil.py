@@ -60,6 +60,8 @@ def test_returns_advantage_weights_and_the_moving_norm_are_rllibs():
     batch = MARWILOfflinePreLearner(config, *SPACES)(rows(), "rows")
     # Chunks end where the episode changes, where the next row does not continue it, and last.
     assert batch["chunk_ends"].tolist() == [False, True, False, False, True]
+    one_row = {name: values[:1] for name, values in rows().items()}  # train_batch_size 1: crashed
+    assert MARWILOfflinePreLearner(config, *SPACES)(one_row, "rows")["chunk_ends"].tolist() == [True]
     tensors = {k: torch.as_tensor(v) for k, v in batch.items()}
     with torch.no_grad():
         v = marwil.module.compute_values({"obs": torch.as_tensor(np.r_[batch["obs"],

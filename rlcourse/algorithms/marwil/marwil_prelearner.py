@@ -16,7 +16,7 @@ class MARWILOfflinePreLearner(OfflinePreLearner):
     def __call__(self, rows: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
         batch = super().__call__(rows, where)
         eps_id, new_obs = batch.pop(EPS_ID), batch[NEXT_OBS].astype(np.float32, copy=False)
-        continues = (eps_id[1:] == eps_id[:-1]) & (new_obs[:-1] == batch[OBS][1:]).reshape(
-            len(new_obs) - 1, -1).all(axis=1)
+        same_obs = new_obs[:-1] == batch[OBS][1:]
+        continues = (eps_id[1:] == eps_id[:-1]) & same_obs.all(axis=tuple(range(1, same_obs.ndim)))
         return {**batch, NEXT_OBS: new_obs, REWARDS: batch[REWARDS].astype(np.float32, copy=False),
                 "chunk_ends": np.append(~continues, True)}

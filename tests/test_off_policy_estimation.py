@@ -26,6 +26,16 @@ def test_the_formula_on_two_episodes_by_hand():
     assert estimate["v_behavior"] == pytest.approx(((1 + 0.9 * 2) + 4) / 2)
 
 
+def test_a_step_where_the_target_takes_no_recorded_action_counts_as_0():
+    """A deterministic pi_e (log 0 = -inf) that leaves every episode at step 1: the estimate is
+    step 0's alone (it was NaN for every step)."""
+    rows = {"eps_id": np.array(["a", "a", "b", "b"]), "rewards": np.array([1.0, 2.0, 4.0, 8.0]),
+            "action_logp": np.log([0.5, 0.5, 0.25, 0.5])}
+    estimate = weighted_importance_sampling(rows, np.array([0.0, -np.inf, 0.0, -np.inf]), gamma=0.9)
+    # p_0: 2 and 4, w_0 = 3, so ((2 / 3) * 1 + (4 / 3) * 4) / 2; p_1 = 0 for both.
+    assert estimate["v_target"] == pytest.approx((2 / 3 * 1 + 4 / 3 * 4) / 2)
+
+
 def test_the_behaviour_policy_is_estimated_at_its_recorded_return():
     rows = table_to_numpy(pq.read_table(next(EXPERT_DATA.rglob("*.parquet"))))
     estimate = weighted_importance_sampling(rows, rows["action_logp"], gamma=0.99)

@@ -9,8 +9,8 @@ recorded with their `action_logp`, log pi_b(a_t|s_t).
 An episode that ended keeps its last p_t with reward 0 (an absorbing state), so w_t counts it and
 how long pi_e's episodes last is in the estimate. RLlib averages p_t over the episodes that reach
 step t only, which on CartPole estimates every pi_e at the behaviour's return
-(tests/test_off_policy_estimation.py shows it). Steps no recorded episode reaches, or actions pi_b
-never took, count as 0.
+(tests/test_off_policy_estimation.py shows it). Steps no recorded episode reaches, or where pi_e
+would have taken none of the episodes (every p_t = 0), count as 0.
 """
 
 import numpy as np
@@ -45,10 +45,12 @@ def weighted_importance_sampling(rows: dict[str, np.ndarray], target_logp: np.nd
         rewards[i, :len(steps)] = rows[REWARDS][steps]
         log_p[i, :len(steps)] = np.cumsum(log_ratios[steps])
         log_p[i, len(steps):] = log_p[i, len(steps) - 1]
-    p = np.exp(log_p - log_p.max(axis=0))  # p_t of each episode, scaled per step (w_t cancels it)
+    top = log_p.max(axis=0)  # -inf at a step where pi_e takes no episode's actions so far
+    p = np.exp(log_p - np.where(top > -np.inf, top, 0.0))  # p_t, scaled per step (w_t cancels it)
     w = p.mean(axis=0)
     discounts = gamma ** np.arange(horizon)
     v_behavior = np.mean(rewards @ discounts)
-    v_target = np.mean((p / w * rewards) @ discounts)
+    ratio = np.divide(p, w, out=np.zeros_like(p), where=w > 0)  # 0 where w_t = 0: no data on pi_e
+    v_target = np.mean((ratio * rewards) @ discounts)
     return {"v_behavior": float(v_behavior), "v_target": float(v_target),
             "v_gain": float(v_target / v_behavior) if v_behavior else float("nan")}

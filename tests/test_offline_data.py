@@ -157,6 +157,8 @@ def test_input_that_names_no_files_is_refused(input_, message):
      r"config.training\(train_batch_size_per_learner"),
     ({"input_read_method_kwargs": {"bogus": 1}, "materialize_data": False},
      r"input_read_method_kwargs=.*read_parquet.*'override_num_blocks'.*not \['bogus'\]"),
+    ({"input_read_method_kwargs": {"filter": None}, "materialize_data": False},  # read_parquet
+     r"input_read_method_kwargs=.*not \['filter'\]"),                         # refuses it
     ({"input_read_method_kwargs": {"num_cpus": 1}},  # BC's materialize_data=True reads no Dataset
      r"input_read_method_kwargs=.*materialize_data=False"),
     ({"materialize_data": "no"}, r"materialize_data='no'.*use True"),

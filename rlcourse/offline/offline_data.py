@@ -89,7 +89,8 @@ def _names(*functions: Any) -> set[str]:
 # Where offline_data(...)'s dicts go: read_parquet passes the names it lacks on to PyArrow's scanner;
 # iter_batches' batch_size (train_batch_size_per_learner), batch_format and drop_last are set here.
 READ_ARGS = (_names(ray.data.read_parquet) | _names(pyarrow.dataset.Scanner.from_fragment)
-             | {"dataset_kwargs", "_block_udf"}) - {"paths", "fragment", "arrow_parquet_args"}
+             | {"dataset_kwargs", "_block_udf"}) - {"paths", "fragment", "arrow_parquet_args",
+                                                    "filter"}  # (read_parquet refuses filter=)
 ITER_ARGS = _names(ray.data.Dataset.iter_batches, ray.data.DataIterator.iter_batches) - {
     "self", "batch_size", "batch_format", "drop_last"}
 

@@ -113,6 +113,20 @@ def receive_raw(sock: socket.socket) -> dict | None:
     return json.loads(_read(sock, client.HEADER.unpack(header)[0]))
 
 
+def episode(t: int = 5, **changes) -> dict:
+    """A good CartPole-shaped episode message entry, with `changes` applied."""
+    data = {"obs": np.zeros((t + 1, 4), np.float32), "actions": np.zeros(t, np.int64),
+            "rewards": np.ones(t, np.float32), "action_logp": np.full(t, -0.7, np.float32),
+            "terminated": True, "truncated": False}
+    data.update(changes)
+    return {k: client.encode_array(v) if isinstance(v, np.ndarray) else v for k, v in data.items()}
+
+
+def episodes(*entries) -> bytes:
+    """An EPISODES message's body."""
+    return json.dumps({"type": "EPISODES", "episodes": list(entries)}).encode()
+
+
 def handshake(sock: socket.socket) -> None:
     send_raw(sock, json.dumps({"type": "PING", "token": TOKEN,
                                "protocol_version": client.PROTOCOL_VERSION}).encode())

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from external_helpers import (
     TOKEN,
+    episode,
+    episodes,
     handshake,
     raw_connect,
     receive_raw,
@@ -20,19 +22,6 @@ from rlcourse.env.external.client import PROTOCOL_VERSION, encode_array
 
 pytestmark = pytest.mark.timeout(30)
 MAX_BYTES = 100_000
-
-
-def episode(t: int = 5, **changes) -> dict:
-    """A good CartPole-shaped episode message entry, with `changes` applied."""
-    data = {"obs": np.zeros((t + 1, 4), np.float32), "actions": np.zeros(t, np.int64),
-            "rewards": np.ones(t, np.float32), "action_logp": np.full(t, -0.7, np.float32),
-            "terminated": True, "truncated": False}
-    data.update(changes)
-    return {k: encode_array(v) if isinstance(v, np.ndarray) else v for k, v in data.items()}
-
-
-def episodes(*entries) -> bytes:
-    return json.dumps({"type": "EPISODES", "episodes": list(entries)}).encode()
 
 
 def server_side(kind: str = "GET_ACTION", obs: np.ndarray | None = None, **fields) -> bytes:
@@ -50,6 +39,11 @@ BEFORE_HANDSHAKE = {  # name: (body, words the ERROR message must hold)
     "episodes before PING": (episodes(episode()), "first message must be PING"),
     "another protocol version": (json.dumps({**PING, "protocol_version": 99}).encode(),
                                  "protocol version 99"),
+    "a token that is no UTF-8 text": (json.dumps({**PING, "token": "\ud800"}).encode(), "token"),
+    "JSON nested 40,000 deep": (b'{"type": "PING", "x": ' + b"[" * 40_000 + b"]" * 40_000 + b"}",
+                                "nests too deeply"),
+    "an integer of 5,000 digits": (b'{"type": "PING", "protocol_version": ' + b"9" * 5000 + b"}",
+                                   "an integer of 5000 digits"),
 }
 AFTER_HANDSHAKE = {
     "unknown message type": (b'{"type": "GET_WEATHER"}', "unknown message type 'GET_WEATHER'"),
@@ -78,6 +72,9 @@ AFTER_HANDSHAKE = {
     "a shape of more elements than int64 counts": (  # NumPy's product would wrap to 0 bytes
         episodes(episode(obs={"dtype": "float32", "shape": [2**32, 2**32], "b64": ""})),
         "obs: 0 bytes do not hold"),
+    "a shape beyond NumPy's int64": (
+        episodes(episode(obs={"dtype": "float32", "shape": [2**70, 0], "b64": ""})),
+        "obs: NumPy cannot make an array of shape [1180591620717411303424, 0]"),
     "a shape of 65 dimensions": (episodes(episode(obs={**encode_array(np.zeros(1, np.float32)),
                                                        "shape": [1] * 65})), "at most 64"),
     "a good episode beside a bad one": (
@@ -103,6 +100,8 @@ MID_EPISODE = {  # after one good GET_ACTION: the episode in progress is refused
     "no reward for the last action": (server_side(), "GET_ACTION.reward: expected a finite number"),
     "an infinite reward": (server_side(reward=1.0).replace(b'"reward": 1.0', b'"reward": 1e999'),
                            "GET_ACTION.reward"),  # JSON reads 1e999 as infinity
+    "a reward beyond float's range": (server_side(reward=10**400),
+                                      "GET_ACTION.reward: expected a finite number"),
     "an episode's end neither terminated nor truncated": (
         server_side("END_EPISODE", reward=1.0, terminated=False, truncated=False),
         "whole episodes only"),

@@ -1,14 +1,18 @@
 """The server runner for external simulators, in this process (no Ray): whole episodes from
 clients come out of sample() as from any runner; clients that die, hang, reconnect or crowd in."""
 
+import contextlib
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
+from external_helpers import episode as episode_entry
+from external_helpers import episodes as episodes_message
 from external_helpers import (
     external_config,
     handshake,
@@ -16,11 +20,13 @@ from external_helpers import (
     raw_connect,
     receive_raw,
     run_client_in_thread,
+    send_raw,
     start_runner,
 )
 
 from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
 from rlcourse.env.external import client, client_session
+from rlcourse.env.external import env_runner_server_for_external_inference as server_module
 from rlcourse.env.external.env_runner_server_for_external_inference import (
     EnvRunnerServerForExternalInference,
 )
@@ -124,6 +130,71 @@ def test_a_connection_that_never_sends_its_ping_soon_leaves_its_place(monkeypatc
         handshake(raw_connect(runner))  # its place is free
     finally:
         runner.stop()
+
+
+def test_a_refused_client_that_trickles_bytes_soon_leaves_its_place():
+    runner = start_runner(max_clients=1)
+    try:
+        sock = raw_connect(runner)
+        send_raw(sock, json.dumps({"type": "PING", "token": "guess",
+                                   "protocol_version": client.PROTOCOL_VERSION}).encode())
+        assert receive_raw(sock)["type"] == "ERROR"
+        until = time.monotonic() + 2.5  # the server drains for a second in all, then hangs up
+        with contextlib.suppress(OSError):
+            while time.monotonic() < until:
+                sock.sendall(b" ")  # a byte every 0.3 s: each read alone would wait less than 1 s
+                time.sleep(0.3)
+        wait_until(lambda: runner.num_clients == 0, timeout_s=0.5)
+    finally:
+        runner.stop()
+
+
+def test_a_waiting_sample_keeps_more_steps_than_the_queue_holds_otherwise():
+    """PPO asks a runner for train_batch_size / num_runners steps, which may pass max_queued_steps
+    (4 * rollout_fragment_length = 80 here); with nobody waiting, the oldest episodes still go."""
+    config = (external_config(max_episode_steps=50).env_runners(rollout_fragment_length=20)
+              .training(train_batch_size_per_learner=400).env_runners(sample_timeout_s=5.0))
+    config.validate()
+    runner = EnvRunnerServerForExternalInference(config)
+    runner.set_weights(made_up_weights())
+    stop = threading.Event()
+
+    def feed() -> None:  # one 50-step episode every 10 ms
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                send_raw(sock, episodes_message(episode_entry(t=50)))
+                time.sleep(0.01)
+
+    try:
+        sock = raw_connect(runner)
+        handshake(sock)
+        send_raw(sock, episodes_message(*[episode_entry(t=50)] * 4))
+        wait_until(lambda: runner.counts["num_external_env_steps_dropped"] == 100)  # 100 kept
+        threading.Thread(target=feed, daemon=True).start()
+        assert sum(map(len, runner.sample(num_timesteps=400))) >= 400
+    finally:
+        stop.set()
+        runner.stop()
+
+
+def test_stop_ends_a_client_thread_that_waits_for_new_weights(monkeypatch):
+    ended = threading.Event()
+
+    def serve_and_tell(*args) -> None:
+        try:
+            client_session.serve_client(*args)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(server_module, "serve_client", serve_and_tell)
+    runner = start_runner(client_timeout_s=20.0)  # it would wait 10 s for new weights
+    try:
+        run_client_in_thread(runner, max_env_steps=None)
+        wait_until(lambda: runner._queued_steps > 0)  # its first batch is in: it waits
+        time.sleep(0.2)
+    finally:
+        runner.stop()
+    assert ended.wait(timeout=2.0)
 
 
 def test_sample_without_clients_times_out_naming_the_port():

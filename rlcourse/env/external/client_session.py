@@ -6,6 +6,7 @@ import contextlib
 import hmac
 import logging
 import socket
+import time
 from typing import TYPE_CHECKING
 
 from rlcourse.env.external.rllink import (
@@ -92,7 +93,11 @@ def _check_ping(message: dict, token: str) -> None:
         raise ProtocolError(f"the first message must be PING with 'token' and 'protocol_version', "
                             f"got {message['type']!r}.")
     sent = message.get("token")
-    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), token.encode()):
+    try:
+        right = isinstance(sent, str) and hmac.compare_digest(sent.encode(), token.encode())
+    except UnicodeEncodeError:  # JSON's "\ud800", a lone surrogate, is no UTF-8 text
+        right = False
+    if not right:
         raise ProtocolError("wrong or missing token: pass the token the server's "
                             "RLCOURSE_EXTERNAL_TOKEN holds.")
     if message.get("protocol_version") != PROTOCOL_VERSION:
@@ -120,6 +125,9 @@ def _drain(sock: socket.socket, max_bytes: int) -> None:
     """Close our side, then read what the client still sends (for up to a second): closing with
     unread bytes would reset the connection and could destroy the ERROR before the client reads it."""
     sock.shutdown(socket.SHUT_WR)
-    sock.settimeout(1.0)
-    while max_bytes > 0 and (chunk := sock.recv(min(max_bytes, 2**16))):
+    deadline = time.monotonic() + 1.0  # in all: a peer sending a byte now and then keeps no place
+    while max_bytes > 0 and (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        if not (chunk := sock.recv(min(max_bytes, 2**16))):
+            return
         max_bytes -= len(chunk)

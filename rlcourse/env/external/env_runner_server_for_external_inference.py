@@ -83,7 +83,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self.client_timeout_s = float(settings["client_timeout_s"])
         self.max_message_bytes = int(settings["max_message_bytes"])
         self.max_episode_steps = int(settings["max_episode_steps"])
-        # Episodes wait here for sample(); the oldest are dropped beyond a few requests' worth.
+        # Episodes wait here for sample(); the oldest go beyond a few requests' worth (add_episodes).
         self.max_queued_steps = max(4 * config.get_rollout_fragment_length(), self.max_episode_steps)
         self._queue: deque[SingleAgentEpisode] = deque()
         self._queued_steps = 0
@@ -91,7 +91,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._layers: list | None = None  # the weights as sent to clients (SET_STATE)
         self.network: numpy_mlp.NumpyMLP | None = None  # the same, for server-side inference
         self._layers_version = -1  # counts the weights taken, for clients waiting on new ones
-        self._wanting_episodes = False  # sample() waits for more: no client need wait for weights
+        self._wanted: tuple[int, int] | None = None  # (steps, episodes) a waiting sample() needs
         self._clients: list[socket.socket] = []
         self.wire_bytes = 0  # both ways, headers included
         self.counts = dict.fromkeys(COUNTERS, 0)  # since this runner started (count() adds)
@@ -180,7 +180,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         def ready() -> bool:
             return self._layers is not None and (
                 newer_than is None or self._layers_version > newer_than
-                or self._wanting_episodes or self.stopping)
+                or self._wanted is not None or self.stopping)  # no client waits while sample() does
 
         with self._lock:
             # (Within half the client's timeout: a client waiting that long gets the weights held.)
@@ -192,13 +192,16 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                     "layers": self._layers, **epsilon}, self._layers_version
 
     def add_episodes(self, episodes: list[SingleAgentEpisode]) -> None:
-        """Queue checked episodes for sample() (dropping the oldest beyond `max_queued_steps`)."""
+        """Queue checked episodes for sample(), dropping the oldest beyond `max_queued_steps` (stale
+        weights) but never below what a waiting sample() needs: it may ask for more than that."""
         with self._lock:
             for episode in episodes:
                 self._queue.append(episode)
                 self._queued_steps += len(episode)
             self.counts["num_external_episodes_received"] += len(episodes)
-            while self._queued_steps - len(self._queue[0]) >= self.max_queued_steps:
+            steps, count = self._wanted or (0, 0)
+            while (self._queued_steps - len(self._queue[0]) >= max(self.max_queued_steps, steps)
+                   and len(self._queue) > count):
                 dropped = len(self._queue.popleft())
                 self._queued_steps -= dropped
                 self.counts["num_external_env_steps_dropped"] += dropped
@@ -237,19 +240,19 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         taken: list[SingleAgentEpisode] = []
         with self._lock:
             while self._queued_steps < steps or len(self._queue) < episodes:
-                if not self._wanting_episodes:
-                    self._wanting_episodes = True  # release the clients waiting for weights
+                if self._wanted is None:
+                    self._wanted = (steps, episodes)  # kept queued; clients waiting for weights go on
                     self._lock.notify_all()
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    self._wanting_episodes = False
+                    self._wanted = None
                     raise SampleTimeoutError(
                         f"{self.name} received too few episodes within sample_timeout_s="
                         f"{self.config.sample_timeout_s} s from its {self.num_clients} "
                         "simulator(s): start client.py against this port, or raise "
                         "config.env_runners(sample_timeout_s=...).")
                 self._lock.wait(min(left, 1.0))
-            self._wanting_episodes = False
+            self._wanted = None
             while sum(map(len, taken)) < steps or len(taken) < episodes:
                 taken.append(self._queue.popleft())
                 self._queued_steps -= len(taken[-1])
@@ -282,11 +285,12 @@ class EnvRunnerServerForExternalInference(EnvRunner):
         self._num_env_steps_lifetime = state["num_env_steps_lifetime"]
 
     def stop(self) -> None:
-        """Stop listening and hang up on every client (their threads then end)."""
+        """Stop listening, wake clients waiting for weights, hang up on all (their threads end)."""
         self.stopping = True
         self._listener.close()
         with self._lock:
             clients, self._clients = list(self._clients), []
+            self._lock.notify_all()
         for sock in clients:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)

@@ -58,7 +58,10 @@ def decode_array(field: str, value: object) -> np.ndarray:
     if len(raw) != math.prod(shape) * np.dtype(dtype).itemsize:  # exact: NumPy's prod overflows
         raise ProtocolError(f"{field}: {len(raw)} bytes do not hold a {dtype} array of shape "
                             f"{shape}.")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    try:
+        return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    except ValueError as e:  # no bytes, but a dimension beyond int64 (as [2**70, 0])
+        raise ProtocolError(f"{field}: NumPy cannot make an array of shape {shape} ({e}).") from None
 
 
 def send_message(sock: socket.socket, message: dict) -> int:
@@ -78,9 +81,12 @@ def receive_message(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> 
                             "(max_message_bytes): send fewer episodes per message.")
     body = read_exactly(sock, length)
     try:
-        message = json.loads(body, parse_constant=_refuse_constant)
+        message = json.loads(body, parse_constant=_refuse_constant, parse_int=_parse_int)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ProtocolError(f"the message is not UTF-8 JSON ({e}).") from None
+    except RecursionError:  # json's parser recurses once per nested array or object
+        raise ProtocolError("the message nests too deeply for Python's JSON parser: send the "
+                            "protocol's messages, a few levels deep.") from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError('a message must be a JSON object with a "type" string.')
     return message, HEADER.size + length
@@ -88,6 +94,15 @@ def receive_message(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> 
 
 def _refuse_constant(name: str) -> float:
     raise ProtocolError(f"the message holds {name}, which JSON does not allow: send finite numbers.")
+
+
+def _parse_int(digits: str) -> int:
+    """A JSON integer; ProtocolError past the digits int() converts (sys.get_int_max_str_digits())."""
+    try:
+        return int(digits)
+    except ValueError:
+        raise ProtocolError(f"the message holds an integer of {len(digits)} digits, more than "
+                            "Python reads: send numbers of the sizes the protocol expects.") from None
 
 
 def checked_array(data: dict, name: str, where: str, dtypes: tuple[str, ...], shape: tuple

@@ -40,7 +40,11 @@ def act(network: numpy_mlp.NumpyMLP, head: Any, obs: np.ndarray, rng: np.random.
 
 def _reward(message: dict, where: str) -> float:
     reward = message.get("reward")
-    if type(reward) not in (int, float) or not math.isfinite(reward):
+    try:
+        finite = type(reward) in (int, float) and math.isfinite(reward)
+    except OverflowError:  # an int beyond float's range, as 10**400
+        finite = False
+    if not finite:
         raise ProtocolError(f"{where}.reward: expected a finite number, got {reward!r}: send the "
                             "env's reward for the last action.")
     return float(reward)

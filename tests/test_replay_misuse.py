@@ -1,6 +1,6 @@
 """Replay buffers refuse misuse at the call that makes it, leaving the buffer as it was: TD errors
-that are not finite, indices that are not stored steps, n_step < 1, exponents below 0, a saved
-state that is not whole and consistent."""
+that are not finite, indices that are not stored steps, n_step or num_items < 1, exponents below 0,
+a chunk that does not continue its stored episode, a saved state that is not whole and consistent."""
 
 import numpy as np
 import pytest
@@ -11,11 +11,16 @@ from rlcourse.utils.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisod
 from rlcourse.utils.serialization import to_plain
 
 
+def episode(id_: str, steps: int, terminated: bool = True, t_started: int = 0):
+    """`steps` steps from observation t_started on: a chunk with t_started > 0 continues one."""
+    obs = np.arange(t_started, t_started + steps + 1, dtype=np.float32)[:, None]
+    return SingleAgentEpisode(obs, np.zeros(steps, dtype=np.int64), np.ones(steps, np.float32),
+                              None, terminated, False, id_=id_, t_started=t_started)
+
+
 def filled(buffer_class=PrioritizedEpisodeReplayBuffer, capacity: int = 8):
     buffer = buffer_class(capacity=capacity, seed=0)
-    obs = np.arange(5, dtype=np.float32)[:, None]
-    buffer.add([SingleAgentEpisode(obs, np.zeros(4, dtype=np.int64), np.ones(4, np.float32), None,
-                                   True, False, id_="a")])
+    buffer.add([episode("a", 4)])
     return buffer  # slots 0-3 hold steps, 4-7 are free
 
 
@@ -51,6 +56,44 @@ def test_sample_refuses_n_step_below_one(buffer_class, n_step):
         filled(buffer_class).sample(4, n_step=n_step)
 
 
+@pytest.mark.parametrize("buffer_class", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+@pytest.mark.parametrize("num_items", [0, -2, 2.5])
+def test_sample_refuses_num_items_below_one(buffer_class, num_items):
+    with pytest.raises(ValueError, match=rf"num_items={num_items}.*int >= 1"):
+        filled(buffer_class).sample(num_items)
+
+
+@pytest.mark.parametrize("buffer_class", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+def test_update_priorities_with_nothing_to_update_changes_nothing(buffer_class):
+    buffer = filled(buffer_class)
+    state = buffer.get_state()
+    buffer.update_priorities(np.array([]), np.array([]))
+    buffer.update_priorities([], [])
+    assert buffer.get_state() == state
+
+
+@pytest.mark.parametrize("buffer_class", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+@pytest.mark.parametrize("again", [
+    episode("b", 3, terminated=False),  # "b"'s chunk added twice
+    episode("a", 2, t_started=5),       # a chunk after "a" terminated
+])
+def test_add_refuses_a_chunk_that_does_not_continue_its_episode_and_changes_nothing(
+        buffer_class, again):
+    buffer = buffer_class(capacity=10, seed=0)
+    buffer.add([episode("a", 5), episode("b", 3, terminated=False)])  # 8 of 10 slots used
+    state = buffer.get_state()
+    # Room for `again` would evict "a": the refusal must come before that and before taking slots.
+    with pytest.raises(ValueError, match=r"does not continue.*Add each chunk once"):
+        buffer.add([again])
+    assert buffer.get_state() == state and len(buffer) == 8
+    assert sum(map(len, buffer.episodes.values())) == 8 and list(buffer.episodes) == ["a", "b"]
+    restored = buffer_class(capacity=10)
+    restored.set_state(state)
+    np.testing.assert_array_equal(buffer.sample(16)["indices"], restored.sample(16)["indices"])
+    buffer.add([episode("b", 2, terminated=False, t_started=3)])  # the real next chunk still joins
+    assert len(buffer.episodes["b"]) == 5 and len(buffer) == 10
+
+
 @pytest.mark.parametrize("alpha, beta", [(-0.5, 0.4), (0.6, -1.0), (float("nan"), 0.4)])
 def test_prioritized_buffer_refuses_negative_exponents(alpha, beta):
     with pytest.raises(ValueError, match="exponents >= 0"):
@@ -59,16 +102,16 @@ def test_prioritized_buffer_refuses_negative_exponents(alpha, beta):
 
 def _edited(state: dict, key: str, value) -> dict:
     state = dict(state)
-    if key == "slots":
-        episode = dict(state["episodes"][0], slots=to_plain(np.array([0, 1, 2, 9])))
-        state["episodes"] = [episode]
+    if key in state["episodes"][0]:  # a field of the saved episode
+        state["episodes"] = [dict(state["episodes"][0], **{key: value})]
     else:
         state[key] = value
     return state
 
 
 @pytest.mark.parametrize("key, value, match", [
-    ("slots", None, r"episodes\[0\]\.slots"),
+    ("slots", to_plain(np.array([0, 1, 2, 9])), r"episodes\[0\]\.slots"),
+    ("is_truncated", True, r"episodes\[0\] is both terminated and truncated"),
     ("free", [4, 5, 6, 6], "uses its slots more than once"),
     ("priorities", to_plain(np.full(8, np.nan)), r"priorities holds NaN"),
     ("priorities", to_plain(np.ones(7)), r"priorities must be 8 numbers"),

@@ -37,27 +37,42 @@ class EpisodeReplayBuffer:
         return len(self.episodes)
 
     def add(self, episodes: list[SingleAgentEpisode]) -> None:
-        """Store episode chunks in the order they were sampled, evicting the oldest episodes."""
+        """Store episode chunks in the order they were sampled, evicting the oldest episodes.
+        A chunk that cannot be stored raises ValueError before it changes the buffer (the chunks
+        before it in `episodes` stay added)."""
         for chunk in episodes:
             if len(chunk) == 0:
                 continue
             if len(chunk) > self.capacity:
                 raise ValueError(f"An episode chunk of {len(chunk)} steps does not fit a replay "
                                  f"buffer of capacity {self.capacity}: raise its capacity.")
-            while len(self._free) < len(chunk):
-                self._evict_oldest()
             # Model outputs are not needed for replay: drop them (less memory, simpler joins).
             chunk = SingleAgentEpisode(chunk.observations, chunk.actions, chunk.rewards, None,
                                        chunk.is_terminated, chunk.is_truncated, chunk.id_,
                                        chunk.t_started)
-            stored = self.episodes.get(chunk.id_)
+            joined = self._joined(chunk)  # may raise: so before evicting or taking slots
+            while len(self._free) < len(chunk):
+                self._evict_oldest()
             slots = np.array([self._free.pop() for _ in range(len(chunk))], dtype=np.int64)
-            if stored is not None:  # the episode goes on: the new steps follow the stored ones
-                self._place(stored.concat_episode(chunk), np.append(self._slots[chunk.id_], slots))
-            else:
+            if chunk.id_ in self.episodes:  # the episode goes on: new steps follow stored ones
+                self._place(joined, np.append(self._slots[chunk.id_], slots))
+            else:  # a new episode, or one whose stored steps were just evicted
                 self._place(chunk, slots)
             self._on_slots_added(slots)
             self.num_steps_added_lifetime += len(chunk)
+
+    def _joined(self, chunk: SingleAgentEpisode) -> SingleAgentEpisode | None:
+        """The stored episode with `chunk` appended (None if none is stored); ValueError if the
+        chunk does not continue it."""
+        stored = self.episodes.get(chunk.id_)
+        if stored is None:
+            return None
+        try:
+            return stored.concat_episode(chunk)
+        except ValueError as e:
+            hint = ("Add each chunk once, in the order it was sampled; an episode that ended takes "
+                    "no more chunks (a new episode needs a new id_).")
+            raise ValueError(f"{e} {hint}") from None
 
     def _place(self, episode: SingleAgentEpisode, slots: np.ndarray) -> None:
         """Store `episode` with its steps in `slots` (one per step, in order)."""
@@ -85,12 +100,15 @@ class EpisodeReplayBuffer:
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99) -> dict[str, np.ndarray]:
         """`num_items` n-step transitions drawn uniformly (with replacement): obs, actions, rewards
         (discounted n-step sums), new_obs, terminateds, n_step, weights (all 1) and indices."""
-        self._check_sample(n_step)
+        self._check_sample(num_items, n_step)
         slots = self.rng.choice(np.flatnonzero(self._slot_t >= 0), size=num_items)
         return {**self._n_step_transitions(slots, n_step, gamma),
                 "weights": np.ones(num_items, dtype=np.float32), "indices": slots}
 
-    def _check_sample(self, n_step: int) -> None:
+    def _check_sample(self, num_items: int, n_step: int) -> None:
+        if not isinstance(num_items, int | np.integer) or num_items < 1:
+            raise ValueError(f"sample(num_items={num_items!r}): num_items is how many rows to "
+                             "draw; give an int >= 1.")
         if len(self) == 0:
             raise ValueError("The replay buffer is empty: add episodes before sampling.")
         if not isinstance(n_step, int | np.integer) or n_step < 1:
@@ -135,14 +153,16 @@ class EpisodeReplayBuffer:
     def set_state(self, state: dict[str, Any]) -> None:
         """Continue from `get_state()` of a buffer with the same capacity; a state that is not whole
         and consistent (replay_buffer_state.py) raises CheckpointError and changes nothing."""
-        episodes = check_buffer_state(state, self.capacity, self.PRIORITIZED)
+        saved = check_buffer_state(state, self.capacity, self.PRIORITIZED)
+        # Build everything first: after _clear() nothing may fail, or the buffer would be lost.
+        episodes = [(SingleAgentEpisode(e["observations"], e["actions"], e["rewards"], None,
+                                        e["is_terminated"], e["is_truncated"], e["id_"],
+                                        e["t_started"]), e["slots"]) for e in saved]
+        rng = from_plain(state["rng"])
         self._clear()
-        for saved in episodes:
-            self._place(SingleAgentEpisode(
-                saved["observations"], saved["actions"], saved["rewards"], None,
-                saved["is_terminated"], saved["is_truncated"], saved["id_"], saved["t_started"]),
-                saved["slots"])
+        for episode, slots in episodes:
+            self._place(episode, slots)
         self._free = list(state["free"])
-        self.rng = from_plain(state["rng"])
+        self.rng = rng
         self.num_steps_added_lifetime = state["num_steps_added_lifetime"]
         self.num_episodes_evicted_lifetime = state["num_episodes_evicted_lifetime"]

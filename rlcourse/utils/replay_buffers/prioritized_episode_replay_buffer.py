@@ -81,7 +81,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def sample(self, num_items: int, n_step: int = 1, gamma: float = 0.99,
                beta: float | None = None) -> dict[str, np.ndarray]:
         """As `EpisodeReplayBuffer.sample`, drawn by priority, with importance `weights`."""
-        self._check_sample(n_step)
+        self._check_sample(num_items, n_step)
         beta = self.beta if beta is None else beta
         slots = self.tree.sample(num_items, self.rng)
         leaves = self.tree.leaves[:self.capacity]
@@ -98,6 +98,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if indices.shape != priorities.shape or indices.ndim != 1:
             raise ValueError(f"update_priorities: {indices.shape} indices for {priorities.shape} "
                              "TD errors; give one TD error per sampled index, both 1-D.")
+        if len(indices) == 0:  # nothing to update (an empty batch)
+            return
         if not np.isfinite(priorities).all():
             raise ValueError("update_priorities: a TD error is NaN or infinite; it would make "
                              "every later draw pick slot 0. Find where the loss diverges.")
@@ -115,7 +117,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "max_priority": self.max_priority}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        super().set_state(state)
+        super().set_state(state)  # checks `state` (priorities too) before it changes anything
         self.tree = SumTree(self.capacity)
         self.tree.set(np.arange(self.capacity), from_plain(state["priorities"]))
         self.max_priority = state["max_priority"]

@@ -24,7 +24,7 @@ def _fail(where: str, problem: str) -> None:
 
 def check_episode(saved: dict[str, Any], where: str, capacity: int) -> None:
     """One saved episode: its arrays' lengths agree (one observation more than actions) and its
-    slots are in range."""
+    slots are in range, and it is not both terminated and truncated."""
     if not isinstance(saved, dict) or set(saved) != EPISODE_KEYS:
         _fail(where, f"must be a dict with keys {sorted(EPISODE_KEYS)}.")
     n = len(check_array(saved["rewards"], f"{where}.rewards", ndim=1))
@@ -37,6 +37,8 @@ def check_episode(saved: dict[str, Any], where: str, capacity: int) -> None:
         _fail(where, "needs a str id_ and an int t_started >= 0.")
     if not all(isinstance(saved[k], bool) for k in ("is_terminated", "is_truncated")):
         _fail(where, "needs bool is_terminated and is_truncated.")
+    if saved["is_terminated"] and saved["is_truncated"]:  # SingleAgentEpisode would refuse it
+        _fail(where, "is both terminated and truncated; an episode ends one way: set at most one.")
 
 
 def check_buffer_state(state: Any, capacity: int, prioritized: bool,

@@ -10,6 +10,7 @@ from external_helpers import (
     TOKEN,
     episode,
     episodes,
+    external_config,
     handshake,
     raw_connect,
     receive_raw,
@@ -19,6 +20,7 @@ from external_helpers import (
 )
 
 from rlcourse.env.external.client import PROTOCOL_VERSION, encode_array
+from rlcourse.utils.validation import ConfigError
 
 pytestmark = pytest.mark.timeout(30)
 MAX_BYTES = 100_000
@@ -147,3 +149,20 @@ def test_bad_input_gets_an_error_and_harms_no_one(runner, name):
         assert np.isfinite(e.rewards).all() and np.isfinite(e.observations).all()
     runner._queue.clear()
     runner._queued_steps = 0
+
+
+@pytest.mark.parametrize("env_config, message", [
+    ({"max_episode_step": 50}, r"reads no \['max_episode_step'\]; its settings are .*'max_episode_s"),
+    ({"max_clients": "eight"}, r"env_config\['max_clients'\]='eight': use a whole number >= 1"),
+    ({"max_clients": 0}, r"env_config\['max_clients'\]=0"),
+    ({"client_timeout_s": 0}, r"env_config\['client_timeout_s'\]=0: use seconds, a finite number"),
+    ({"max_episode_steps": 0}, r"env_config\['max_episode_steps'\]=0"),
+    ({"max_message_bytes": -1}, r"env_config\['max_message_bytes'\]=-1: use bytes, >= 1024"),
+    ({"port": 70000}, r"env_config\['port'\]=70000: use a TCP port in 0..65535"),
+    ({"host": None}, r"env_config\['host'\]=None"),
+])
+def test_server_settings_are_checked_at_validate_naming_the_key(env_config, message):
+    """Each was taken (a typo ignored, 0 s of timeout dropping every client) or failed in the
+    runner actor naming no setting."""
+    with pytest.raises(ConfigError, match=r"env_config=.*" + message):
+        external_config(**env_config).validate()

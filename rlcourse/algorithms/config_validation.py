@@ -183,6 +183,8 @@ def _check_env_runners(config: "AlgorithmConfig") -> None:
     if missing := getattr(config.env_runner_cls, "__abstractmethods__", None):
         fail(config, "env_runner_cls", f"{config.env_runner_cls.__name__} leaves EnvRunner's "
              f"{', '.join(sorted(missing))} unwritten (see rlcourse/env/env_runner.py): write them.")
+    if config.env_runner_cls is not None:
+        config.env_runner_cls.validate_config(config)
     custom = config.custom_resources_per_env_runner
     if not (isinstance(custom, dict) and all(isinstance(k, str) and is_number(v) and v >= 0
                                              for k, v in custom.items())):

@@ -88,6 +88,11 @@ class EnvRunner(abc.ABC):
     # secrets that must not travel in the config, which checkpoints and Tune results store.
     driver_env_vars: tuple[str, ...] = ()
 
+    @classmethod  # noqa: B027 (a hook most runners leave empty, not an abstract method)
+    def validate_config(cls, config: "AlgorithmConfig") -> None:
+        """Check the settings only this runner class reads; validate() calls it for env_runner_cls
+        (the external server's env_config keys)."""
+
     def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
                  worker_index: int = 0):
         self.config = config

@@ -23,12 +23,12 @@ from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.env.env_runner import EnvRunner, SampleTimeoutError
 from rlcourse.env.external.client_session import serve_client
 from rlcourse.env.external.rllink import (
-    MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
     encode_array,
     send_message,
     space_message,
 )
+from rlcourse.env.external.server_settings import SERVER_SETTINGS, check_server_settings
 from rlcourse.env.external.server_side_inference import HEADS
 from rlcourse.env.registry import EnvCreator
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -43,9 +43,6 @@ TOKEN_ENV_VAR = "RLCOURSE_EXTERNAL_TOKEN"
 COUNTERS = ("num_external_clients_connected", "num_external_episodes_received",
             "num_external_messages_refused", "num_external_episodes_refused",
             "num_external_env_steps_dropped")
-# env_config keys this runner reads, with their defaults.
-SERVER_SETTINGS = {"host": "127.0.0.1", "port": 5555, "max_clients": 8, "client_timeout_s": 60.0,
-                   "max_message_bytes": MAX_MESSAGE_BYTES, "max_episode_steps": 10_000}
 
 
 class EnvRunnerServerForExternalInference(EnvRunner):
@@ -53,6 +50,10 @@ class EnvRunnerServerForExternalInference(EnvRunner):
 
     num_envs = 1
     driver_env_vars = (TOKEN_ENV_VAR,)  # runner actors get the driver's token, never the config
+
+    @classmethod
+    def validate_config(cls, config: "AlgorithmConfig") -> None:
+        check_server_settings(config)
 
     def __init__(self, config: "AlgorithmConfig", env_creator: EnvCreator | None = None,
                  worker_index: int = 0):
@@ -67,6 +68,7 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                              f"environment variable {TOKEN_ENV_VAR} in the driver's process (os.environ"
                              f"[{TOKEN_ENV_VAR!r}] = 'a secret', before build_algo(); runner actors get "
                              "it from there) and give each simulator's client the same token.")
+        check_server_settings(config)
         settings = {**SERVER_SETTINGS, **config.env_config}
         self.observation_space = config.observation_space
         self.action_space = config.action_space
@@ -79,10 +81,10 @@ class EnvRunnerServerForExternalInference(EnvRunner):
                              "(client.py). Set no rl_module_class or env_to_module_connector, one "
                              f"policy and the algorithm's head (got {type(self.head).__name__}).")
         self.info = space_info(self.observation_space, self.action_space)  # refuses other spaces
-        self.max_clients = int(settings["max_clients"])
+        self.max_clients = settings["max_clients"]
         self.client_timeout_s = float(settings["client_timeout_s"])
-        self.max_message_bytes = int(settings["max_message_bytes"])
-        self.max_episode_steps = int(settings["max_episode_steps"])
+        self.max_message_bytes = settings["max_message_bytes"]
+        self.max_episode_steps = settings["max_episode_steps"]
         # Episodes wait here for sample(); the oldest go beyond a few requests' worth (add_episodes).
         self.max_queued_steps = max(4 * config.get_rollout_fragment_length(), self.max_episode_steps)
         self._queue: deque[SingleAgentEpisode] = deque()

@@ -195,6 +195,8 @@ def test_a_dataset_streams_checked_batches_epoch_after_epoch(ray_session, tmp_pa
     with pytest.raises(OfflineDataError, match="fewer than one batch of 500"):
         data.sample(500)
     data.stop()
+    with pytest.raises(OfflineDataError, match=r"ray.data.Dataset .* holds no rows"):  # was an
+        OfflineData(BCConfig().offline_data(input_=ray.data.from_items([])), *SPACES)  # AttributeError
     bad = ray.data.from_items([{"obs": np.zeros(4, np.float32), "actions": 3}] * 4)
     config = BCConfig().offline_data(input_=bad)
     with pytest.raises(OfflineDataError, match=r"ray.data.Dataset.*'actions': values outside"):

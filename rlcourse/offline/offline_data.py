@@ -131,9 +131,11 @@ class OfflineData:
         if isinstance(config.input_, ray.data.Dataset):
             self.where = "the ray.data.Dataset given as config.offline_data(input_=...)"
             _set_up_ray_data()
-            schema = config.input_.schema().base_schema  # Arrow's, for data Ray Data holds as Arrow
-            if isinstance(schema, pa.Schema):
-                check_schema(schema, columns, self.where)
+            schema = config.input_.schema()  # None: no block to tell (an empty Dataset)
+            if schema is None:
+                raise OfflineDataError(f"{self.where} holds no rows.")
+            if isinstance(schema.base_schema, pa.Schema):  # Arrow's, for data held as Arrow
+                check_schema(schema.base_schema, columns, self.where)
             self.data = config.input_.select_columns(list(columns))
             if config.materialize_data:
                 self.data = self.data.materialize()

@@ -25,6 +25,7 @@ from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
 from rlcourse.utils.postprocessing import flatten_episodes
+from rlcourse.utils.serialization import to_plain
 from rlcourse.utils.validation import ConfigError
 
 LSTM = {"use_lstm": True, "vf_share_layers": True, "lstm_cell_size": 8, "fcnet_hiddens": [16],
@@ -82,8 +83,14 @@ def test_runners_reset_the_state_at_episode_starts_and_carry_it_across_sample_ca
         np.testing.assert_array_equal(chunk.extra_model_outputs[STATE_IN][0],
                                       ended[chunk.id_].extra_model_outputs[STATE_OUT][-1])
     restored = SingleAgentEnvRunner(lstm_config())  # a runner's checkpoint keeps the states
-    restored.set_state(runner.get_state())
+    saved = runner.get_state()
+    assert restored.check_state(saved, "state") is None
+    restored.set_state(saved)
     np.testing.assert_array_equal(restored.module.state, runner.module.state)
+    wrong = {**saved, "episodes": {**saved["episodes"], "module_state": to_plain(np.zeros((3, 2, 9)))}}
+    assert "state.episodes.module_state" in restored.check_state(wrong, "state")  # was taken
+    del wrong["episodes"]["module_state"]  # a KeyError mid-restore before
+    assert "state.episodes has no module_state" in restored.check_state(wrong, "state")
     runner.stop()
     restored.stop()
 

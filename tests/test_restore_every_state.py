@@ -159,6 +159,28 @@ def runner_rng(state, tensors):
     return "env_runners[0].module_rng"
 
 
+def runner_rng_missing(state, tensors):  # restored counters and weights, then KeyError
+    del state["env_runners"][0]["module_rng"]
+    return "env_runners[0] has no 'module_rng'"
+
+
+def runner_episodes_missing(state, tensors):
+    del state["env_runners"][0]["episodes"]
+    return "env_runners[0] has no 'episodes'"
+
+
+def betas_missing(state, tensors):  # restored, then train() raised KeyError
+    optimizer, name = _optimizer(tensors)
+    del optimizer["param_groups"][0]["betas"]
+    return f"{name}.param_groups[0] has no 'betas'"
+
+
+def slot_missing(state, tensors):
+    optimizer, name = _optimizer(tensors)
+    del optimizer["state"][0]["exp_avg_sq"]
+    return f"{name}.state[0] holds ['exp_avg', 'step']"
+
+
 def _env_layer(state) -> tuple[dict, str]:
     """The innermost layer (the env itself) of the first runner's first sub-env."""
     runner = state["env_runners"][0]
@@ -243,8 +265,9 @@ def callbacks_list(state, tensors):
 
 
 EVERY_ALGORITHM = [weight_nan, _slot("exp_avg", lambda m: m * math.nan), optimizer_eps,
-                   learner_rng, _learner_value("num_updates", -1), runner_rng]
-SINGLE_AGENT = [env_state_nan]
+                   learner_rng, _learner_value("num_updates", -1), runner_rng, betas_missing,
+                   slot_missing]
+SINGLE_AGENT = [env_state_nan, runner_rng_missing, runner_episodes_missing]
 OWN = {"ppo": [_slot("exp_avg_sq", lambda m: -m - 1), torch_rng_float, env_method,
                running_obs_nan, filter_mean_nan, merged_filter_variance_negative, evaluation_steps,
                callbacks_list, custom_metric,

@@ -123,7 +123,10 @@ def check_module_rngs(state: dict, module_ids: Iterable[str], where: str) -> Non
 
 def check_runner_state(runner: "SingleAgentEnvRunner", state: dict, where: str) -> None:
     """A SingleAgentEnvRunner's saved state, against `runner` (which it leaves as it is)."""
-    if state.get("module_rng") is not None:
+    if missing := sorted({"module_rng", "episodes"} - set(state)):  # (None: none saved, as is)
+        raise CheckpointError(f"{where} has no {missing[0]!r}: the file was edited, or is not "
+                              "an rlcourse checkpoint.")
+    if state["module_rng"] is not None:
         check_generator(state["module_rng"], f"{where}.module_rng")
     if runner.env_to_module is not None:
         runner.env_to_module.check_state(state.get("env_to_module"), f"{where}.env_to_module")
@@ -166,11 +169,17 @@ def _check_episodes(runner: "SingleAgentEnvRunner", episodes: Any, n: int, where
     for i, t in enumerate(episodes["t_started"]):
         check_counter(t, f"{where}.t_started[{i}]")
     check_numbers(episodes["running_returns"], f"{where}.running_returns")
-    obs = decode(episodes["obs"], f"{where}.obs")
-    if runner._obs is not None:  # sampled before: as its own observations (after the connectors)
-        check_like(obs, runner._obs, f"{where}.obs")
-    else:
-        check_array(obs, f"{where}.obs", rows=n)
+    ours = {"obs": runner._obs}  # once it has sampled, its own values are the reference
+    if runner.module.is_stateful:
+        if "module_state" not in episodes:
+            raise CheckpointError(f"{where} has no module_state (the LSTM's state per sub-env).")
+        ours["module_state"] = runner.module.state
+    for key, current in ours.items():
+        value = decode(episodes[key], f"{where}.{key}")
+        if current is not None:
+            check_like(value, current, f"{where}.{key}")
+        else:
+            check_array(value, f"{where}.{key}", rows=n)
     hooks = episodes.get("hooks")  # None: no episode hooks configured
     if hooks is not None and (not isinstance(hooks, list) or len(hooks) != n):
         raise CheckpointError(f"{where}.hooks must be a list of {n} running episodes.")

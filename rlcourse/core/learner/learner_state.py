@@ -25,6 +25,9 @@ def check_optimizer_state(saved: Any, optimizer: torch.optim.Optimizer, where: s
     for i, (group, mine) in enumerate(zip(groups, current["param_groups"], strict=True)):
         if not isinstance(group, dict) or group.get("params") != mine["params"]:
             raise CheckpointError(f"{where}.param_groups[{i}].params must be {mine['params']}.")
+        if missing := sorted(mine.keys() - group.keys() - NOT_RESTORED):  # (torch would take it)
+            raise CheckpointError(f"{where}.param_groups[{i}] has no {missing[0]!r}, which this "
+                                  "config's optimizer has: the file was edited.")
         for key in sorted(group.keys() & mine.keys() - NOT_RESTORED):
             if group[key] != mine[key]:
                 raise CheckpointError(
@@ -36,6 +39,9 @@ def check_optimizer_state(saved: Any, optimizer: torch.optim.Optimizer, where: s
         if not isinstance(index, int) or not 0 <= index < len(params) or not isinstance(slots, dict):
             raise CheckpointError(f"{here}: no parameter {index!r} (this optimizer has "
                                   f"{len(params)}), or not a dict of tensors.")
+        if index in current["state"] and set(slots) != set(current["state"][index]):
+            raise CheckpointError(f"{here} holds {sorted(slots)}; this optimizer keeps "
+                                  f"{sorted(current['state'][index])} per parameter.")
         for name, value in slots.items():
             _check_slot(value, params[index], name, f"{here}[{name!r}]")
 

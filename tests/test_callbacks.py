@@ -15,6 +15,7 @@ from helpers import small_impala, small_ppo
 
 from rlcourse.algorithms.dqn.dqn import DQN, DQNConfig
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.core.rl_module.rl_module import build_module
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 from rlcourse.utils.metrics.metrics_logger import EpisodeStats, MetricsLogger
@@ -65,8 +66,10 @@ def _config(**env_runners):
             .env_runners(rollout_fragment_length=25, num_envs_per_env_runner=3, **env_runners))
 
 
-def test_episode_hooks_see_every_step_of_episodes_that_span_samples():
-    config = _config()
+@pytest.mark.parametrize("connector", [None, lambda env: MeanStdFilter()], ids=["raw", "filtered"])
+def test_episode_hooks_see_every_step_of_episodes_that_span_samples(connector):
+    """Filtered: the hooks see the observations the episodes hold (the last one was raw)."""
+    config = _config(env_to_module_connector=connector)
     runner = SingleAgentEnvRunner(config, config.get_env_creator())
     module = build_module(config, runner.observation_space, runner.action_space)
     runner.set_weights(module.get_state(inference_only=True))

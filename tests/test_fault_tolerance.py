@@ -20,10 +20,12 @@ from helpers import SLOW_RESTARTS, small_ppo
 from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.callbacks.callbacks import Callbacks
+from rlcourse.connectors.env_to_module import MeanStdFilter
 from rlcourse.core.learner.learner_group import LearnerFailure
 from rlcourse.course.tuned_example import load_tuned_example
 from rlcourse.course.tuned_examples_suite import TUNED_EXAMPLES
 from rlcourse.env.env_runner_health import EnvRunnerFailure, EnvRunnerHealth
+from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -127,6 +129,22 @@ def test_failing_sub_envs_are_rebuilt_and_broken_episodes_never_trained(ray_sess
         assert parts[0][0] == 0
         assert all(t1 == t0 + n for (t0, n), (t1, _) in zip(parts, parts[1:], strict=False))
     assert 20 <= result["env_runners"]["episode_len_mean"] <= 60  # only whole, clean episodes
+
+
+def test_a_rebuilt_sub_envs_made_up_last_observation_never_reaches_the_filter():
+    """A failed step ends its episode with the space's sample as the last observation; the chunk
+    is dropped, and the observation must not move MeanStdFilter's statistics (it did: on a Box
+    with wide bounds, one failure could put values near 1e38 into every runner's filter)."""
+    config = (small_ppo().environment(CountingEnv, env_config={"failure_rate": 0.02})
+              .env_runners(num_envs_per_env_runner=2,
+                           env_to_module_connector=lambda env: MeanStdFilter())
+              .fault_tolerance(restart_failed_sub_environments=True).debugging(seed=0))
+    runner = SingleAgentEnvRunner(config)
+    ended = sum(episode.is_done for episode in runner.sample(num_timesteps=600))
+    assert runner._num_sub_env_restarts >= 2
+    # The observations seen: 2 resets, 300 steps of 2 sub-envs, the ended episodes' last ones.
+    assert runner.env_to_module.connectors[0].running_stats.n == 2 + 600 + ended
+    runner.stop()
 
 
 @pytest.mark.parametrize("num_env_runners", [0, 1])

@@ -105,14 +105,17 @@ class EpisodeHooks:
             self._start(i, obs[i], sub_env_info(infos, i))
 
     def on_step(self, actions: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
-                truncated: np.ndarray, next_obs: np.ndarray, infos: dict) -> None:
+                truncated: np.ndarray, next_obs: np.ndarray, last_obs: dict[int, np.ndarray],
+                infos: dict) -> None:
         """After one vector step: record it, and start a new episode where one ended (the
-        sub-env reset in the same step; its last observation is in `infos["final_obs"]`)."""
+        sub-env reset in the same step; `last_obs` has its last observation, processed as
+        `next_obs` is, unless the sub-env failed: then the env's made-up one)."""
         for i, episode in enumerate(self.running):
             done = terminated[i] or truncated[i]
             if self.records_steps:
                 if done:
-                    obs, info = infos["final_obs"][i], sub_env_info(infos["final_info"], i)
+                    obs = last_obs[i] if i in last_obs else infos["final_obs"][i]
+                    info = sub_env_info(infos["final_info"], i)
                 else:
                     obs, info = next_obs[i], sub_env_info(infos, i)
                 episode.add_step(actions[i], rewards[i], obs, info)

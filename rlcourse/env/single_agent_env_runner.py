@@ -147,17 +147,21 @@ class SingleAgentEnvRunner(EnvRunner):
                 stacking.push(obs[t + 1], terminated[t] | truncated[t])
             if self.module.is_stateful:  # sub-envs that reset in this step start a new state
                 self.module.reset_state(terminated[t] | truncated[t])
+            last_obs = {}  # sub-env -> its ended episode's last obs (processed, as obs[t + 1] is)
+            if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
+                ended = np.flatnonzero(infos["_final_obs"])
+                if "_env_failure" in infos["final_info"]:  # rebuilt: its made-up obs is no data
+                    broken = np.flatnonzero(infos["final_info"]["_env_failure"])
+                    failed.update((t, i) for i in broken)
+                    ended = np.setdiff1d(ended, broken)
+                last = [infos["final_obs"][i] for i in ended]
+                if connectors is not None and last:
+                    last = connectors.process_items(last)
+                last_obs = dict(zip(ended.tolist(), last, strict=True))
+                final_obs.update(((t, i), o) for i, o in last_obs.items())
             if self.hooks:
                 self.hooks.on_step(out["actions"], rewards[t], terminated[t], truncated[t], obs[t + 1],
-                                   infos)
-            if "final_obs" in infos:  # some sub-env ended an episode (and reset) in this step
-                ended = np.flatnonzero(infos["_final_obs"])  # their last obs: processed, too
-                last = [infos["final_obs"][i] for i in ended]
-                if connectors is not None:
-                    last = connectors.process_items(last)
-                final_obs.update(((t, i), o) for i, o in zip(ended, last, strict=True))
-                if "_env_failure" in infos["final_info"]:
-                    failed.update((t, i) for i in np.flatnonzero(infos["final_info"]["_env_failure"]))
+                                   last_obs, infos)
         self._check_finite(obs, rewards, final_obs)
         self._obs, self._needs_reset = obs[steps], False
         self._count_steps(steps * n_envs)
@@ -165,8 +169,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _check_finite(self, obs: np.ndarray, rewards: np.ndarray,
                       final_obs: dict[tuple[int, int], np.ndarray]) -> None:
-        """Raise NonFiniteEnvData for a NaN or infinite reward or observation in this sample:
-        one `np.isfinite` per [T, N] buffer, not one per step."""
+        """Raise NonFiniteEnvData for a NaN or infinite reward or obs: one check per [T, N] buffer."""
         for field, values in (("reward", rewards), ("obs", obs)):
             at = first_non_finite(values)
             if at is not None:

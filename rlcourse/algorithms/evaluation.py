@@ -30,7 +30,9 @@ def build_eval_env_runner_group(algo: "Algorithm") -> EnvRunnerGroup:
 
 
 def run_evaluation(algo: "Algorithm", weights: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Evaluate `weights` for `evaluation_duration` episodes (or timesteps); return its results."""
+    """Evaluate `weights` for `evaluation_duration` episodes (or timesteps); return its results.
+    The episodes counted are the first to end, as in RLlib: with several sub-envs per runner, a
+    short one is likelier to count (CartPole's evaluation then leans low)."""
     if algo.eval_env_runner_group is None:  # evaluation in this process, built when first used
         algo.eval_env_runner_group = build_eval_env_runner_group(algo)
     if algo.callbacks:

@@ -79,8 +79,9 @@ class PPOLearner(Learner):
         vf_loss = vf_loss_unclipped.clamp(max=cfg.vf_clip_param).mean()
         entropy = dist.entropy().mean()
         total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
-        # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator); RLlib
-        # reports it as 0 and leaves curr_kl_coeff out when the KL loss is off.
+        # KL(old || new) estimated from samples of the old policy (Schulman's k3 estimator: the
+        # same mean and gradient as RLlib's exact prev_dist.kl(curr_dist), noisier, and needing
+        # no old distribution); RLlib reports it as 0 and leaves curr_kl_coeff out when it is off.
         mean_kl, kl_results = torch.zeros(()), {}
         if cfg.use_kl_loss:
             mean_kl = ((ratio - 1) - log_ratio).mean()

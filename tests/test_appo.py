@@ -171,3 +171,16 @@ def test_a_checkpoint_restores_the_target_network_and_kl_coefficient(tmp_path):
             assert learner.curr_kl_coeff == saved["curr_kl_coeff"]
             assert learner.num_target_updates == saved["num_target_updates"]
         assert restored.train()["training_iteration"] == state["algorithm"]["iteration"] + 1
+
+
+def test_a_learner_joining_a_group_takes_rank_0s_target_network_too(monkeypatch):
+    """join_group broadcast the policy only: unseeded, rank 1 kept a random target network of its
+    own, and the learners' averaged gradients mixed ratios against unrelated networks."""
+    config = APPOConfig().environment("CartPole-v1").rl_module(model_config=SMALL_MODEL)
+    env = gym.make("CartPole-v1")
+    rank_0, rank_1 = (APPOLearner(config, env.observation_space, env.action_space) for _ in "01")
+    sent = iter([p.data for p in rank_0.module.parameters()])
+    monkeypatch.setattr(torch.distributed, "broadcast", lambda tensor, src: tensor.copy_(next(sent)))
+    rank_1.join_group(1, 2)
+    for name, value in rank_0.target_module.state_dict().items():
+        assert torch.equal(value, rank_1.target_module.state_dict()[name]), name

@@ -32,6 +32,12 @@ class APPOLearner(IMPALALearner):
         self.curr_kl_coeff = self.config.kl_coeff
         self.num_target_updates = 0
 
+    def join_group(self, rank: int, world_size: int) -> None:
+        """Rank 0's weights, and its target network: a copy of them, as it has not updated yet
+        (each learner's own would otherwise stay a random one until the first target update)."""
+        super().join_group(rank, world_size)
+        self.target_module.load_state_dict(self.module.state_dict())
+
     def compute_loss(self, batch: dict[str, torch.Tensor]):
         cfg = self.config
         with torch.no_grad():

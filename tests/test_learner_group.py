@@ -1,12 +1,16 @@
 """Data-parallel learners: real torch.distributed all-reduce between Ray actors."""
 
 import stat
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ray
 from helpers import assert_learners_updated_together, small_ppo
 
+from rlcourse.algorithms.ppo.ppo import PPOConfig
 from rlcourse.algorithms.ppo.ppo_learner import PPOLearner
 from rlcourse.core.learner.learner_group import LearnerGroup, shard_episodes
 from rlcourse.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -79,3 +83,30 @@ def test_all_learners_hold_identical_weights_after_updates(ray_session):
     finally:
         group.stop()
     assert not store_dir.exists()
+
+
+class LearnerThatCannotJoin(PPOLearner):
+    def setup_distributed(self, *args, **kwargs):
+        raise RuntimeError("no rendezvous today")
+
+
+class CannotJoinConfig(PPOConfig):
+    def get_default_learner_class(self) -> type:
+        return LearnerThatCannotJoin
+
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the actors get these classes
+
+
+def test_learners_that_fail_to_start_are_ended_with_the_error(ray_session):
+    """Before, the learner actors outlived the error (no Algorithm held the group to stop it), and
+    their CPUs stayed taken until the traceback was gone: in a notebook, until the kernel's end."""
+    config = (small_ppo(CannotJoinConfig).environment("CartPole-v1")
+              .learners(num_learners=2, num_cpus_per_learner=0.5))
+    spaces = SingleAgentEnvRunner(config, config.get_env_creator()).get_spaces()
+    with pytest.raises(Exception, match="no rendezvous today") as error:
+        LearnerGroup(config, *spaces)
+    deadline = time.monotonic() + 20
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2, error  # the traceback still held here

@@ -2,6 +2,9 @@
 cell against torch's, IMPALA's LSTM and V-trace on sequences, the errors, and APPO learning what a
 policy without memory cannot (lesson 12 trains PPO with and without an LSTM and asserts the gap)."""
 
+from functools import partial
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +17,7 @@ from rlcourse.connectors.common.add_time_dim_to_batch_and_zero_pad import (
 )
 from rlcourse.core import LOSS_MASK, STATE_IN, STATE_OUT
 from rlcourse.core.learner.learner import forward_all_obs
+from rlcourse.core.learner.learner_group import LearnerGroup
 from rlcourse.core.rl_module.default_model_config import space_info
 from rlcourse.core.rl_module.lstm_module import DefaultLSTMModule
 from rlcourse.core.rl_module.numpy_lstm import NumpyLSTM
@@ -135,6 +139,11 @@ def test_the_learner_trains_on_masked_sequences_and_padding_changes_nothing():
         assert torch.allclose(learner.compute_loss(garbage)[0], loss)
         result = algo.train()
         assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 120
+        weights = []  # what each minibatch's gradient weighs in the learners' average
+        learner.apply_gradients = lambda size, apply=learner.apply_gradients: (
+            weights.append(size), apply(size))[1]
+        learner.update(episodes)
+        assert sum(weights) == 120  # its real steps (it was its padded sequences, about 40)
     finally:
         algo.stop()
 
@@ -227,3 +236,15 @@ def test_appo_with_an_lstm_reaches_its_tuned_examples_mark_on_stateless_cartpole
         algo.stop()
     assert all(reached(result, example.pass_criteria).values()), (
         result["num_env_steps_sampled_lifetime"], result["env_runners"]["episode_return_mean"])
+
+
+def test_learners_sharing_an_lstm_batch_need_a_sequence_per_minibatch():
+    """Each learner splits its sequences into minibatches: 4 + 3 steps in sequences of up to 4
+    are 2, too few for 3 minibatches (its 7 steps passed, and that learner crashed while the
+    others waited for it in the all-reduce)."""
+    config = lstm_config(max_seq_len=4).learners(num_learners=2)
+    shards = [[episode(10, 0)], [episode(4, 0), episode(3, 0)]]
+    check = partial(LearnerGroup._check_shards, SimpleNamespace(config=config))
+    with pytest.raises(ConfigError, match=r"learners \[3, 2\] sequences, and each needs at least 3"):
+        check(shards, 3)
+    check(shards, 2)

@@ -162,7 +162,7 @@ class Learner:
                 loss.backward()
                 try:
                     metrics["gradients_default_optimizer_global_norm"] = self.apply_gradients(
-                        len(minibatch["actions"]))
+                        num_steps(minibatch))
                 except NonFiniteUpdateError as e:
                     e.add_note("This learner's minibatch: " + ", ".join(
                         f"{name}={float(value):.4g}" for name, value in metrics.items()))
@@ -172,8 +172,7 @@ class Learner:
         self.num_updates += 1
         results = {name: float(torch.stack([self.to_device(v, torch.float64) for v in values]).mean())
                    for name, values in stats.items()}
-        # Sequences (a stateful module): the real steps, not the padding.
-        results["num_env_steps_trained"] = int(batch[LOSS_MASK].sum()) if LOSS_MASK in batch else size
+        results["num_env_steps_trained"] = num_steps(batch)
         results["default_optimizer_learning_rate"] = self.optimizer.param_groups[0]["lr"]
         return results
 
@@ -195,7 +194,7 @@ class Learner:
         return list(torch.tensor_split(permutation, num_minibatches))
 
     def apply_gradients(self, minibatch_size: int) -> float:
-        """Average gradients over learners (weighted by shard size), clip, and step; a non-finite
+        """Average gradients over learners (weighted by their real steps), clip, and step; a non-finite
         norm raises NonFiniteUpdateError on every learner before any weight changes."""
         if self.world_size > 1:
             params = [p for p in self.module.parameters() if p.grad is not None]
@@ -257,6 +256,12 @@ class Learner:
         torch.set_rng_state(state["torch_rng"])
         self.rng = from_plain(state["rng"])
         self.num_updates = state["num_updates"]
+
+
+def num_steps(batch: dict[str, torch.Tensor]) -> int:
+    """The env steps a batch holds: a stateful module's sequences count their real steps, not
+    the padding (the losses average over those, so learners' gradients are weighted by them)."""
+    return int(batch[LOSS_MASK].sum()) if LOSS_MASK in batch else len(batch["actions"])
 
 
 def forward_all_obs(module: RLModule, batch: dict[str, torch.Tensor], dist_inputs: bool = True,

@@ -16,6 +16,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from rlcourse.core import ALL_MODULES, DEFAULT_MODULE_ID
+from rlcourse.core.rl_module.default_model_config import lstm_settings
 from rlcourse.core.rl_module.multi_rl_module_spec import MultiRLModuleSpec, check_trains_answer
 from rlcourse.env.multi_agent_episode import ModuleID, MultiAgentEpisode
 from rlcourse.env.single_agent_episode import SingleAgentEpisode
@@ -110,6 +111,14 @@ class LearnerGroup:
             return
         remote_cls = ray.remote(learner_cls).options(**learner_options(config))
         self.remote_learners = [remote_cls.remote(*args) for _ in range(config.num_learners)]
+        try:  # a learner that fails to start: end them all (no Algorithm holds this group yet)
+            self._join(config)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _join(self, config: "AlgorithmConfig") -> None:
+        """Form the learners' torch.distributed group."""
         host, port = ray.get(self.remote_learners[0].open_store_socket.remote(),
                              timeout=STARTUP_TIMEOUT_S)
         threads = max(1, int(config.num_cpus_per_learner))
@@ -186,16 +195,18 @@ class LearnerGroup:
 
     def _check_shards(self, shards: list[list[SingleAgentEpisode]], num_minibatches: int,
                       module_id: str | None = None) -> None:
-        """Each learner needs a step per minibatch (an empty minibatch's loss is NaN); learners get
-        whole episode chunks, so this depends on the batch and is checked before any update."""
-        sizes = [sum(len(e) for e in shard) for shard in shards]
+        """Each learner needs a step (an LSTM's: a sequence) per minibatch, as an empty minibatch
+        fails; learners get whole episode chunks, so this is checked on the batch, before updates."""
+        lstm = lstm_settings(self.config.model_config)
+        span, unit = (lstm["max_seq_len"], "sequences") if lstm["use_lstm"] else (1, "steps")
+        sizes = [sum(-(-len(e) // span) for e in shard) for shard in shards]
         if min(sizes) >= num_minibatches:
             return
         raise ConfigError(
             "train_batch_size_per_learner", self.config.train_batch_size_per_learner,
-            f"a batch of {sum(sizes)} steps in {sum(map(len, shards))} episode chunks"
-            f"{f' of module {module_id!r}' if module_id else ''} gave the "
-            f"num_learners={len(shards)} learners {sizes} steps, and each needs at least "
+            f"a batch of {sum(len(e) for shard in shards for e in shard)} steps in "
+            f"{sum(map(len, shards))} episode chunks{f' of module {module_id!r}' if module_id else ''}"
+            f" gave the num_learners={len(shards)} learners {sizes} {unit}, and each needs at least "
             f"{num_minibatches} (one per minibatch of minibatch_size={self.config.minibatch_size}). "
             "Raise train_batch_size_per_learner or minibatch_size, use fewer learners, or more "
             "sub-envs (num_envs_per_env_runner: more, shorter chunks).", "training")
